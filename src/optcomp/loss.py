@@ -1,0 +1,270 @@
+r"""The privacy-loss distribution and the hockey-stick functional every exact and
+approximate method of this package solves.
+
+By MV Lemma 3.2/3.4 (KOV Thm 2.5) composing (eps_i, delta_i)-DP mechanisms is exactly
+composing the randomized responses of MV Definition 3.1.  Under the input 0, with
+probability prod(1 - delta_i) no "delta event" happens and the privacy loss is the sum
+``L = sum_i s_i eps_i`` of independent signs, ``P0[s_i = +1] = e^{eps_i}/(1 + e^{eps_i})``;
+otherwise the loss is +inf.  MV Theorem 1.5 rewritten in probabilities reads
+
+    delta(eps_g) = 1 - prod(1 - delta_i) * (1 - H(eps_g)),
+    H(x) = E_P0[(1 - e^{x - L})_+]  =  sum_{l > x} P0[L = l] (1 - e^{x - l}),
+
+so (eps_g, delta_g)-DP holds iff ``H(eps_g) <= t`` with the *residual target*
+``t = 1 - (1 - delta_g) / prod(1 - delta_i)`` (:func:`residual_target`).  ``H`` is
+continuous and decreasing; between consecutive atoms ``l_{j-1} <= x < l_j`` it is
+``S_j - e^{x - l_j} W_j`` with the suffix sums ``S_j = sum_{i>=j} p_i`` and
+``W_j = sum_{i>=j} p_i e^{l_j - l_i}`` (every exponent <= 0: no overflow even when
+the losses reach the thousands), so eps_g follows in closed form on the right segment,
+``eps_g = l_j + log((S_j - t) / W_j)`` — no root finder.
+
+Rounding (the safe side is a larger eps_g and a larger delta_g):
+
+* every evaluation of ``H`` is charged a rounding-error bound (:func:`_rounding_bound`:
+  a few units of 2^-53 times the magnitude of the summed terms, growing with log2 of the
+  number of atoms) plus the distribution's own ``slack`` (mass cut off by truncation or
+  underflow, placed at +inf, and any numerical error bound its producer reports);
+* eps_g is solved against the target lowered by those bounds and then moved up by a
+  few ulps of its own; delta_g is computed from ``H`` raised by them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from ._inputs import Mechanisms
+
+__all__ = [
+    "LossDistribution",
+    "residual_target",
+    "delta_from_excess",
+    "solve_segments",
+    "suffix_sums",
+    "UNIT",
+]
+
+UNIT = 2.0**-53  # unit roundoff of float64
+TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
+
+
+def _rounding_bound(n: int) -> float:
+    """Relative error bound used for sums of ``n`` non-negative float64 terms and the
+    few operations around them (pairwise/cumulative summation of sorted, rapidly
+    decaying tails is far better than the worst case; the tests cross-check with mpmath)."""
+    return (16.0 + 4.0 * math.log2(max(n, 2))) * UNIT
+
+
+def up(x: float, ulps: int = 4) -> float:
+    """``x`` moved ``ulps`` units in the last place toward +inf (a safe-side nudge)."""
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def sum_up(values) -> float:
+    """The exact real sum of ``values`` rounded up to a float (fsum, then one step up if inexact)."""
+    vals = [float(v) for v in np.asarray(values, dtype=float).ravel()]
+    s = math.fsum(vals)
+    if math.isfinite(s) and math.fsum(vals + [-s]) > 0.0:
+        s = math.nextafter(s, math.inf)
+    return s
+
+
+def residual_target(m: Mechanisms, delta_g: float) -> float:
+    """t = 1 - (1 - delta_g) / prod_i (1 - delta_i), rounded down (the safe side).
+
+    ``t < 0`` means delta_g < 1 - prod(1 - delta_i): no finite eps_g is possible.  When
+    the floating-point value cannot decide the sign of a tiny ``t``, the question is
+    settled exactly with rational arithmetic (the inputs are exact binary fractions), so
+    the KOV corner delta_g = 1 - (1 - delta)^k is recognised as t = 0, not as infeasible.
+    """
+    if not np.any(m.delta):
+        return delta_g  # exact: prod(1 - delta_i) = 1
+    log_nd = m.log_no_delta
+    l1 = math.log1p(-delta_g)
+    a = l1 - log_nd
+    err_a = 8.0 * UNIT * (abs(l1) + abs(log_nd) + m.k * UNIT * abs(log_nd))
+    t_low = -math.expm1(a + err_a)
+    t_low -= 4.0 * UNIT * abs(t_low)
+    if t_low > 0.0:
+        return t_low
+    t_high = -math.expm1(a - err_a)
+    if t_high < 0.0:
+        return t_high
+    exact = _exact_residual_sign(m, delta_g)
+    if exact is None:  # too large to settle exactly: the safe answer
+        return -math.inf if t_high <= 0 else -UNIT
+    if exact < 0:
+        return t_high if t_high < 0 else -UNIT
+    if exact == 0:
+        return 0.0
+    return max(t_low, 0.0)
+
+
+def _exact_residual_sign(m: Mechanisms, delta_g: float):
+    """Sign of prod(1 - delta_i) - (1 - delta_g) in exact arithmetic (None if too costly)."""
+    one = Fraction(1)
+    if m.homogeneous:
+        if m.k > 100_000:
+            return None
+        prod = (one - Fraction(float(m.delta[0]))) ** m.k
+    else:
+        if m.k > 20_000:
+            return None
+        prod = one
+        for d in m.delta:
+            prod *= one - Fraction(float(d))
+    diff = prod - (one - Fraction(delta_g))
+    return (diff > 0) - (diff < 0)
+
+
+def delta_from_excess(m: Mechanisms, excess: float) -> float:
+    """delta_g = 1 - prod(1 - delta_i) (1 - H) for an upper bound ``excess`` on H, rounded up."""
+    excess = min(max(excess, 0.0), 1.0)
+    log_nd = m.log_no_delta
+    if log_nd == 0.0:
+        return min(1.0, up(excess))
+    # 1 - e^{log_nd} (1 - H) = -expm1(log_nd + log1p(-H))
+    s = log_nd + (math.log1p(-excess) if excess < 1.0 else -math.inf)
+    value = -math.expm1(s)
+    value += 8.0 * UNIT * (abs(value) + abs(log_nd) + m.k * UNIT * abs(log_nd))
+    return min(1.0, up(value))
+
+
+def suffix_sums(loss: np.ndarray, p0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Suffix sums ``S_j = sum_{i>=j} p_i`` and ``W_j = sum_{i>=j} p_i e^{l_j - l_i}``.
+
+    Both arrays get a trailing 0 (index n).  ``W`` is accumulated block-wise with a
+    local reference loss so that no exponent exceeds a few hundred in magnitude: the
+    losses may span thousands (k * eps large) without overflow or total underflow.
+    """
+    n = loss.size
+    S = np.zeros(n + 1)
+    S[:n] = np.cumsum(p0[::-1])[::-1]
+    W = np.zeros(n + 1)
+    if n == 0:
+        return S, W
+    span = 600.0
+    end = n
+    carry = 0.0  # W at index `end` (0 for the very top)
+    while end > 0:
+        top = loss[end - 1]
+        start = int(np.searchsorted(loss, top - span, side="left"))
+        start = min(start, end - 1)
+        seg_l = loss[start:end]
+        ref = seg_l[0]
+        # sum_{i in [j, end)} p_i e^{ref - l_i}, then rescale by e^{l_j - ref}
+        terms = p0[start:end] * np.exp(ref - seg_l)
+        local = np.cumsum(terms[::-1])[::-1]
+        scale = np.exp(seg_l - ref)  # <= e^{span}
+        W[start:end] = local * scale
+        if carry:
+            W[start:end] += carry * np.exp(seg_l - loss[end]) if end < n else 0.0
+        carry = W[start]
+        end = start
+    return S, W
+
+
+@dataclass(frozen=True)
+class LossDistribution:
+    """Finite atoms of a privacy-loss distribution under P0 (given no delta event).
+
+    ``loss`` ascending, ``p0`` their P0 masses (summing to <= 1).  ``slack`` is an
+    absolute amount added to every evaluation of ``H`` (mass that was cut off and is
+    accounted for as if it sat at +inf, and numerical error bounds), so any use of the
+    distribution errs toward the safe side.  ``exact_from``: ``H(x)`` is exact for
+    ``x >= exact_from`` (atoms below it may have been omitted, as by windowing).
+    """
+
+    loss: np.ndarray
+    p0: np.ndarray
+    slack: float = 0.0
+    exact_from: float = -math.inf
+    _suffix: tuple = field(default=None, repr=False, compare=False)
+
+    def suffix(self):
+        if self._suffix is None:
+            object.__setattr__(self, "_suffix", suffix_sums(self.loss, self.p0))
+        return self._suffix
+
+    @property
+    def error(self) -> float:
+        """Relative rounding-error bound charged to each evaluation of H."""
+        return _rounding_bound(self.loss.size)
+
+    def excess(self, x: float) -> float:
+        """An upper bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) (plus ``slack``)."""
+        if x < self.exact_from:
+            raise ValueError("excess evaluated below the distribution's exact range")
+        S, W = self.suffix()
+        j = int(np.searchsorted(self.loss, x, side="right"))
+        if j >= self.loss.size:
+            return self.slack
+        a = S[j]
+        b = math.exp(x - self.loss[j]) * W[j]
+        return max(a - b, 0.0) + self.error * (a + b) + self.slack
+
+    def delta(self, m: Mechanisms, eps_g: float) -> float:
+        """Certified delta_g at eps_g: 1 - prod(1-delta_i)(1 - H(eps_g)), rounded up."""
+        return delta_from_excess(m, self.excess(eps_g))
+
+    def epsilon(self, t: float) -> float:
+        """Least x >= 0 with H(x) <= t (see :func:`solve_segments`)."""
+        return solve_segments(self, t)
+
+
+class WindowTooNarrow(Exception):
+    """Raised when the root lies below ``exact_from`` (the producer must widen)."""
+
+
+def solve_segments(dist: LossDistribution, t: float) -> float:
+    """Least x >= 0 with H(x) <= t for an explicitly listed distribution, rounded up.
+
+    Works segment by segment: the atoms' H values locate the segment holding the root,
+    where H(x) = S_j - e^{x - l_j} W_j is inverted in closed form.  Returns ``math.inf``
+    when even x -> inf leaves H above the (error-lowered) target.
+    """
+    if t < 0.0:
+        return math.inf
+    loss = dist.loss
+    n = loss.size
+    rel = dist.error
+    # Safe target: H_computed * (1 + rel) + slack <= t  =>  compare S - (1 - rel) e^{..} W
+    target = t - dist.slack
+    if target < 0.0 or n == 0:
+        return math.inf if target < 0.0 else 0.0
+    S, W = dist.suffix()
+    # Upper bounds on H at each atom l_j (H(l_j) uses atoms i > j).
+    if n > 1:
+        expo = np.exp(loss[:-1] - loss[1:])
+        b = expo * W[1:n]
+        a = S[1:n]
+        h_at = np.empty(n)
+        h_at[:-1] = np.maximum(a - b, 0.0) + rel * (a + b)
+        h_at[-1] = 0.0
+    else:
+        h_at = np.zeros(1)
+    # enforce monotonicity (non-increasing) upward: a safe envelope of rounding noise
+    h_at = np.maximum.accumulate(h_at[::-1])[::-1]
+    # J = first atom with H(l_J) <= target; the root lies in (l_{J-1}, l_J].
+    J = int(np.searchsorted(-h_at, -target, side="left"))
+    # On (l_{J-1}, l_J]:  H(x) = S_J - e^{x - l_J} W_J; solve the charged bound
+    #   S_J - e^{u} W_J + rel (S_J + e^{u} W_J) = target,   u = x - l_J <= 0.
+    lo = loss[J - 1] if J > 0 else dist.exact_from
+    num = S[J] * (1.0 + rel) - target
+    den = W[J] * (1.0 - rel)
+    if num <= 0.0:
+        x = lo  # H is already below the target where the segment starts
+    else:
+        x = loss[J] + min(math.log(num / den), 0.0)
+        x = max(x, lo)
+    if J == 0 and x <= dist.exact_from and dist.exact_from > 0.0:
+        raise WindowTooNarrow  # the root is below the atoms this distribution lists
+    if x <= 0.0:
+        return 0.0
+    # a few ulps for exp/log/rounding of the closed form itself
+    return up(x + 4.0 * UNIT * (abs(loss[J]) + abs(x)), 2)
