@@ -116,11 +116,11 @@ def mechanisms(eps, delta=0.0, k=None) -> Mechanisms:
     bad = ~np.isfinite(eps_arr) | (eps_arr < 0)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"eps must be finite and >= 0, got eps[{i}]={eps_arr[i]!r}")
+        raise ValueError(f"eps must be finite and >= 0, got eps[{i}]={float(eps_arr[i])!r}")
     bad = ~np.isfinite(delta_arr) | (delta_arr < 0) | (delta_arr >= 1)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"delta must lie in [0, 1), got delta[{i}]={delta_arr[i]!r}")
+        raise ValueError(f"delta must lie in [0, 1), got delta[{i}]={float(delta_arr[i])!r}")
     eps_arr.setflags(write=False)
     delta_arr.setflags(write=False)
     return Mechanisms(eps_arr, delta_arr)
