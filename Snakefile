@@ -1,0 +1,34 @@
+# optcomp: every result and figure of the project, regenerated from config/config.yaml.
+#
+#   snakemake --cores 8                              # everything (results/, figures/, notebooks)
+#   snakemake --cores 8 --configfile config/test.yaml   # the whole DAG on tiny sweeps
+#   snakemake --report report.html                   # offline report with every figure
+#
+# Data flow: config -> optcomp (sweeps in optcomp.experiments) -> results/*.csv
+#            -> figures/*.pdf|png (optcomp.figures) -> notebooks (results/notebooks/).
+# Rules are thin: each calls one package function, named in its params.function.
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/schema.yaml")
+
+
+report: "rules/report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/homogeneous.smk"
+include: "rules/regions.smk"
+include: "rules/budget.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        ALL_TARGETS,

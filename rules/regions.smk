@@ -1,0 +1,83 @@
+# Figure 3 -- KOV Figures 2 and 3: privacy regions (false alarm vs missed detection).
+
+
+rule kov_figure2_regions:
+    """Optimal regions (KOV Thm 3.3) of k-fold composition, k = 1..k_max, each delta."""
+    output:
+        "results/regions/kov_figure2_boundary.csv",
+        "results/regions/kov_figure2_family.csv",
+    params:
+        function="optcomp.experiments.regions.kov_figure2",
+        spec=config["regions"],
+        config=config["regions"],
+        section="regions",
+    log:
+        "results/logs/kov_figure2_regions.log",
+    conda:
+        "envs/optcomp.yaml"
+    script:
+        "scripts/sweep.py"
+
+
+rule kov_figure3_regions:
+    """Basic (Thm 3.1), DRV (Thm 3.2) and optimal (Thm 3.3) regions of one composition."""
+    output:
+        "results/regions/kov_figure3_boundary.csv",
+        "results/regions/kov_figure3_family.csv",
+    params:
+        function="optcomp.experiments.regions.kov_figure3",
+        spec=config["regions"],
+        config=config["regions"],
+        section="regions",
+    log:
+        "results/logs/kov_figure3_regions.log",
+    conda:
+        "envs/optcomp.yaml"
+    script:
+        "scripts/sweep.py"
+
+
+rule kov_figure2:
+    """KOV Figure 2."""
+    input:
+        "results/regions/kov_figure2_boundary.csv",
+    output:
+        pdf="figures/kov_figure2.pdf",
+        png=report(
+            "figures/kov_figure2.png",
+            caption="report/kov_figure2.rst",
+            category="Privacy regions",
+            labels={"figure": "KOV Figure 2"},
+        ),
+    params:
+        function="optcomp.figures.regions.kov_figure2",
+    log:
+        "results/logs/kov_figure2.log",
+    localrule: True
+    conda:
+        "envs/optcomp.yaml"
+    script:
+        "scripts/plot.py"
+
+
+rule kov_figure3:
+    """KOV Figure 3."""
+    input:
+        "results/regions/kov_figure3_boundary.csv",
+    output:
+        pdf="figures/kov_figure3.pdf",
+        png=report(
+            "figures/kov_figure3.png",
+            caption="report/kov_figure3.rst",
+            category="Privacy regions",
+            labels={"figure": "KOV Figure 3"},
+        ),
+    params:
+        function="optcomp.figures.regions.kov_figure3",
+    log:
+        "results/logs/kov_figure3.log",
+    localrule: True
+    conda:
+        "envs/optcomp.yaml"
+    script:
+        "scripts/plot.py"

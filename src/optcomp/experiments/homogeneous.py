@@ -1,0 +1,111 @@
+"""MV Figure 2 (Section 6): eps_g versus k for k identical mechanisms, four theorems.
+
+Sweeps ``optcomp.epsilon_g(eps, delta, k=k, delta_g=delta_g, method=m)`` for k = 1..k_max
+and m in the config's methods ("basic" = Summing, MV Thm 1.2; "drv", Thm 1.3; "kov", the
+KOV bound, Thm 6.1; "optimal", Thm 1.4).  A curve family is one (eps, delta_g) pair, every
+method, every k; a chunk (one job) is a few consecutive families.  The merged table has one row per (panel, eps,
+delta_g, k, method); :func:`ratio_table` reads the ratios to the optimum off it.
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+import pandas as pd
+
+import optcomp
+
+from .grids import delta_from_log2, float_list
+from .io import Progress
+
+__all__ = ["curves", "chunks", "sweep_curves", "ratio_table", "ratio_markdown", "COLUMNS"]
+
+COLUMNS = ["panel", "eps", "delta", "delta_g_log2", "delta_g", "k", "method", "eps_g"]
+
+
+def curves(cfg: dict) -> list[dict]:
+    """The curve families of the config's ``homogeneous`` section, in a fixed order:
+    panel "by_eps" (one per eps, shared delta_g), then panel "by_delta_g" (one per delta_g)."""
+    out = []
+    a = cfg["by_eps"]
+    for eps in float_list(a["eps"]):
+        out.append({"panel": "by_eps", "eps": eps, "delta": float(a["delta"]), "delta_g_log2": int(a["delta_g_log2"])})
+    b = cfg["by_delta_g"]
+    for e2 in b["delta_g_log2"]:
+        out.append({"panel": "by_delta_g", "eps": float(b["eps"]), "delta": float(b["delta"]), "delta_g_log2": int(e2)})
+    return out
+
+
+def chunks(cfg: dict) -> list[dict]:
+    """The curve families split into ``cfg["chunks"]`` jobs (consecutive families together;
+    merging the chunks in order gives the families in :func:`curves` order)."""
+    fams = curves(cfg)
+    n = max(1, min(int(cfg.get("chunks", 1)), len(fams)))
+    bounds = [round(i * len(fams) / n) for i in range(n + 1)]
+    return [{"curves": fams[bounds[i]:bounds[i + 1]], "k_max": int(cfg["k_max"]), "methods": list(cfg["methods"])}
+            for i in range(n)]
+
+
+def sweep_curves(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """eps_g for k = 1..spec["k_max"], every method of ``spec``, every curve family of the
+    chunk (one row per family, method, k; in that order)."""
+    ks = range(1, int(spec["k_max"]) + 1)
+    methods = list(spec["methods"])
+    progress = Progress(len(spec["curves"]) * len(methods) * len(ks), "homogeneous eps_g", log)
+    rows = []
+    for curve in spec["curves"]:
+        delta_g = delta_from_log2(curve["delta_g_log2"])
+        progress.message(f"eps={curve['eps']:g} delta={curve['delta']:g} delta_g=2^{curve['delta_g_log2']}")
+        for method in methods:
+            for k in ks:
+                eps_g = optcomp.epsilon_g(curve["eps"], curve["delta"], k=k, delta_g=delta_g, method=method)
+                rows.append((curve["panel"], curve["eps"], curve["delta"], curve["delta_g_log2"], delta_g, k, method,
+                             eps_g))
+                progress.step()
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def ratio_table(curves: pd.DataFrame, ks) -> pd.DataFrame:
+    """eps_g(method) / eps_g(optimal) at the given k, for every curve family and method.
+
+    One row per (panel, eps, delta_g_log2, k), curves in the order they appear in
+    ``curves``, with a column ``<method>_over_optimal`` per non-optimal method (MV
+    Section 6 claims about 1.2 for the KOV bound and 1.3-1.4 for DRV at large k)."""
+    curve_keys = ["panel", "eps", "delta", "delta_g_log2"]
+    ks = sorted(int(k) for k in ks)
+    missing = sorted(set(ks) - set(curves["k"]))
+    if missing:
+        raise ValueError(f"ratio_k {missing} not in the sweep (k_max = {curves['k'].max()})")
+    order = curves[curve_keys].drop_duplicates().reset_index(drop=True)
+    order["curve"] = range(len(order))
+    sub = curves[curves["k"].isin(ks)].merge(order, on=curve_keys)
+    wide = sub.pivot_table(index=["curve", "k"], columns="method", values="eps_g").reset_index()
+    wide = wide.merge(order, on="curve").sort_values(["curve", "k"], kind="stable")
+    methods = [m for m in curves["method"].drop_duplicates() if m != "optimal"]
+    out = wide[curve_keys + ["k", "optimal"]].rename(columns={"optimal": "optimal_eps_g"}).copy()
+    for m in methods:
+        out[f"{m}_over_optimal"] = wide[m].to_numpy() / wide["optimal"].to_numpy()
+    return out.reset_index(drop=True)
+
+
+_NAMES = {"basic": "Summing", "drv": "DRV", "kov": "KOV bound", "advanced_pure": "Adv. (pure)"}
+
+
+def ratio_markdown(table: pd.DataFrame, source: str) -> str:
+    """The ratio table as Markdown: one row per curve (eps, delta_g), for each method one
+    column per k (ratios to 2 decimals), plus the optimal eps_g at the largest k."""
+    ratio_cols = [c for c in table.columns if c.endswith("_over_optimal")]
+    ks = sorted(table["k"].unique())
+    kmax = ks[-1]
+    head = ["eps", "delta_g", f"Optimal eps_g (k={kmax})"]
+    head += [f"{_NAMES.get(c[:-13], c[:-13])} / Optimal, k={k}" for c in ratio_cols for k in ks]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
+    for _, group in table.groupby(["panel", "eps", "delta_g_log2"], sort=False):
+        by_k = group.set_index("k")
+        first = group.iloc[0]
+        cells = [f"{first['eps']:g}", f"2^{int(first['delta_g_log2'])}", f"{by_k.loc[kmax, 'optimal_eps_g']:.4g}"]
+        cells += [f"{by_k.loc[k, c]:.2f}" for c in ratio_cols for k in ks]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"<!-- generated by optcomp.experiments.homogeneous.ratio_markdown from {source}; do not edit -->")
+    return "\n".join(lines) + "\n"
