@@ -21,7 +21,13 @@ from optcomp import optimal as opt
 from optcomp._inputs import mechanisms
 from optcomp.loss import LossDistribution, residual_target, solve_segments
 
-mp.mp.dps = 60
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """60 digits for every reference here (other test modules may change mpmath's global)."""
+    with mp.workdps(60):
+        yield
 
 
 # ----------------------------------------------------------------------------- references
@@ -381,7 +387,6 @@ def test_homogeneous_epsilon_delta_inverse(eps, k, delta, log_dg):
 def test_binomial_mass_error_bound(k, eps):
     """The binomial masses used by the exact algorithms are upper bounds of the true
     P0[M = m] (true p = e^eps/(1+e^eps) in 50 digits), and within 1e-11 of them."""
-    mp.mp.dps = 50
     e = mp.mpf(eps)
     p = mp.e**e / (1 + mp.e**e)
     ms = np.unique(np.linspace(k // 2, k, 80).astype(int))

@@ -77,10 +77,11 @@ def sum_up(values) -> float:
 def residual_target(m: Mechanisms, delta_g: float) -> float:
     """t = 1 - (1 - delta_g) / prod_i (1 - delta_i), rounded down (the safe side).
 
-    ``t < 0`` means delta_g < 1 - prod(1 - delta_i): no finite eps_g is possible.  When
-    the floating-point value cannot decide the sign of a tiny ``t``, the question is
-    settled exactly with rational arithmetic (the inputs are exact binary fractions), so
-    the KOV corner delta_g = 1 - (1 - delta)^k is recognised as t = 0, not as infeasible.
+    ``t < 0`` means delta_g < 1 - prod(1 - delta_i): no finite eps_g is possible.  In
+    floating point ``t`` carries an absolute error of a few ulps of delta_g; when that is
+    not small relative to ``t`` itself (delta_g just above 1 - prod(1 - delta_i), or the
+    KOV corner delta_g = 1 - (1 - delta)^k exactly), ``t`` is recomputed in exact rational
+    arithmetic from the binary inputs and rounded down, so its sign and digits are right.
     """
     if not np.any(m.delta):
         return delta_g  # exact: prod(1 - delta_i) = 1
@@ -90,36 +91,40 @@ def residual_target(m: Mechanisms, delta_g: float) -> float:
     err_a = 8.0 * UNIT * (abs(l1) + abs(log_nd) + m.k * UNIT * abs(log_nd))
     t_low = -math.expm1(a + err_a)
     t_low -= 4.0 * UNIT * abs(t_low)
-    if t_low > 0.0:
-        return t_low
     t_high = -math.expm1(a - err_a)
-    if t_high < 0.0:
+    t_high += 4.0 * UNIT * abs(t_high)
+    if t_low > 0.0 and t_high - t_low <= 1e-9 * t_low:
+        return t_low
+    if t_high < 0.0 and t_high - t_low <= -1e-9 * t_high:
         return t_high
-    exact = _exact_residual_sign(m, delta_g)
-    if exact is None:  # too large to settle exactly: the safe answer
-        return -math.inf if t_high <= 0 else -UNIT
-    if exact < 0:
-        return t_high if t_high < 0 else -UNIT
-    if exact == 0:
-        return 0.0
-    return max(t_low, 0.0)
+    exact = _exact_residual(m, delta_g)
+    if exact is None:  # too large to settle exactly: the safe side of the float bracket
+        return t_low if t_low > 0.0 else (t_high if t_high < 0.0 else -UNIT)
+    return _float_down(exact)
 
 
-def _exact_residual_sign(m: Mechanisms, delta_g: float):
-    """Sign of prod(1 - delta_i) - (1 - delta_g) in exact arithmetic (None if too costly)."""
+def _float_down(x: Fraction) -> float:
+    """The largest float <= x."""
+    f = float(x)
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _exact_residual(m: Mechanisms, delta_g: float):
+    """1 - (1 - delta_g)/prod(1 - delta_i) as an exact Fraction (None if too costly)."""
     one = Fraction(1)
     if m.homogeneous:
         if m.k > 100_000:
             return None
         prod = (one - Fraction(float(m.delta[0]))) ** m.k
     else:
-        if m.k > 20_000:
+        if m.k > 5_000:
             return None
         prod = one
         for d in m.delta:
             prod *= one - Fraction(float(d))
-    diff = prod - (one - Fraction(delta_g))
-    return (diff > 0) - (diff < 0)
+    return one - (one - Fraction(delta_g)) / prod
 
 
 def delta_from_excess(m: Mechanisms, excess: float) -> float:
