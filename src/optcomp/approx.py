@@ -158,10 +158,28 @@ def sum_down(values) -> float:
     return s
 
 
+def _exact_residual(m: Mechanisms, delta_g: float):
+    """t = 1 - (1 - delta_g)/prod(1 - delta_i) as an exact Fraction (None if too costly)."""
+    one = Fraction(1)
+    if m.homogeneous:
+        if m.k > 100_000:
+            return None
+        prod = (one - Fraction(float(m.delta[0]))) ** m.k
+    else:
+        if m.k > 20_000:
+            return None
+        prod = one
+        for d in m.delta:
+            prod *= one - Fraction(float(d))
+    return one - (one - Fraction(delta_g)) / prod
+
+
 def residual_target_up(m: Mechanisms, delta_g: float) -> float:
     """t = 1 - (1 - delta_g)/prod(1 - delta_i) rounded *up* (the safe side for lower bounds).
 
-    Mirrors :func:`optcomp.loss.residual_target` with the error charged the other way."""
+    Mirrors :func:`optcomp.loss.residual_target` with the error charged the other way; when
+    the float error bound straddles 0 the value is computed exactly (rationals), so the
+    KOV corner t = 0 gives the exact lower bound sum eps_i."""
     if not np.any(m.delta):
         return delta_g
     log_nd = m.log_no_delta
@@ -169,7 +187,17 @@ def residual_target_up(m: Mechanisms, delta_g: float) -> float:
     a = l1 - log_nd
     err_a = 8.0 * UNIT * (abs(l1) + abs(log_nd) + m.k * UNIT * abs(log_nd))
     t_high = -math.expm1(a - err_a)
-    return t_high + 4.0 * UNIT * abs(t_high)
+    t_high += 4.0 * UNIT * abs(t_high)
+    t_low = -math.expm1(a + err_a)
+    if t_low > 0.0 or t_high < 0.0:
+        return t_high
+    exact = _exact_residual(m, delta_g)
+    if exact is None:
+        return t_high
+    value = float(exact)
+    if Fraction(value) < exact:
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def delta_from_excess_down(m: Mechanisms, excess: float) -> float:
@@ -352,8 +380,6 @@ class _PaperTest:
     def excess(self, x: float) -> float:
         """Upper bound on H(x) for the grid mechanisms: F0 - e^x F1 of Lemma 5.2 (5.1)."""
         g = self.grid
-        if x >= self.A * g.eps0:
-            return 0.0
         # T with loss (A - 2 a(T)) eps0 > x  <=>  a(T) < (A - x/eps0)/2; loss == x contributes 0
         bound = (Fraction(self.A) - Fraction(x) / Fraction(g.eps0)) / 2
         B = math.floor(bound)
@@ -845,10 +871,18 @@ def lattice_delta_bounds(
     workers: int = -1,
 ) -> Bounds:
     """Certified (lower, upper) on the optimal delta_g(eps_g), refined until
-    upper - lower <= tol * upper (a relative tolerance)."""
+
+        upper - lower <= tol * upper      (relative)   or
+        upper <= a certified lower bound on delta_opt(eps_g - tol)   (horizontal),
+
+    so that delta_opt(eps_g) <= upper <= max(delta_opt(eps_g)/(1 - tol), delta_opt(eps_g - tol)):
+    MV Thm 1.7's additive-eps form read in the delta direction.  (A relative tolerance
+    alone cannot always be met: for eps_g within rounding distance below an atom of the
+    loss distribution, e.g. just below sum eps_i, delta_opt is dominated by that
+    distance.)"""
     info = info if info is not None else BracketInfo()
     e = _positive(m)
-    if e.size == 0 or eps_g >= float(np.sum(e)) * (1.0 + 1e-12):
+    if e.size == 0 or eps_g >= sum_up(e):
         return Bounds(delta_from_excess_down(m, 0.0), delta_from_excess(m, 0.0))
     if np.all(e == e[0]):
         info.path = "binomial"
@@ -861,7 +895,7 @@ def lattice_delta_bounds(
         points = int(2.0 * float(np.sum(e)) / h) + e.size + 1
         if points > max_points:
             raise ApproxTooCostly(
-                f"a relative delta gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
+                f"a delta gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
                 f"(> max_points={max_points:,}). Raise tol (or eta) or max_points.",
                 None,
             )
@@ -871,10 +905,13 @@ def lattice_delta_bounds(
         b = Bounds(delta_from_excess_down(m, lo), delta_from_excess(m, hi))
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
                                 seconds=time.perf_counter() - t0))
-        gap = b.gap
-        if gap <= tol * b.upper:
+        if b.gap <= tol * b.upper:
             return b
-        rel = gap / b.upper
+        if eps_g - tol >= 0.0:
+            shifted = delta_from_excess_down(m, excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol))
+            if b.upper <= shifted:
+                return b
+        rel = b.gap / b.upper
         rels.append(rel)
         if len(rels) > 3 and rel > 0.9 * rels[-4]:
             raise ApproxTooCostly(f"the certified delta gap stopped shrinking at {rel:g} relative (tol={tol:g})", b)
@@ -919,7 +956,8 @@ def approx_delta(
     """Certified upper bound on the optimal delta_g at eps_g (never below it).
 
     ``"fast"``: lattice bounds refined until upper - lower <= tol * upper (relative; default
-    tol = eta = 1e-3), so the result is at most delta_opt / (1 - tol).  ``"paper"``: the
+    tol = eta = 1e-3) or upper <= delta_opt(eps_g - tol), so the result is at most
+    max(delta_opt(eps_g) / (1 - tol), delta_opt(eps_g - tol)) (see :func:`lattice_delta_bounds`).  ``"paper"``: the
     delta of the paper's grid mechanisms (Lemma 5.2's DP at eps_g), at most
     e^{eta/2} delta_opt(eps_g - eta) by Lemma 5.3."""
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
@@ -959,7 +997,9 @@ def delta_bounds(
     max_points: int = MAX_POINTS,
 ) -> Bounds:
     """Certified bounds ``lower <= delta_opt(eps_g) <= upper`` with
-    ``upper - lower <= tol * upper`` (relative; default ``tol = eta = 1e-3``)."""
+    ``upper - lower <= tol * upper`` (relative; default ``tol = eta = 1e-3``) or, where a
+    relative gap is out of reach (eps_g within rounding distance of an atom of the loss
+    distribution), ``upper <= delta_opt(eps_g - tol)``."""
     m = mechanisms(eps, delta, k)
     eps_g = check_eps_g(eps_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)

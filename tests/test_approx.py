@@ -1,0 +1,551 @@
+"""MV Theorem 1.7 (optcomp.approx) against independent references.
+
+References are not produced by the code under test: mpmath sums over all 2^k sign
+vectors of the randomized responses (MV Def. 3.1 / Thm 1.5), the exact algorithms of
+optcomp.optimal (binomial, grouped, meet-in-the-middle), exact rational / long-double
+convolutions, and Google's dp_accounting (optional).  The guarantees checked:
+
+* fast algorithm: lower <= OptComp(delta_g) <= upper and upper - lower <= tol;
+* paper algorithm: OptComp(delta_g) <= eps* <= OptComp(e^{-eta/2} delta_g) + eta;
+* the two lattice constructions bracket the hockey-stick curve H(x) at *every* x, for
+  any step and any tilt (not only near the answer the driver aims at).
+
+No wall-clock assertions (timings live in benchmarks/bench_approx.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import optcomp
+from optcomp import approx
+from optcomp import optimal as opt
+from optcomp._inputs import mechanisms
+from optcomp.loss import residual_target
+
+mp.mp.dps = 50
+
+
+# ----------------------------------------------------------------------------- references
+
+
+def mp_atoms(eps):
+    """All 2^k atoms (loss, P0 mass) of sum_i s_i eps_i with loss > 0, in mpmath."""
+    E = [mp.mpf(float(e)) for e in eps]
+    P = [mp.e**e / (1 + mp.e**e) for e in E]
+    atoms = []
+    for bits in itertools.product((0, 1), repeat=len(E)):
+        loss = mp.fsum(e if b else -e for e, b in zip(E, bits))
+        if loss > 0:
+            atoms.append((loss, mp.fprod(p if b else 1 - p for p, b in zip(P, bits))))
+    return atoms
+
+
+def mp_H(atoms, x):
+    x = mp.mpf(x)
+    return mp.fsum(pm * (1 - mp.e ** (x - l)) for l, pm in atoms if l > x)
+
+
+def mp_optcomp(eps, delta, delta_g):
+    """OptComp by MV Thm 1.5 in probabilities: bisection to 1e-40 on H(x) = t."""
+    t = 1 - (1 - mp.mpf(float(delta_g))) / mp.fprod(1 - mp.mpf(float(d)) for d in delta)
+    if t < 0:
+        return mp.inf
+    atoms = mp_atoms(eps)
+    if mp_H(atoms, 0) <= t:
+        return mp.mpf(0)
+    lo, hi = mp.mpf(0), mp.fsum(mp.mpf(float(e)) for e in eps)
+    if t == 0:
+        return hi
+    for _ in range(140):
+        mid = (lo + hi) / 2
+        if mp_H(atoms, mid) <= t:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def mp_delta(eps, delta, eps_g):
+    nd = mp.fprod(1 - mp.mpf(float(d)) for d in delta)
+    return 1 - nd * (1 - mp_H(mp_atoms(eps), eps_g))
+
+
+def exact(m, delta_g):
+    """optcomp.optimal's value: the optimum rounded up by at most a few ulps."""
+    return opt.optimal_epsilon(m, delta_g)
+
+
+def assert_brackets(b, ref_upper_rounded, tol):
+    """lower <= optimum <= upper with an exact reference that may sit a few ulps above the
+    optimum (optcomp.optimal rounds up): lower must not exceed it; upper may sit below it
+    only by those ulps."""
+    if math.isinf(ref_upper_rounded):
+        assert math.isinf(b.upper)
+        return
+    assert b.lower <= ref_upper_rounded, (b, ref_upper_rounded)
+    assert b.upper >= ref_upper_rounded - 1e-13 * max(1.0, ref_upper_rounded), (b, ref_upper_rounded)
+    assert b.upper - b.lower <= tol, (b, tol)
+
+
+# ----------------------------------------------------------------------------- input validation
+
+
+@pytest.mark.parametrize("eta", [0, 0.0, 1, 1.0, -0.1, 1.5, float("nan"), float("inf"), "0.1", None if False else [0.1]])
+def test_bad_eta_is_a_value_error_naming_eta(eta):
+    with pytest.raises(ValueError, match="eta"):
+        optcomp.epsilon_g([0.1, 0.2], delta_g=1e-3, method="approx", eta=eta)
+    with pytest.raises(ValueError, match="eta"):
+        optcomp.delta_g([0.1, 0.2], eps_g=0.1, method="approx", eta=eta, algorithm="paper")
+    with pytest.raises(ValueError, match="eta"):
+        approx.epsilon_bounds([0.1, 0.2], delta_g=1e-3, eta=eta)
+
+
+@pytest.mark.parametrize("algorithm", ["Paper", "exact", "", None, 3])
+def test_bad_algorithm_lists_the_choices(algorithm):
+    with pytest.raises(ValueError, match="algorithm must be one of 'fast', 'paper'"):
+        optcomp.epsilon_g([0.1, 0.2], delta_g=1e-3, method="approx", algorithm=algorithm)
+
+
+@pytest.mark.parametrize("tol", [0, -1e-3, float("nan"), float("inf"), "x", True])
+def test_bad_tol(tol):
+    with pytest.raises(ValueError, match="tol"):
+        approx.epsilon_bounds([0.1, 0.2], delta_g=1e-3, tol=tol)
+
+
+def test_bounds_api_validates_like_the_public_api():
+    with pytest.raises(ValueError, match="delta_g"):
+        approx.epsilon_bounds([0.1, 0.2], delta_g=1.5)
+    with pytest.raises(ValueError, match="eps_g"):
+        approx.delta_bounds([0.1, 0.2], eps_g=-1.0)
+    with pytest.raises(ValueError, match="eps"):
+        approx.epsilon_bounds([0.1, -0.2], delta_g=1e-3)
+    with pytest.raises(ValueError, match="max_points"):
+        approx.epsilon_bounds([0.1, 0.2], delta_g=1e-3, max_points=1.5)
+
+
+def test_options_are_registered():
+    assert set(approx.OPTIONS) >= {"eta", "algorithm", "tol"}
+    assert optcomp.METHOD_INFO["approx"].options == approx.OPTIONS
+
+
+# ----------------------------------------------------------------------------- mpmath, small k
+
+
+SMALL = [
+    ([0.5, 0.3, 0.8], [0.0, 0.0, 0.0], 0.01),
+    ([0.05, 0.11, 0.2, 0.17, 0.09, 0.13], [0.0] * 6, 1e-4),
+    ([1.3, 0.01, 0.7, 2.2], [0.001, 0.0, 0.002, 0.0], 0.02),
+    ([0.3, 0.3, 0.3, 0.6, 0.6], [0.0] * 5, 1e-3),
+    ([0.02, 0.03, 0.05, 0.07, 0.11, 0.13, 0.17, 0.19, 0.23], [0.0] * 9, 1e-6),
+    ([0.7], [0.0], 0.05),
+    ([3.0, 0.001, 0.002], [0.0] * 3, 1e-9),
+    ([0.2, 0.25, 0.125, 0.5], [0.01, 0.0, 0.0, 0.0], 0.2),
+]
+
+
+@pytest.mark.parametrize("eps, delta, delta_g", SMALL)
+@pytest.mark.parametrize("tol", [1e-2, 1e-5])
+def test_fast_bounds_bracket_mpmath(eps, delta, delta_g, tol):
+    ref = mp_optcomp(eps, delta, delta_g)
+    b = approx.epsilon_bounds(eps, delta, delta_g=delta_g, tol=tol)
+    assert mp.mpf(b.lower) <= ref <= mp.mpf(b.upper), (b, ref)
+    assert b.upper - b.lower <= tol
+    # the public entry point returns the certified upper bound
+    assert optcomp.epsilon_g(eps, delta, delta_g=delta_g, method="approx", tol=tol) >= ref
+
+
+@pytest.mark.parametrize("eps, delta, delta_g", SMALL)
+@pytest.mark.parametrize("eta", [0.3, 0.05])
+def test_paper_algorithm_satisfies_theorem_1_7_against_mpmath(eps, delta, delta_g, eta):
+    value = optcomp.epsilon_g(eps, delta, delta_g=delta_g, method="approx", algorithm="paper", eta=eta)
+    assert value >= mp_optcomp(eps, delta, delta_g)
+    assert value <= mp_optcomp(eps, delta, mp.e ** (-mp.mpf(eta) / 2) * mp.mpf(delta_g)) + eta
+
+
+@pytest.mark.parametrize("eps, delta, delta_g", SMALL)
+def test_delta_bounds_bracket_mpmath(eps, delta, delta_g):
+    top = sum(eps)
+    for frac in (0.0, 0.1, 0.5, 0.9, 1.0, 1.2):
+        x = frac * top
+        ref = mp_delta(eps, delta, x)
+        b = approx.delta_bounds(eps, delta, eps_g=x, tol=1e-4)
+        assert mp.mpf(b.lower) <= ref <= mp.mpf(b.upper), (x, b, ref)
+        assert b.upper - b.lower <= 1e-4 * b.upper + 1e-300 or b.upper <= mp_delta(eps, delta, x - 1e-4)
+        d_paper = optcomp.delta_g(eps, delta, eps_g=x, method="approx", algorithm="paper", eta=0.2)
+        assert d_paper >= ref
+        # Lemma 5.3: the grid mechanisms' delta is at most e^{c/2} delta_opt(x - c), c <= eta
+        if x >= 0.2:
+            assert d_paper <= mp.e ** mp.mpf(0.1) * mp_delta(eps, delta, x - 0.2) * (1 + 1e-12) + 1e-300
+
+
+def test_single_mechanism_closed_form():
+    # one (eps, 0) mechanism: H(x) = p (1 - e^{x - eps}) for x < eps, so
+    # eps_g = log((p - delta_g) / q) = eps + log1p(-delta_g (1 + e^{-eps}))
+    for eps in (0.01, 0.4, 2.0, 9.0):
+        for dg in (1e-12, 1e-3, 0.2):
+            e = mp.mpf(eps)
+            p, q = mp.e**e / (1 + mp.e**e), 1 / (1 + mp.e**e)
+            ref = max(mp.mpf(0), mp.log((p - dg) / q))
+            b = approx.epsilon_bounds([eps, 0.0], delta_g=dg, tol=1e-6)  # a zero-eps mechanism is inert
+            assert mp.mpf(b.lower) <= ref <= mp.mpf(b.upper)
+
+
+# ----------------------------------------------------------------------------- the two constructions
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_refinement_and_garbling_bracket_H_everywhere(seed):
+    """H_T(x) <= H_true(x) <= H_refined(x) for all x, any lattice step and any tilt: the two
+    data-processing arguments, checked against the 2^k atoms in mpmath."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 10))
+    eps = np.sort(rng.uniform(0.01, 1.5, k))
+    atoms = mp_atoms(eps)
+    top = float(np.sum(eps))
+    for h in (2.0**-2, 2.0**-5, 2.0**-9):
+        for theta in (0.0, 0.7, 5.0):
+            lp = approx.lattice_pass(eps, h, theta)
+            for x in np.linspace(0.0, top, 13):
+                lo, hi = lp.excess_bounds(float(x))
+                ref = mp_H(atoms, x)
+                assert mp.mpf(lo) <= ref <= mp.mpf(hi), (h, theta, x, lo, float(ref), hi)
+
+
+def test_bracket_shrinks_like_h_squared():
+    eps = np.random.default_rng(5).uniform(0.05, 0.2, 200)
+    theta = approx.tilt_for(eps, approx.chernoff_guess(eps, 1e-6))
+    gaps = []
+    for j in (6, 7, 8, 9):
+        b = approx.lattice_pass(eps, 2.0**-j, theta).epsilon_bounds(1e-6, 1e-6)
+        gaps.append(b.gap)
+    ratios = [gaps[i] / gaps[i + 1] for i in range(3)]
+    assert all(2.5 < r < 6.5 for r in ratios), ratios  # second order: ~4 per halving
+
+
+def test_fft_tree_error_bound_against_long_double():
+    rng = np.random.default_rng(3)
+    for k, wmax in [(2, 5), (9, 30), (64, 60), (301, 90)]:
+        widths = rng.integers(1, wmax, k) + 1
+        X = np.zeros((1, k, widths.max()))
+        for i, w in enumerate(widths):
+            v = rng.random(w) ** 8  # magnitudes spread over many orders
+            X[0, i, :w] = v / v.sum()
+        root, w, off, E = approx._fft_tree(X.copy(), widths, np.arange(k), np.zeros((1, k)), 1)
+        ref = np.array([1.0], dtype=np.longdouble)
+        for i in range(k):
+            ref = np.convolve(ref, X[0, i, : widths[i]].astype(np.longdouble))
+        assert w == ref.size and off == sum(range(k))
+        err = float(np.max(np.abs(root[0].astype(np.longdouble) - ref)))
+        assert err <= E[0], (k, err, E[0])
+
+
+def test_fft_tree_small_case_against_exact_fractions():
+    rows = [[Fraction(1, 3), Fraction(2, 3)], [Fraction(1, 7), Fraction(0), Fraction(6, 7)], [Fraction(1, 2)] * 2]
+    exact_conv = [Fraction(1)]
+    for r in rows:
+        out = [Fraction(0)] * (len(exact_conv) + len(r) - 1)
+        for i, a in enumerate(exact_conv):
+            for j, b in enumerate(r):
+                out[i + j] += a * b
+        exact_conv = out
+    widths = np.array([len(r) for r in rows])
+    X = np.zeros((1, 3, 3))
+    for i, r in enumerate(rows):
+        X[0, i, : len(r)] = [float(v) for v in r]
+    root, w, _, E = approx._fft_tree(X, widths, np.zeros(3, int), np.zeros((1, 3)), 1)
+    for got, want in zip(root[0], exact_conv):
+        assert abs(Fraction(float(got)) - want) <= Fraction(float(E[0])) + Fraction(1, 10**16)
+
+
+def test_solve_lower_against_mpmath():
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n = int(rng.integers(1, 40))
+        loss = np.sort(rng.uniform(0.001, 5.0, n))
+        p0 = rng.random(n) ** 3
+        p0 = p0 / p0.sum() * rng.uniform(0.1, 1.0)
+        atoms = [(mp.mpf(float(l)), mp.mpf(float(p))) for l, p in zip(loss, p0)]
+        for t in (1e-9, 1e-4, 0.05, 0.3):
+            x = approx.solve_lower(loss, p0, t)
+            assert x >= 0.0
+            # x is at most the least root of H (mpmath): H just left of x is above t
+            if x > 0:
+                assert mp_H(atoms, mp.mpf(x)) >= mp.mpf(t) * (1 - mp.mpf(10) ** -12)
+            # and close to it
+            lo = mp.mpf(x) + mp.mpf(10) ** -9 * (1 + x)
+            assert mp_H(atoms, lo) <= t or x == 0.0
+
+
+# ----------------------------------------------------------------------------- the paper's algorithm
+
+
+def test_paper_grid_overestimates_each_eps_exactly():
+    rng = np.random.default_rng(2)
+    eps = np.concatenate([rng.uniform(0, 3, 50), [0.0, 1e-12, 2.0**-30]])
+    for eta in (0.9, 0.1, 1e-3):
+        g = approx.paper_grid(eps, eta)
+        beta = eta / (eps.size * (1 + eps.mean()) + 1)
+        assert g.beta == pytest.approx(beta, rel=1e-14)
+        f0 = Fraction(g.eps0)
+        for a, e in zip(g.a, eps):
+            assert Fraction(int(a)) * f0 >= Fraction(float(e))  # eps'_i >= eps_i exactly
+            assert a <= math.ceil(e * (1 / beta + 1)) + 1
+            # the proof's upper estimate eps'_i <= eps_i + beta (eps_i + 1)
+            assert float(a) * g.eps0 <= e + beta * (e + 1) + 1e-15
+
+
+def test_paper_dynamic_program_against_mpmath():
+    rng = np.random.default_rng(4)
+    eps = rng.uniform(0.05, 0.6, 7)
+    grid = approx.paper_grid(eps, 0.2)
+    test = approx._PaperTest(grid)
+    eps_prime = [int(a) * mp.mpf(grid.eps0) for a in grid.a]
+    atoms = mp_atoms([float(e) for e in eps_prime])  # float(e') is within 1 ulp; masses compared loosely
+    for x in np.linspace(0, float(sum(eps_prime)), 17):
+        got = test.excess(float(x))
+        ref = mp_H(atoms, x)
+        assert mp.mpf(got) >= ref * (1 - mp.mpf(10) ** -12) - mp.mpf(10) ** -300
+        # (5.1) is a difference A - e^x B: its rounding charge is relative to A, not to H
+        tail = mp.fsum(pm for l, pm in atoms if l > x)
+        assert mp.mpf(got) <= ref * (1 + mp.mpf(10) ** -10) + tail * mp.mpf(10) ** -12
+
+
+def test_paper_binary_search_cost_is_logarithmic():
+    m = mechanisms(np.random.default_rng(0).uniform(0.05, 0.2, 40))
+    info = {}
+    approx.paper_epsilon(m, 1e-6, 0.1, info=info)
+    assert info["tests"] <= math.ceil(math.log2(info["sum_a"] + 2))
+    assert info["sum_a"] == sum(approx.paper_grid(m.eps, 0.1).a)
+
+
+def test_paper_output_is_a_star_eps0_rounded_up():
+    m = mechanisms([0.3, 0.2, 0.1, 0.7])
+    info = {}
+    value = approx.paper_epsilon(m, 1e-3, 0.1, info=info)
+    assert Fraction(value) >= info["astar"] * Fraction(info["eps0"])
+    assert value - info["astar"] * info["eps0"] <= 4e-16 * value
+
+
+# ----------------------------------------------------------------------------- exact algorithms (k <= 40)
+
+
+eps_lists = st.lists(st.floats(0.001, 1.5), min_size=1, max_size=20)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps=eps_lists, log_dg=st.floats(-14, -0.2), log_tol=st.floats(-5, -1.5), data=st.data())
+def test_fast_guarantee_against_exact_random(eps, log_dg, log_tol, data):
+    k = len(eps)
+    delta = data.draw(st.lists(st.sampled_from([0.0, 0.0, 1e-6, 1e-3]), min_size=k, max_size=k))
+    dg = 10.0**log_dg
+    tol = 10.0**log_tol
+    m = mechanisms(eps, delta)
+    ref = exact(m, dg)
+    b = approx.lattice_bounds(m, dg, tol)
+    assert_brackets(b, ref, tol)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps=st.lists(st.floats(0.01, 1.0), min_size=1, max_size=12), log_dg=st.floats(-12, -0.5),
+       eta=st.floats(0.02, 0.8))
+def test_paper_guarantee_against_exact_random(eps, log_dg, eta):
+    m = mechanisms(eps)
+    dg = 10.0**log_dg
+    value = approx.paper_epsilon(m, dg, eta)
+    assert value >= exact(m, dg) - 1e-13 * max(1.0, value)
+    assert value <= exact(m, math.exp(-eta / 2) * dg) + eta
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps=eps_lists, frac=st.floats(0.0, 1.1), log_tol=st.floats(-5, -1))
+def test_delta_bounds_against_exact_random(eps, frac, log_tol):
+    m = mechanisms(eps)
+    x = frac * float(np.sum(m.eps))
+    ref = opt.optimal_delta(m, x)
+    tol = 10.0**log_tol
+    b = approx.lattice_delta_bounds(m, x, tol)
+    assert b.lower <= ref
+    assert b.upper >= ref * (1 - 1e-13)
+    assert b.upper - b.lower <= tol * b.upper or b.upper <= opt.optimal_delta(m, x - tol) * (1 + 1e-13)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_meet_in_the_middle_sizes(seed):
+    rng = np.random.default_rng(100 + seed)
+    eps = rng.uniform(0.05, 0.3, 32)
+    m = mechanisms(eps)
+    for dg in (1e-6, 1e-2):
+        assert_brackets(approx.lattice_bounds(m, dg, 1e-4), exact(m, dg), 1e-4)
+
+
+@pytest.mark.parametrize("eps, k, delta, dg", [(0.1, 1000, 0.0, 1e-6), (0.01, 10**6, 0.0, 1e-6),
+                                               (1.0, 7, 1e-5, 1e-3), (0.003, 10**5, 0.0, 1e-30),
+                                               (0.02, 5000, 1e-9, 1e-4)])
+def test_homogeneous_path(eps, k, delta, dg):
+    m = mechanisms(eps, delta, k)
+    ref = exact(m, dg)
+    b = approx.epsilon_bounds(eps, delta, k=k, delta_g=dg, tol=1e-9)
+    assert_brackets(b, ref, 1e-9)
+    x = 0.8 * ref
+    d = opt.optimal_delta(m, x)
+    db = approx.delta_bounds(eps, delta, k=k, eps_g=x, tol=1e-9)
+    assert db.lower <= d and db.upper >= d * (1 - 1e-13)
+
+
+def test_grouped_inputs_use_the_lattice_and_agree_with_exact():
+    eps = [0.1] * 30 + [0.25] * 20 + [0.7] * 5
+    m = mechanisms(eps)
+    for dg in (1e-8, 1e-3):
+        info = approx.BracketInfo()
+        b = approx.lattice_bounds(m, dg, 1e-6, info=info)
+        assert info.path == "lattice"
+        assert_brackets(b, exact(m, dg), 1e-6)
+
+
+# ----------------------------------------------------------------------------- edge cases
+
+
+def test_edge_cases():
+    # all eps zero: no privacy loss at all
+    assert approx.epsilon_bounds([0.0, 0.0], delta_g=1e-3) == (0.0, 0.0)
+    # infeasible delta_g < 1 - prod(1 - delta_i)
+    b = approx.epsilon_bounds([0.1, 0.2], [0.01, 0.01], delta_g=0.001)
+    assert b == (math.inf, math.inf)
+    assert optcomp.epsilon_g([0.1, 0.2], [0.01, 0.01], delta_g=0.001, method="approx") == math.inf
+    assert optcomp.epsilon_g([0.1, 0.2], [0.01, 0.01], delta_g=0.001, method="approx", algorithm="paper") == math.inf
+    # the KOV corner delta_g = 1 - (1 - delta)^k exactly: eps_g = sum eps
+    b = approx.epsilon_bounds([0.3, 0.4], 0.5, delta_g=0.75)
+    assert b.lower <= 0.7 <= b.upper and b.gap < 1e-12
+    # large delta_g: eps_g = 0
+    assert approx.epsilon_bounds([0.1, 0.2, 0.05], delta_g=0.99) == (0.0, 0.0)
+    # beyond the largest loss delta_g is the delta part only
+    d = approx.delta_bounds([0.1, 0.2], [0.01, 0.0], eps_g=0.31)
+    assert d.lower <= 0.01 <= d.upper and d.gap < 1e-15
+
+
+@pytest.mark.parametrize("dg", [1e-300, 1e-200, 1e-50])
+def test_tiny_delta_g_and_huge_losses(dg):
+    eps = np.concatenate([np.random.default_rng(1).uniform(0.1, 2.0, 25), [30.0, 45.0]])
+    m = mechanisms(eps)
+    b = approx.lattice_bounds(m, dg, 1e-3)
+    assert_brackets(b, exact(m, dg), 1e-3)
+
+
+def test_max_points_is_enforced_with_the_best_bracket():
+    eps = np.random.default_rng(0).uniform(0.05, 0.2, 500)
+    with pytest.raises(approx.ApproxTooCostly) as info:
+        approx.epsilon_bounds(eps, delta_g=1e-6, tol=1e-7, max_points=50_000)
+    lo, hi = info.value.bounds
+    assert lo < hi
+    fine = approx.epsilon_bounds(eps, delta_g=1e-6, tol=1e-5)
+    assert lo <= fine.upper and fine.lower <= hi
+
+
+# ----------------------------------------------------------------------------- large k, no exact reference
+
+
+def test_benchmark_instance_k1000_brackets_nest():
+    eps = np.random.default_rng(0).uniform(0.05, 0.2, 1000)
+    coarse = approx.epsilon_bounds(eps, delta_g=1e-6, tol=1e-2)
+    fine = approx.epsilon_bounds(eps, delta_g=1e-6, tol=1e-3)
+    assert fine.gap <= 1e-3
+    # both are certified: the brackets must intersect, and the paper-style estimate of the
+    # discretisation error is what the gap reports
+    assert coarse.lower <= fine.upper and fine.lower <= coarse.upper
+    # monotonicity in each eps_i (MV Thm 1.5): raising one eps_i cannot lower the optimum
+    bumped = eps.copy()
+    bumped[:10] += 0.05
+    b2 = approx.epsilon_bounds(bumped, delta_g=1e-6, tol=1e-3)
+    assert b2.upper >= fine.lower
+
+
+def test_dp_accounting_pessimistic_pld_lies_above_the_certified_lower_bound():
+    pld_mod = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    common = pytest.importorskip("dp_accounting.pld.common")
+    eps = np.random.default_rng(9).uniform(0.05, 0.2, 60)
+    b = approx.epsilon_bounds(eps, delta_g=1e-6, tol=1e-5)
+    acc = None
+    for e in eps:
+        p = pld_mod.from_privacy_parameters(common.DifferentialPrivacyParameters(float(e), 0.0),
+                                            value_discretization_interval=1e-3)
+        acc = p if acc is None else acc.compose(p)
+    v = acc.get_epsilon_for_delta(1e-6)
+    # the pessimistic PLD rounds every loss up: an (approximate) upper bound, off by ~k h / 2
+    assert v >= b.lower - 1e-6
+    assert v <= b.upper + 60 * 1e-3
+
+
+# ----------------------------------------------------------------------------- slow: thousands of cases
+
+
+@pytest.mark.slow
+@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=26), log_dg=st.floats(-30, -0.05),
+       log_tol=st.floats(-6, -1), data=st.data())
+def test_slow_fast_guarantee_against_exact(eps, log_dg, log_tol, data):
+    k = len(eps)
+    delta = data.draw(st.lists(st.sampled_from([0.0, 0.0, 0.0, 1e-9, 1e-4, 0.01]), min_size=k, max_size=k))
+    dg = 10.0**log_dg
+    tol = 10.0**log_tol
+    m = mechanisms(eps, delta)
+    assume(residual_target(m, dg) >= 0.0 or True)
+    assert_brackets(approx.lattice_bounds(m, dg, tol), exact(m, dg), tol)
+
+
+@pytest.mark.slow
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps=st.lists(st.floats(0.0, 1.5), min_size=1, max_size=14), log_dg=st.floats(-20, -0.2),
+       eta=st.floats(0.01, 0.95), data=st.data())
+def test_slow_paper_guarantee_against_exact(eps, log_dg, eta, data):
+    k = len(eps)
+    delta = data.draw(st.lists(st.sampled_from([0.0, 0.0, 1e-6, 1e-3]), min_size=k, max_size=k))
+    m = mechanisms(eps, delta)
+    dg = 10.0**log_dg
+    value = approx.paper_epsilon(m, dg, eta)
+    ref = exact(m, dg)
+    if math.isinf(ref):
+        assert math.isinf(value)
+        return
+    assert value >= ref - 1e-13 * max(1.0, ref)
+    assert value <= exact(m, math.exp(-eta / 2) * dg) + eta
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps=st.lists(st.floats(0.0, 1.5), min_size=1, max_size=22), frac=st.floats(0.0, 1.2),
+       log_tol=st.floats(-6, -1), data=st.data())
+def test_slow_delta_bounds_against_exact(eps, frac, log_tol, data):
+    k = len(eps)
+    delta = data.draw(st.lists(st.sampled_from([0.0, 0.0, 1e-6, 1e-3]), min_size=k, max_size=k))
+    m = mechanisms(eps, delta)
+    x = frac * float(np.sum(m.eps))
+    ref = opt.optimal_delta(m, x)
+    tol = 10.0**log_tol
+    b = approx.lattice_delta_bounds(m, x, tol)
+    assert b.lower <= ref and b.upper >= ref * (1 - 1e-13)
+    assert b.upper - b.lower <= tol * b.upper or b.upper <= opt.optimal_delta(m, x - tol) * (1 + 1e-13)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(40))
+def test_slow_meet_in_the_middle_k40(seed):
+    rng = np.random.default_rng(1000 + seed)
+    eps = rng.uniform(0.01, 0.5, 40)
+    m = mechanisms(eps)
+    dg = float(10 ** rng.uniform(-12, -1))
+    assert_brackets(approx.lattice_bounds(m, dg, 1e-4), exact(m, dg), 1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(4))
+def test_slow_refinement_and_garbling_bracket_H_everywhere(seed):
+    test_refinement_and_garbling_bracket_H_everywhere(seed + 50)
