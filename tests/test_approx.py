@@ -239,7 +239,7 @@ def test_fft_tree_error_bound_against_long_double():
         for i, w in enumerate(widths):
             v = rng.random(w) ** 8  # magnitudes spread over many orders
             X[0, i, :w] = v / v.sum()
-        root, w, off, E = approx._fft_tree(X.copy(), widths, np.arange(k), np.zeros((1, k)), 1)
+        root, w, off, E = approx._fft_tree([(X.copy(), widths, np.arange(k), np.zeros((1, k)))], 1)
         ref = np.array([1.0], dtype=np.longdouble)
         for i in range(k):
             ref = np.convolve(ref, X[0, i, : widths[i]].astype(np.longdouble))
@@ -261,7 +261,7 @@ def test_fft_tree_small_case_against_exact_fractions():
     X = np.zeros((1, 3, 3))
     for i, r in enumerate(rows):
         X[0, i, : len(r)] = [float(v) for v in r]
-    root, w, _, E = approx._fft_tree(X, widths, np.zeros(3, int), np.zeros((1, 3)), 1)
+    root, w, _, E = approx._fft_tree([(X, widths, np.zeros(3, int), np.zeros((1, 3)))], 1)
     for got, want in zip(root[0], exact_conv):
         assert abs(Fraction(float(got)) - want) <= Fraction(float(E[0])) + Fraction(1, 10**16)
 
@@ -341,7 +341,7 @@ def test_paper_output_is_a_star_eps0_rounded_up():
 eps_lists = st.lists(st.floats(0.001, 1.5), min_size=1, max_size=20)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps=eps_lists, log_dg=st.floats(-14, -0.2), log_tol=st.floats(-5, -1.5), data=st.data())
 def test_fast_guarantee_against_exact_random(eps, log_dg, log_tol, data):
     k = len(eps)
@@ -354,7 +354,7 @@ def test_fast_guarantee_against_exact_random(eps, log_dg, log_tol, data):
     assert_brackets(b, ref, tol)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps=st.lists(st.floats(0.01, 1.0), min_size=1, max_size=12), log_dg=st.floats(-12, -0.5),
        eta=st.floats(0.02, 0.8))
 def test_paper_guarantee_against_exact_random(eps, log_dg, eta):
@@ -365,7 +365,7 @@ def test_paper_guarantee_against_exact_random(eps, log_dg, eta):
     assert value <= exact(m, math.exp(-eta / 2) * dg) + eta
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps=eps_lists, frac=st.floats(0.0, 1.1), log_tol=st.floats(-5, -1))
 def test_delta_bounds_against_exact_random(eps, frac, log_tol):
     m = mechanisms(eps)

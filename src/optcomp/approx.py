@@ -465,38 +465,65 @@ def _fft_error(N: int) -> float:
     return (40.0 * math.log2(max(N, 2)) + 10.0) * UNIT
 
 
-def _tilted_leaves(positions, logmasses, magnitudes, theta_h, W):
-    """Leaves m_a e^{theta h pos_a} normalised per leaf, scattered into a (k, W) array.
+def _tilted_leaves(positions, logmasses, magnitudes, theta_h):
+    """Leaf masses m_a e^{theta h pos_a}, normalised per leaf.
 
     ``magnitudes`` bound the sum of the absolute values of the terms each log-mass was
     computed from (its absolute rounding error is a few ulps of that).  Returns
-    (X, logZ, rho): ``logZ[i]`` the (float) log-normaliser of leaf i -- an exact constant
-    from here on -- and ``rho[i]`` a bound on the relative error of leaf i's entries with
-    respect to the exact m_a e^{theta h pos_a - logZ[i]}."""
-    k = positions[0].size
+    (weights, logZ, rho): ``weights[j][i]`` the normalised mass of atom j of leaf i,
+    ``logZ[i]`` the (float) log-normaliser of leaf i -- an exact constant from here on --
+    and ``rho[i]`` a bound on the relative error of leaf i's weights with respect to the
+    exact m_a e^{theta h pos_a - logZ[i]}."""
     logw = [lm + theta_h * pos for pos, lm in zip(positions, logmasses)]
     mx = np.max(np.vstack(logw), axis=0)
-    rows = np.arange(k)
-    X = np.zeros((k, W))
-    Z = np.zeros(k)
     with np.errstate(under="ignore"):
         ws = [np.exp(lw - mx) for lw in logw]
+    Z = np.zeros_like(mx)
     for w in ws:
         Z += w
-    for pos, w in zip(positions, ws):
-        X[rows, pos] += w / Z
+    ws = [w / Z for w in ws]
     logZ = mx + np.log(Z)
     mag = np.max(np.vstack([mg + np.abs(theta_h * pos) for pos, mg in zip(positions, magnitudes)]), axis=0)
     rho = 8.0 * UNIT * (mag + np.abs(mx) + 8.0)
-    return X, logZ, rho
+    return ws, logZ, rho
 
 
-def _fft_tree(X: np.ndarray, widths: np.ndarray, offsets: np.ndarray, E: np.ndarray, workers: int):
-    """Linear convolution of all rows of ``X`` (shape (B, r, W)) along the last axis, batched
-    over the first axis, by a balanced tree of FFTs (scipy.fft, 5-smooth lengths).
+def _leaf_blocks(width, offset, batches, budget: int = 2**22):
+    """Scatter the leaves into blocks of similar width (sorted by width; within a block the
+    widest is at most 1.5 x the narrowest + 64): a list of (X (B, n, W), widths, offsets, E)
+    for :func:`_fft_tree`.  ``batches[b]`` is a list of (positions, weights) per atom."""
+    order = np.argsort(width, kind="stable")
+    ws = width[order]
+    blocks = []
+    start, k = 0, width.size
+    nb = len(batches)
+    while start < k:
+        end = start + 1
+        while end < k and ws[end] <= 1.5 * ws[start] + 64 and (end - start + 1) * int(ws[end]) <= budget:
+            end += 1
+        sel = order[start:end]
+        W = int(ws[end - 1])
+        X = np.zeros((nb, sel.size, W))
+        rows = np.arange(sel.size)
+        for b, atoms in enumerate(batches):
+            for pos, wt in atoms:
+                X[b, rows, pos[sel]] += wt[sel]
+        blocks.append((X, width[sel].astype(np.int64), offset[sel].astype(np.int64), np.zeros((nb, sel.size))))
+        start = end
+    return blocks
 
-    ``widths``/``offsets`` (length r) give each row's true support length and lattice
-    offset; ``E`` (B, r) bounds each row's error in the 2-norm.  Returns (root (B, width),
+
+def _fft_tree(blocks, workers: int, budget: int = 2**22):
+    """Linear convolution of all rows of the ``blocks`` (each (X (B, n, W), widths, offsets,
+    E)) along the last axis, batched over the first axis (B), by a balanced tree of FFTs
+    (scipy.fft, 5-smooth lengths).
+
+    Each level pairs the narrowest rows with the widest (so the sums have even widths), and
+    convolves the pairs in chunks of similar width (at most ``budget`` padded entries per batch row and chunk), so
+    one very wide row (a large eps_i) never forces every row to its width.
+
+    ``widths``/``offsets`` (length n) give each row's true support length and lattice
+    offset; ``E`` (B, n) bounds each row's error in the 2-norm.  Returns (root (B, width),
     width, offset, E_root (B,)) with ``E_root`` a bound on the root's error in the *max*
     norm.  For one convolution c = a * b of computed rows a^, b^ with true a, b:
 
@@ -508,66 +535,87 @@ def _fft_tree(X: np.ndarray, widths: np.ndarray, offsets: np.ndarray, E: np.ndar
         E_inf = E_a |b^|_2 + (|a^|_2 + E_a) E_b + F(N) (...)
     (the error of the whole left half is smoothed by the spread-out right half).  Clipping
     negative outputs to 0 and zeroing beyond the true width only reduce the error."""
-    widths = widths.astype(np.int64)
-    offsets = offsets.astype(np.int64)
-    while X.shape[1] > 1:
-        r = X.shape[1]
-        order = np.argsort(widths, kind="stable")
-        carry = None
+    nb = blocks[0][0].shape[0]
+    while True:
+        sizes = [blk[1].size for blk in blocks]
+        r = sum(sizes)
+        if r == 1:
+            Xb, wb_, ob_, Eb_ = next(blk for blk in blocks if blk[1].size == 1)
+            w = int(wb_[0])
+            return Xb[:, 0, :w], w, int(ob_[0]), Eb_[:, 0]
+        bid = np.concatenate([np.full(n, i) for i, n in enumerate(sizes)])
+        idx = np.concatenate([np.arange(n) for n in sizes])
+        w = np.concatenate([blk[1] for blk in blocks])
+        off = np.concatenate([blk[2] for blk in blocks])
+        Ecat = np.concatenate([blk[3] for blk in blocks], axis=1)
+        order = np.argsort(w, kind="stable")
+        new_blocks = []
         if r % 2:
-            carry = order[0]
+            c = order[0]
             order = order[1:]
+            src = blocks[bid[c]]
+            new_blocks.append((src[0][:, [idx[c]], : w[c]].copy(), w[[c]], off[[c]], Ecat[:, [c]]))
         half = order.size // 2
-        ia = order[:half]
-        ib = order[half:][::-1]
-        wa, wb = widths[ia], widths[ib]
-        Wa, Wb = int(wa.max()), int(wb.max())
-        ea, eb = E[:, ia], E[:, ib]
-        N = sfft.next_fast_len(Wa + Wb - 1, real=True)
-        wc = wa + wb - 1
-        Wc = int(wc.max())
-        nb = X.shape[0]
-        # contiguous zero-padded copies (much faster than letting rfft pad a strided view)
-        A = np.zeros((nb, half, N))
-        A[..., :Wa] = X[:, ia, :Wa]
-        Bm = np.zeros((nb, half, N))
-        Bm[..., :Wb] = X[:, ib, :Wb]
-        s1a, s1b = A.sum(axis=-1), Bm.sum(axis=-1)
-        s2a, s2b = np.sqrt(np.einsum("ijk,ijk->ij", A, A)), np.sqrt(np.einsum("ijk,ijk->ij", Bm, Bm))
-        s1a = s1a * (1.0 + Wa * UNIT) + 1e-300
-        s1b = s1b * (1.0 + Wb * UNIT) + 1e-300
-        s2a = s2a * (1.0 + Wa * UNIT)
-        s2b = s2b * (1.0 + Wb * UNIT)
-        FA = sfft.rfft(A, axis=-1, workers=workers, overwrite_x=True)
-        del A
-        FA *= sfft.rfft(Bm, axis=-1, workers=workers, overwrite_x=True)
-        del Bm
-        C = sfft.irfft(FA, N, axis=-1, workers=workers, overwrite_x=True)[..., :Wc]
-        del FA
-        np.maximum(C, 0.0, out=C)
-        short = np.nonzero(wc < Wc)[0]
-        for j in short:  # true values are exactly 0 beyond the true width
-            C[:, j, wc[j]:] = 0.0
-        fe = _fft_error(N) * (s2a * s1b + s1a * s2b)
-        Ec = (ea * s1b + eb * (s1a + np.sqrt(wa) * ea) + fe) * (1.0 + 1e-9)
-        if half == 1 and carry is None:  # the root: max-norm bound via 2-norms
-            Einf = (ea * s2b + eb * (s2a + ea) + fe) * (1.0 + 1e-9)
-            Ec = np.minimum(Ec, Einf)
-        oc = offsets[ia] + offsets[ib]
-        if carry is not None:
-            Wn = max(Wc, int(widths[carry]))
-            Xn = np.zeros((X.shape[0], half + 1, Wn))
-            Xn[:, :half, :Wc] = C
-            Xn[:, half, : widths[carry]] = X[:, carry, : widths[carry]]
-            X = Xn
-            widths = np.append(wc, widths[carry])
-            offsets = np.append(oc, offsets[carry])
-            E = np.concatenate([Ec, E[:, [carry]]], axis=1)
-        else:
-            X = C
-            widths, offsets, E = wc, oc, Ec
-    w = int(widths[0])
-    return X[:, 0, :w], w, int(offsets[0]), E[:, 0]
+        ia, ib = order[:half], order[half:][::-1]  # narrowest with widest: even sums
+        wc_all = w[ia] + w[ib] - 1
+        porder = np.argsort(wc_all, kind="stable")
+        ia, ib, wc_all = ia[porder], ib[porder], wc_all[porder]
+        npairs = ia.size
+        is_root = npairs == 1 and r == 2
+        start = 0
+        while start < npairs:
+            end = start + 1
+            while end < npairs:
+                n_est = sfft.next_fast_len(int(wc_all[end]), real=True)
+                if wc_all[end] > 1.5 * wc_all[start] + 64 or (end - start + 1) * n_est > budget:
+                    break
+                end += 1
+            pa, pb = ia[start:end], ib[start:end]
+            new_blocks.append(_convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers))
+            start = end
+        blocks = new_blocks
+
+
+def _gather(blocks, bid, idx, rows, width, nb, N):
+    """Rows ``rows`` (global indices) copied into a zero-padded (nb, len(rows), N) array."""
+    out = np.zeros((nb, rows.size, N))
+    for b in np.unique(bid[rows]):
+        sel = np.nonzero(bid[rows] == b)[0]
+        Xb = blocks[b][0]
+        cols = min(width, Xb.shape[2])
+        out[:, sel, :cols] = Xb[:, idx[rows[sel]], :cols]
+    return out
+
+
+def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers):
+    wa, wb = w[pa], w[pb]
+    Wa, Wb = int(wa.max()), int(wb.max())
+    N = sfft.next_fast_len(Wa + Wb - 1, real=True)
+    wc = wa + wb - 1
+    Wc = int(wc.max())
+    ea, eb = Ecat[:, pa], Ecat[:, pb]
+    # contiguous zero-padded copies (much faster than letting rfft pad a strided view)
+    A = _gather(blocks, bid, idx, pa, Wa, nb, N)
+    Bm = _gather(blocks, bid, idx, pb, Wb, nb, N)
+    s1a = A.sum(axis=-1) * (1.0 + Wa * UNIT) + 1e-300
+    s1b = Bm.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
+    s2a = np.sqrt(np.einsum("ijk,ijk->ij", A, A)) * (1.0 + Wa * UNIT)
+    s2b = np.sqrt(np.einsum("ijk,ijk->ij", Bm, Bm)) * (1.0 + Wb * UNIT)
+    FA = sfft.rfft(A, axis=-1, workers=workers, overwrite_x=True)
+    del A
+    FA *= sfft.rfft(Bm, axis=-1, workers=workers, overwrite_x=True)
+    del Bm
+    C = sfft.irfft(FA, N, axis=-1, workers=workers, overwrite_x=True)[..., :Wc]
+    del FA
+    np.maximum(C, 0.0, out=C)
+    for j in np.nonzero(wc < Wc)[0]:  # true values are exactly 0 beyond the true width
+        C[:, j, wc[j]:] = 0.0
+    fe = _fft_error(N) * (s2a * s1b + s1a * s2b)
+    Ec = (ea * s1b + eb * (s1a + np.sqrt(wa) * ea) + fe) * (1.0 + 1e-9)
+    if is_root:  # max-norm bound via 2-norms
+        Einf = (ea * s2b + eb * (s2a + ea) + fe) * (1.0 + 1e-9)
+        Ec = np.minimum(Ec, Einf)
+    return C, wc, off[pa] + off[pb], Ec
 
 
 @dataclass
@@ -661,16 +709,14 @@ def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> La
     pos_lo = np.zeros(k, dtype=np.int64)
     pos_hi = np.ones(k, dtype=np.int64)
     pos_t = np.where(g < 0.5, 1, 0).astype(np.int64)
-    W = int(width.max())
     th = theta * h
-    X0, lz0, r0 = _tilted_leaves([pos_lo, pos_hi, top], [up_lo, up_hi, logp], [mag_lo, mag_hi, mag_p], th, W)
-    X1, lz1, r1 = _tilted_leaves([pos_t, top], [logq, logp], [mag_q, mag_p], th, W)
-    X2, lz2, r2 = _tilted_leaves([pos_t, top], [logp, logq], [mag_p, mag_q], th + h, W)
-    X = np.stack([X0, X1, X2])
-    del X0, X1, X2
-    E = np.zeros((3, k))
-    root, w, off, Eroot = _fft_tree(X, width, offset, E, workers)
-    del X
+    w0, lz0, r0 = _tilted_leaves([pos_lo, pos_hi, top], [up_lo, up_hi, logp], [mag_lo, mag_hi, mag_p], th)
+    w1, lz1, r1 = _tilted_leaves([pos_t, top], [logq, logp], [mag_q, mag_p], th)
+    w2, lz2, r2 = _tilted_leaves([pos_t, top], [logp, logq], [mag_p, mag_q], th + h)
+    blocks = _leaf_blocks(width, offset, [list(zip([pos_lo, pos_hi, top], w0)), list(zip([pos_t, top], w1)),
+                                          list(zip([pos_t, top], w2))])
+    root, w, off, Eroot = _fft_tree(blocks, workers)
+    del blocks
     logZ = [math.fsum(lz.tolist()) for lz in (lz0, lz1, lz2)]
     J = np.arange(w, dtype=float)
     thetas = (theta, theta, theta + 1.0)
