@@ -116,6 +116,8 @@ OPTIONS = ("eta", "algorithm", "tol", "max_points")
 ALGORITHMS = ("fast", "paper")
 DEFAULT_ETA = {"fast": 1e-3, "paper": 0.1}
 MAX_POINTS = 2**23  # lattice points of the composed distribution (memory ~ 1 GiB at the cap)
+DELTA_FLOOR = 2.0**-1000  # absolute delta accuracy always accepted (~1e-301: float's own floor)
+DELTA_FLOAT_GAP = 2.0**-40  # accepted only when refining the lattice no longer helps (see lattice_delta_bounds)
 
 
 class ApproxTooCostly(ValueError):
@@ -724,10 +726,11 @@ def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> La
     for b, rb in enumerate((r0, r1, r2)):
         mag_w = float(np.sum(np.abs((lz0, lz1, lz2)[b]))) + abs(logZ[b]) + thetas[b] * h * w
         rho.append(math.expm1(float(np.sum(rb)) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
-    # lattice values of J: base + h J, base = sum c_i + h * off (correctly rounded by fsum)
-    base = math.fsum(c.tolist() + [h * off])
-    loss = base + h * J
-    loss_up = loss + 4.0 * UNIT * (np.abs(loss) + abs(base))
+    # lattice values: C + h (off + J) with C = sum c_i correctly rounded (fsum) and
+    # h (off + J) exact (an integer times a power of two): error <= u (|loss| + |C|)
+    C = math.fsum(c.tolist())
+    loss = C + h * (np.arange(w, dtype=np.int64) + off).astype(float)
+    loss_up = loss + 4.0 * UNIT * (np.abs(loss) + abs(C))
     # ---- upper: P0 masses of the refined experiment, inflated by the error bounds
     keep = loss_up > 0.0
     with np.errstate(under="ignore", over="ignore"):
@@ -801,8 +804,7 @@ def _initial_step(e: np.ndarray, tol: float) -> float:
     """A power-of-two step whose predicted gap is ~16 tol (a cheap first pass)."""
     k = e.size
     # gap ~ 0.1 k h^2 (for eps ~ 0.1; the constant is not relied on, only measured)
-    h = math.sqrt(16.0 * tol / (0.1 * k))
-    h = min(h, float(np.max(e)), 0.25)
+    h = min(math.sqrt(16.0 * tol / (0.1 * k)), 0.25)
     return 2.0 ** math.floor(math.log2(h))
 
 
@@ -918,14 +920,16 @@ def lattice_delta_bounds(
 ) -> Bounds:
     """Certified (lower, upper) on the optimal delta_g(eps_g), refined until
 
-        upper - lower <= tol * upper      (relative)   or
+        upper - lower <= tol * upper + 2^-1000     (relative)   or
         upper <= a certified lower bound on delta_opt(eps_g - tol)   (horizontal),
 
     so that delta_opt(eps_g) <= upper <= max(delta_opt(eps_g)/(1 - tol), delta_opt(eps_g - tol)):
     MV Thm 1.7's additive-eps form read in the delta direction.  (A relative tolerance
     alone cannot always be met: for eps_g within rounding distance below an atom of the
     loss distribution, e.g. just below sum eps_i, delta_opt is dominated by that
-    distance.)"""
+    distance.)  In degenerate float cases (delta_opt below ~1e-14 P0[L > eps_g], e.g.
+    eps_i ~ 1e-200) where three halvings of the step bring no progress, a bracket of
+    absolute width <= 2^-40 is returned as the float64 floor."""
     info = info if info is not None else BracketInfo()
     e = _positive(m)
     if e.size == 0 or eps_g >= sum_up(e):
@@ -951,7 +955,7 @@ def lattice_delta_bounds(
         b = Bounds(delta_from_excess_down(m, lo), delta_from_excess(m, hi))
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
                                 seconds=time.perf_counter() - t0))
-        if b.gap <= tol * b.upper:
+        if b.gap <= tol * b.upper + DELTA_FLOOR:
             return b
         if eps_g - tol >= 0.0:
             shifted = delta_from_excess_down(m, excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol))
@@ -960,6 +964,11 @@ def lattice_delta_bounds(
         rel = b.gap / b.upper
         rels.append(rel)
         if len(rels) > 3 and rel > 0.9 * rels[-4]:
+            if b.gap <= DELTA_FLOAT_GAP:
+                # the hockey-stick sums charge rounding relative to the masses summed, not to
+                # H: when H is far below them (e.g. eps_i ~ 1e-200) this absolute gap is the
+                # floor of float64, reached and reported
+                return b
             raise ApproxTooCostly(f"the certified delta gap stopped shrinking at {rel:g} relative (tol={tol:g})", b)
         h = min(h / 2.0, 2.0 ** math.floor(math.log2(h * math.sqrt(0.6 * tol / rel))))
 
