@@ -876,6 +876,7 @@ def lattice_bounds(
     x_est = chernoff_guess(e, t_low)
     best = Bounds(0.0, top)
     gaps: list[float] = []
+    steps: list[float] = []
     while True:
         points = int(2.0 * float(np.sum(e)) / h) + e.size + 1
         if points > max_points:
@@ -896,8 +897,9 @@ def lattice_bounds(
         if gap <= tol:
             return b
         gaps.append(gap)
-        if len(gaps) > 3 and gap > 0.9 * gaps[-4]:
-            # three halvings of h without progress: not a discretisation gap (should not happen)
+        steps.append(h)
+        if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
+            # six halvings of h without progress: not a discretisation gap (should not happen)
             raise ApproxTooCostly(
                 f"the certified gap stopped shrinking at {gap:g} (tol={tol:g}; h={h:g}); "
                 f"best bounds {b.lower!r} <= eps_g <= {b.upper!r}",
@@ -905,8 +907,21 @@ def lattice_bounds(
             )
         if math.isfinite(b.upper):
             x_est = 0.5 * (b.lower + b.upper) if b.gap < 0.1 * b.upper else b.upper
-        factor = math.sqrt(0.6 * tol / gap)
-        h = min(h / 2.0, 2.0 ** math.floor(math.log2(h * factor)))
+        h = _next_step(steps, gaps, tol)
+
+
+def _next_step(steps, gaps, tol) -> float:
+    """The next power-of-two step: the gap is second order in h (refinement and garbling
+    of every mechanism with eps_i >> h) but first order in the contribution of mechanisms
+    with eps_i < h/4 (the garbling drops them); the local order is measured from the last
+    two passes.  At least one halving, at most four per pass."""
+    h, gap = steps[-1], gaps[-1]
+    order = 2.0
+    if len(gaps) >= 2:
+        ratio = gaps[-2] / gap if gap > 0 else math.inf
+        order = min(2.0, max(0.5, math.log(max(ratio, 1.0)) / math.log(steps[-2] / h)))
+    target = h * (0.6 * tol / gap) ** (1.0 / order)
+    return max(h / 16.0, min(h / 2.0, 2.0 ** math.floor(math.log2(target))))
 
 
 def lattice_delta_bounds(
@@ -928,7 +943,7 @@ def lattice_delta_bounds(
     alone cannot always be met: for eps_g within rounding distance below an atom of the
     loss distribution, e.g. just below sum eps_i, delta_opt is dominated by that
     distance.)  In degenerate float cases (delta_opt below ~1e-14 P0[L > eps_g], e.g.
-    eps_i ~ 1e-200) where three halvings of the step bring no progress, a bracket of
+    eps_i ~ 1e-200) where six halvings of the step bring no progress, a bracket of
     absolute width <= 2^-40 is returned as the float64 floor."""
     info = info if info is not None else BracketInfo()
     e = _positive(m)
@@ -941,6 +956,7 @@ def lattice_delta_bounds(
     h = _initial_step(e, tol * 0.3)
     theta = tilt_for(e, eps_g)
     rels: list[float] = []
+    steps: list[float] = []
     while True:
         points = int(2.0 * float(np.sum(e)) / h) + e.size + 1
         if points > max_points:
@@ -963,14 +979,15 @@ def lattice_delta_bounds(
                 return b
         rel = b.gap / b.upper
         rels.append(rel)
-        if len(rels) > 3 and rel > 0.9 * rels[-4]:
+        steps.append(h)
+        if len(rels) > 6 and rel > 0.9 * rels[-7]:
             if b.gap <= DELTA_FLOAT_GAP:
                 # the hockey-stick sums charge rounding relative to the masses summed, not to
                 # H: when H is far below them (e.g. eps_i ~ 1e-200) this absolute gap is the
                 # floor of float64, reached and reported
                 return b
             raise ApproxTooCostly(f"the certified delta gap stopped shrinking at {rel:g} relative (tol={tol:g})", b)
-        h = min(h / 2.0, 2.0 ** math.floor(math.log2(h * math.sqrt(0.6 * tol / rel))))
+        h = _next_step(steps, rels, tol)
 
 
 # --------------------------------------------------------------------------- registry entry points
