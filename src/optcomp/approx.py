@@ -5,68 +5,92 @@ Computing OptComp((eps_1, delta_1), ..., (eps_k, delta_k), delta_g) exactly is #
 
     OptComp(..., delta_g)  <=  eps*  <=  OptComp(..., e^{-eta/2} delta_g) + eta.        (1.7)
 
-Two algorithms are offered (``algorithm=``):
+Two algorithms (``algorithm=``), both returning an upper bound that is never below the
+optimum, floating point included:
 
-``"paper"`` -- the algorithm exactly as published (MV Sec. 5, pseudocode after Lemma 5.3):
-    beta = eta / (k (1 + eps_bar) + 1), eps_0 = ln(1 + beta), a_i = ceil(eps_i (1/beta + 1)),
-    eps'_i = a_i eps_0 >= eps_i; binary search for the least integer a* with
-    OptComp(eps', delta_g) <= a* eps_0, each test being the knapsack dynamic program of
-    Lemmas 5.1/5.2 (O(k sum_i a_i) per test, O(k^3 eps_bar (1 + eps_bar)/eta log(...)) in
-    all, which is what the runtime figure plots).  Output: a* eps_0 rounded *up* to a
-    float (the paper's "Taylor approximation" step; a* eps_0 <= eps* <= a* eps_0 + ulp).
-    Default ``eta = 0.1``.  Practical up to k ~ 300-500 at eta = 0.1 (k = 200: about a
-    second; the cost grows like k^3/eta: k = 1000 takes minutes).
+``"paper"`` -- the algorithm as published (MV Sec. 5, the pseudocode after Lemma 5.3),
+    default ``eta = 0.1``: beta = eta / (k (1 + eps_bar) + 1), eps_0 = ln(1 + beta),
+    a_i = ceil(eps_i (1/beta + 1)), eps'_i = a_i eps_0 >= eps_i; binary search for the least
+    integer a* with OptComp(eps', delta_g) <= a* eps_0, each test being the knapsack
+    dynamic program of Lemmas 5.1/5.2 (O(k sum_i a_i) per test; O(k^3 eps_bar (1 + eps_bar)
+    / eta log(...)) in all -- the cost the runtime figure plots; the DP is vectorised over
+    the knapsack capacity, which changes the constant, not the complexity).  Output: a* eps_0
+    rounded *up* to a float (the paper's "Taylor approximation" step).  The DP runs in
+    probability space (P0 and P1 masses of the randomized responses, never e^{sum eps}).
+    Usable to k ~ 1000 at eta = 0.1 (eps_i ~ 0.1: k = 200 in ~0.1 s, k = 1000 in ~15 s,
+    growing like k^3/eta; k = 2000 takes minutes).
 
-``"fast"`` (default) -- certified lower *and* upper bounds from one lattice computation,
-    refined until ``upper - lower <= tol`` (``tol`` defaults to ``eta``, default
-    ``eta = 1e-3``).  Since lower <= OptComp(delta_g) <= upper, the output upper bound
-    satisfies the stronger statement
+``"fast"`` (default, default ``eta = 1e-3``) -- certified lower *and* upper bounds from
+    lattice computations, refined until ``upper - lower <= tol`` (``tol`` defaults to
+    ``eta``).  Since lower <= OptComp(delta_g) <= upper, the returned upper bound satisfies
+
         OptComp(..., delta_g) <= eps* <= OptComp(..., delta_g) + tol,
-    which implies (1.7) whenever tol <= eta.  See :func:`lattice_bounds` for the
-    construction; in short, on a lattice of step h = 2^-j:
 
-    * **upper bound: a refinement.**  Every mechanism's privacy-loss pair (randomized
-      response, MV Def. 3.1 / Lemma 3.2) is replaced by a *more informative* experiment
-      whose privacy loss takes lattice values: the atom +eps_i is put on the lattice by a
-      per-mechanism offset, and the atom -eps_i is split between its two lattice
-      neighbours so that the likelihood ratio e^L keeps its mean under P1 (an exact
-      mean-preserving spread of e^L).  The original pair is the marginal (a garbling) of
-      the refined one, so by data processing its hockey-stick divergence -- hence its
-      optimal eps_g -- is larger: an *exact* upper bound, not an asymptotic one.
-    * **lower bound: a garbling.**  The statistic T(s) = sum_i T_i(s_i), with T_i(+) = eps_i
-      and T_i(-) the lattice point nearest to -eps_i, is a function of the outcome, so the
-      hockey-stick divergence of (P0 o T^-1, P1 o T^-1) is at most the true one (data
-      processing again); its eps_g is an exact lower bound.
-    * both perturbations are second order: the gap is about
-      (1/2)(1 + lambda) sum_i (q_i g_i (1 - g_i) + r_i^2/4) h^2 ~ 0.1 k h^2 for eps_i ~ 0.1
-      (lambda = |d log H/dx| at the answer), so gap 1e-3 at k = 1000 needs only h = 2^-9.
-    * the distributions of the 3 k independent lattice factors are convolved by a
-      balanced FFT tree (scipy.fft, power-of-two sizes), after an exponential tilt
-      (Esscher transform) that centres the mass at the answer, so FFT errors are relative
-      to the mass that matters even for tiny delta_g.
+    which implies (1.7) whenever tol <= eta (OptComp decreases in delta_g).  On a lattice
+    of step h = 2^-j (so every residue below is exact in floating point):
 
-Floating point (the paper assumes exact rational arithmetic).  Every quantity is bounded in
-the safe direction instead of computed exactly:
+    * **upper bound: a refinement** (exact, by data processing).  Mechanism i's pair of
+      output distributions (the randomized response of MV Def. 3.1 / Lemma 3.2: loss +eps_i
+      with P0-mass p_i = e^{eps_i}/(1 + e^{eps_i}), loss -eps_i with q_i = 1 - p_i) is
+      replaced by a *more informative* pair whose loss is lattice-valued: the lattice of
+      mechanism i is shifted so that +eps_i is a lattice point, and the outcome "-" is
+      split into two outcomes with losses at the lattice neighbours lo < -eps_i < hi,
+      with P1-probabilities p_i (1 - pi_i), p_i pi_i and P0-probabilities P1 e^{loss};
+      pi_i = expm1(h (1 - g_i)) / expm1(h) makes (1 - pi) e^{lo} + pi e^{hi} = e^{-eps_i}, so
+      both are probability distributions and forgetting the split gives back the original
+      pair.  The original composition is therefore a garbling of the refined one, and its
+      hockey-stick curve H(x) -- hence OptComp -- is below the refined one's at every x.
+    * **lower bound: a garbling** (exact, by data processing).  The statistic
+      T(s) = sum_i T_i(s_i), T_i(+) = +eps_i, T_i(-) = the lattice neighbour nearest to
+      -eps_i, is a function of the outcome, so the pair of pushforwards (P0 T^-1, P1 T^-1)
+      has hockey-stick curve sum_t (P0_T(t) - e^x P1_T(t))_+ <= H(x) at every x.  Its atoms
+      become privacy-loss atoms ell_t = log(P0_T(t)/P1_T(t)) of mass P0_T(t).
+    * the gap is second order in h: about (1/2)(1 + lambda) sum_i (q_i g_i (1 - g_i)
+      + r_i^2/4) h^2 ~ 0.1 k h^2 for eps_i ~ 0.1 (g_i, r_i the fractional residues of
+      2 eps_i / h, lambda = |d log H/dx|), so gap 1e-3 at k = 1000 needs only h = 2^-9
+      (~1.3e5 lattice points); mechanisms with eps_i < h/4 are dropped by T (a first-order
+      term eps_i each), which the step control measures and refines away.
+    * the 3k independent lattice factors (refined P0; P0 and P1 of T) are convolved by a
+      balanced FFT tree (scipy.fft, 5-smooth lengths, batched; leaves and levels chunked
+      by width so one large eps_i does not pad every row), after an exponential tilt
+      (Esscher transform) P_theta(l) ~ P(l) e^{theta l} with theta chosen so the tilted
+      mean is at the answer: FFT errors, which are absolute, are then relative to the mass
+      that matters, down to delta_g ~ 1e-300.  O(sum_i eps_i / h * log(.) * log k) work.
+    * steps: a first pass at a step whose gap is predicted ~16 tol (cheap), then the step
+      predicted from the measured gap and its measured order in h; the tilt is re-aimed at
+      the bracket.  ``max_points`` caps the lattice (:class:`ApproxTooCostly` carries the
+      best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
+      (binomial atoms, optcomp.optimal.binomial_window), upward and downward.
 
-* leaf masses: relative error bound per leaf (a few ulps times the magnitude of the log
-  terms), multiplied over the k leaves (all terms are positive);
-* FFT convolution: absolute (max-norm) error per output entry bounded by
-  ``(40 log2 N + 10) u (|a|_2 |b|_1 + |a|_1 |b|_2)`` -- twice the standard normwise bound
-  for Cooley-Tukey FFTs (Higham, *Accuracy and Stability of Numerical Algorithms*,
-  Thm 24.2) propagated through the product and inverse transform -- plus propagation of the
-  inputs' errors; the test-suite checks the actual errors against exact rational
-  convolution and finds them orders of magnitude below the bound;
-* upper bounds add the error bound to every atom's mass (and clip at 1), move loss values
-  up by their rounding bound, and use :func:`optcomp.loss.solve_segments` (which charges
-  its own summation error upward); lower bounds subtract it (clip at 0), charge P1 upward
-  and solve with every error charged downward (:func:`solve_lower`);
+Soundness in floating point (the paper assumes exact rational arithmetic).  Nothing is
+computed "exactly"; every quantity is bounded on the safe side:
+
+* residues, lattice positions: exact (h a power of two; positions C + h n with the integer
+  n exact and C = sum of offsets correctly rounded by fsum); loss values of the upper
+  bound are then moved up by 4 ulps of |loss| + |C|;
+* leaf masses: computed from logs (log_expit, log(expm1)) with a relative error bound per
+  leaf of 8 ulps times the magnitude of every term involved (libm functions assumed
+  accurate to a few ulps); the k leaves multiply these (all terms are positive), and so
+  does the tilt's normaliser exp(sum log Z_i - theta h n);
+* FFT convolution: per convolution, error <= (40 log2 N + 10) u (|a|_2 |b|_1 + |a|_1 |b|_2)
+  in the 2-norm -- about 1.7x the standard normwise bound for radix-2 Cooley-Tukey
+  (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm 24.2, with
+  accurate twiddles) carried through the pointwise product and inverse transform; that
+  this form also covers scipy's mixed-radix (2, 3, 4, 5) real FFTs is an assumption, which
+  the tests check against long-double and rational convolutions (actual errors are 10^3 to
+  10^5 times below the bound).  Errors propagate by Young's inequality, and at the root
+  ||a * b||_inf <= ||a||_2 ||b||_2 turns them into a max-norm bound per lattice point;
+* upper bounds add that bound to every atom's (tilted) mass and clip at 1 (a mass that
+  underflows is charged 2.5e-308 as slack), then :func:`optcomp.loss.solve_segments` or
+  ``LossDistribution.excess`` charge their own summation error upward; lower bounds
+  subtract it (clip at 0), raise P1 by it, and :func:`solve_lower` / :func:`excess_lower`
+  charge every summation error downward;
 * the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is rounded down for upper
-  bounds and up for lower bounds; the paper's dynamic program charges
-  (1 + u)^(2k)-type relative errors and an absolute underflow bound to each test.
-
-Exact mechanisms with identical eps (homogeneous input) bypass the lattice: the binomial
-distribution is listed exactly (optcomp.optimal.binomial_window) and solved upward and
-downward.
+  bounds (:func:`optcomp.loss.residual_target`) and up for lower bounds
+  (:func:`residual_target_up`, exact rationals when the sign is in doubt);
+* the paper's DP: each test charges the relative error (1 + u)^(2k) of k products and
+  sums of positive terms and of the inputs p_i, q_i, an absolute underflow bound, and
+  the rounding of e^{a* eps_0}; eps'_i >= eps_i is checked in exact rationals.
 """
 
 from __future__ import annotations
@@ -458,10 +482,6 @@ def paper_delta(m: Mechanisms, eps_g: float, eta: float = DEFAULT_ETA["paper"]) 
 # --------------------------------------------------------------------------- lattice algorithm
 
 
-def _next_pow2(n: int) -> int:
-    return 1 << max(int(n) - 1, 1).bit_length()
-
-
 def _fft_error(N: int) -> float:
     """Max-norm error factor of one FFT convolution of length N (see module docstring)."""
     return (40.0 * math.log2(max(N, 2)) + 10.0) * UNIT
@@ -521,8 +541,9 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22):
     (scipy.fft, 5-smooth lengths).
 
     Each level pairs the narrowest rows with the widest (so the sums have even widths), and
-    convolves the pairs in chunks of similar width (at most ``budget`` padded entries per batch row and chunk), so
-    one very wide row (a large eps_i) never forces every row to its width.
+    convolves the pairs in chunks of similar width (at most ``budget`` padded entries per
+    batch row and chunk), so one very wide row (a large eps_i) never forces every row to
+    its width.
 
     ``widths``/``offsets`` (length n) give each row's true support length and lattice
     offset; ``E`` (B, n) bounds each row's error in the 2-norm.  Returns (root (B, width),
@@ -950,6 +971,7 @@ def lattice_delta_bounds(
     if e.size == 0 or eps_g >= sum_up(e):
         return Bounds(delta_from_excess_down(m, 0.0), delta_from_excess(m, 0.0))
     if np.all(e == e[0]):
+        # exact binomial atoms: the bracket is the float64 floor (relative 1e-10 charge)
         info.path = "binomial"
         lo, hi = _homogeneous_bounds(m, e, eps_g, 0.0, 0.0)
         return Bounds(delta_from_excess_down(m, lo), delta_from_excess(m, hi))
