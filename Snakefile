@@ -25,7 +25,10 @@ report: "rules/report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/homogeneous.smk"
 include: "rules/regions.smk"
+include: "rules/heterogeneous.smk"
+include: "rules/runtime.smk"
 include: "rules/budget.smk"
+include: "rules/notebooks.smk"
 
 
 rule all:

@@ -1,40 +1,22 @@
 # Figure 5 -- what tighter composition buys: Laplace noise per query under a global budget.
 
 
-rule budget_chunk:
-    """Per-query eps and Laplace scale for one global budget, every k and theorem."""
-    output:
-        temp("results/chunks/budget/{chunk}.csv"),
-    params:
-        function="optcomp.experiments.budget.sweep",
-        spec=chunk_spec(BUDGET_CHUNKS),
-        chunk=True,
-    wildcard_constraints:
-        chunk=r"\d+",
-    log:
-        "results/logs/budget_chunk/{chunk}.log",
-    conda:
-        "envs/optcomp.yaml"
-    script:
-        "scripts/sweep.py"
-
-
-rule budget_merge:
-    input:
-        expand("results/chunks/budget/{chunk}.csv", chunk=chunk_ids(BUDGET_CHUNKS)),
+rule budget:
+    """Per-query eps and Laplace scale for every global budget, k and theorem."""
     output:
         "results/budget/laplace.csv",
     params:
         function="optcomp.experiments.budget.sweep",
+        optcomp_version=optcomp.__version__,
+        spec=config["budget"],
         config=config["budget"],
         section="budget",
     log:
-        "results/logs/budget_merge.log",
-    localrule: True
+        "results/logs/budget.log",
     conda:
         "envs/optcomp.yaml"
     script:
-        "scripts/merge.py"
+        "scripts/sweep.py"
 
 
 rule budget_noise:

@@ -2,7 +2,7 @@
 # (No rules here; the Snakefile includes this first.)
 
 import optcomp
-from optcomp.experiments import budget, homogeneous
+from optcomp.experiments import heterogeneous, homogeneous
 
 
 def check_config(cfg):
@@ -15,15 +15,47 @@ def check_config(cfg):
         raise ValueError(
             f"config homogeneous.zoom_k_max = {hom['zoom_k_max']} exceeds homogeneous.k_max = {hom['k_max']}"
         )
-    grid = cfg["budget"]["k"]
-    if isinstance(grid, dict) and grid["from"] > grid["to"]:
-        raise ValueError(f"config budget.k: from = {grid['from']} > to = {grid['to']}")
+    grids = {
+        "budget.k": cfg["budget"]["k"],
+        "heterogeneous.k": cfg["heterogeneous"]["k"],
+        "runtime.approx_vs_k.k": cfg["runtime"]["approx_vs_k"]["k"],
+        "runtime.exact_heterogeneous.bruteforce_k": cfg["runtime"]["exact_heterogeneous"]["bruteforce_k"],
+        "runtime.exact_heterogeneous.optimal_k": cfg["runtime"]["exact_heterogeneous"]["optimal_k"],
+        "runtime.exact_homogeneous.k": cfg["runtime"]["exact_homogeneous"]["k"],
+    }
+    for key, grid in grids.items():
+        if isinstance(grid, dict) and grid["from"] > grid["to"]:
+            raise ValueError(f"config {key}: from = {grid['from']} > to = {grid['to']}")
+    dist = cfg["heterogeneous"]["distribution"]
+    if dist["name"] != "choice" and dist["low"] > dist["high"]:
+        raise ValueError(f"config heterogeneous.distribution: low = {dist['low']} > high = {dist['high']}")
+    brute = cfg["runtime"]["exact_heterogeneous"]["bruteforce_k"]
+    if max(brute if isinstance(brute, list) else [brute["to"]]) > 24:
+        raise ValueError("config runtime.exact_heterogeneous.bruteforce_k: the 2^k brute force is limited to k <= 24")
 
 
 check_config(config)
 
 HOMOGENEOUS_CHUNKS = homogeneous.chunks(config["homogeneous"])
-BUDGET_CHUNKS = budget.chunks(config["budget"])
+HETEROGENEOUS_CHUNKS = heterogeneous.chunks(config["heterogeneous"])
+
+# timing experiments (functions of optcomp.experiments.runtime); the first four get slopes
+TIMING_EXPERIMENTS = ["approx_vs_k", "approx_vs_eta", "exact_heterogeneous", "exact_homogeneous", "accuracy"]
+# timing jobs claim every core of a local run so that nothing runs beside them
+# (config runtime.exclusive; the test config turns it off to save wall time)
+try:
+    _CORES = workflow.cores  # raises when no --cores is given (--summary, --report, cluster runs)
+except Exception:
+    _CORES = None
+_CORES = _CORES if isinstance(_CORES, int) and 0 < _CORES < 1024 else 1
+TIMING_THREADS = _CORES if config["runtime"]["exclusive"] else 1
+
+# what each notebook reads (it must not start before these exist)
+NOTEBOOK_INPUTS = {
+    "01_homogeneous": ["results/homogeneous/eps_g.csv", "results/homogeneous/ratios.csv"],
+    "02_heterogeneous": ["results/heterogeneous/eps_g.csv", "results/heterogeneous/mechanisms.csv"],
+    "03_runtime": [f"results/timing/{name}.csv" for name in TIMING_EXPERIMENTS] + ["results/timing/slopes.csv"],
+}
 
 
 def chunk_ids(chunks):
@@ -51,4 +83,11 @@ ALL_TARGETS = [
     *figure("kov_figure3"),
     "results/budget/laplace.csv",
     *figure("budget_noise"),
+    "results/heterogeneous/eps_g.csv",
+    "results/heterogeneous/mechanisms.csv",
+    *figure("heterogeneous"),
+    *[f"results/timing/{name}.csv" for name in TIMING_EXPERIMENTS],
+    "results/timing/slopes.csv",
+    *figure("runtime"),
+    *[f"results/notebooks/{name}.ipynb" for name in NOTEBOOK_INPUTS],
 ]

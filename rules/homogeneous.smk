@@ -8,6 +8,7 @@ rule homogeneous_chunk:
         temp("results/chunks/homogeneous/{chunk}.csv"),
     params:
         function="optcomp.experiments.homogeneous.sweep_curves",
+        optcomp_version=optcomp.__version__,
         spec=chunk_spec(HOMOGENEOUS_CHUNKS),
         chunk=True,
     wildcard_constraints:

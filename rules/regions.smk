@@ -1,36 +1,22 @@
 # Figure 3 -- KOV Figures 2 and 3: privacy regions (false alarm vs missed detection).
 
 
-rule kov_figure2_regions:
-    """Optimal regions (KOV Thm 3.3) of k-fold composition, k = 1..k_max, each delta."""
+rule regions:
+    """Region boundaries and the guarantees intersected, for KOV Figures 2 and 3: optimal
+    regions (KOV Thm 3.3) for k = 1..k_max; basic (Thm 3.1), DRV (Thm 3.2) and optimal for one k."""
     output:
         "results/regions/kov_figure2_boundary.csv",
         "results/regions/kov_figure2_family.csv",
-    params:
-        function="optcomp.experiments.regions.kov_figure2",
-        spec=config["regions"],
-        config=config["regions"],
-        section="regions",
-    log:
-        "results/logs/kov_figure2_regions.log",
-    conda:
-        "envs/optcomp.yaml"
-    script:
-        "scripts/sweep.py"
-
-
-rule kov_figure3_regions:
-    """Basic (Thm 3.1), DRV (Thm 3.2) and optimal (Thm 3.3) regions of one composition."""
-    output:
         "results/regions/kov_figure3_boundary.csv",
         "results/regions/kov_figure3_family.csv",
     params:
-        function="optcomp.experiments.regions.kov_figure3",
+        function="optcomp.experiments.regions.both",
+        optcomp_version=optcomp.__version__,
         spec=config["regions"],
         config=config["regions"],
         section="regions",
     log:
-        "results/logs/kov_figure3_regions.log",
+        "results/logs/regions.log",
     conda:
         "envs/optcomp.yaml"
     script:

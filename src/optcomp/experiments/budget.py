@@ -17,13 +17,13 @@ from .. import calibrate
 from .grids import float_list, int_grid
 from .io import Progress
 
-__all__ = ["chunks", "sweep", "COLUMNS"]
+__all__ = ["budgets", "sweep", "sweep_budget", "COLUMNS"]
 
 COLUMNS = ["eps_g", "delta_g", "k", "method", "eps_per_query", "laplace_scale", "laplace_std", "scale_over_optimal"]
 
 
-def chunks(cfg: dict) -> list[dict]:
-    """One chunk per (eps_g, delta_g) budget, all k and methods."""
+def budgets(cfg: dict) -> list[dict]:
+    """One spec per (eps_g, delta_g) budget, all k and methods."""
     out = []
     for eps_g in float_list(cfg["eps_g"]):
         for delta_g in float_list(cfg["delta_g"]):
@@ -32,7 +32,13 @@ def chunks(cfg: dict) -> list[dict]:
     return out
 
 
-def sweep(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+def sweep(cfg: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """Every budget of the config's ``budget`` section (a few seconds in all: one job)."""
+    return pd.concat([sweep_budget(spec, log) for spec in budgets(cfg)], ignore_index=True)
+
+
+def sweep_budget(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """Per-query eps and Laplace scale at every k and method, for one budget."""
     ks, methods = spec["k"], spec["methods"]
     progress = Progress(len(ks) * len(methods), f"budget eps_g={spec['eps_g']:g} delta_g={spec['delta_g']:g}", log)
     rows = []

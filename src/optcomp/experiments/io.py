@@ -44,12 +44,22 @@ __all__ = [
 ]
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same directory + ``os.replace``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; give the usual permissions
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -141,9 +151,14 @@ def meta_path(path: str | os.PathLike) -> Path:
     return path.with_name(path.stem + ".meta.json")
 
 
+_PANDAS_MAJOR = int(pd.__version__.split(".")[0])
+
+
 def read_csv(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a CSV written by :func:`write_csv` (exact float round trip)."""
-    return pd.read_csv(path, float_precision="round_trip", keep_default_na=False, na_values=[""])
+    """Read a CSV written by :func:`write_csv` (exact float round trip: pandas >= 3 parses
+    floats exactly by default; older versions need ``float_precision="round_trip"``)."""
+    extra = {} if _PANDAS_MAJOR >= 3 else {"float_precision": "round_trip"}
+    return pd.read_csv(path, keep_default_na=False, na_values=[""], **extra)
 
 
 class Progress:

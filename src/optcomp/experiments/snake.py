@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -56,8 +57,15 @@ def sweep(smk) -> None:
 
 
 def merge(smk) -> None:
-    """Concatenate chunk CSVs (same header) in input order into ``output[0]``, byte for byte."""
+    """Concatenate chunk CSVs (same header) in input order into ``output[0]``, byte for byte;
+    or, if ``params.sort`` names a function, parse them, concatenate, sort with it and write."""
     with _logged(smk) as log:
+        if smk.params.get("sort"):
+            df = pd.concat([io.read_csv(p) for p in smk.input], ignore_index=True)
+            df = resolve(smk.params.sort)(df)
+            io.write_csv(df, smk.output[0], meta=_meta(smk, smk.params.function))
+            print(f"merged and sorted {len(smk.input)} chunks into {smk.output[0]}", file=log)
+            return
         header, body = None, []
         for path in smk.input:
             text = Path(path).read_text()
@@ -73,7 +81,6 @@ def merge(smk) -> None:
             meta["rows"] = sum(part.count("\n") for part in body)
             meta["columns"] = header.split(",")
             meta["chunks"] = len(smk.input)
-            import json
             io.atomic_write_text(io.meta_path(smk.output[0]), json.dumps(meta, indent=2, sort_keys=True) + "\n")
         print(f"merged {len(smk.input)} chunks into {smk.output[0]}", file=log)
 
@@ -101,12 +108,12 @@ def plot(smk) -> None:
 
 
 def notebook(smk) -> None:
-    """Execute ``input.notebook`` with ``OPTCOMP_RESULTS`` = ``params.results``; save the
-    executed copy to ``output[0]``."""
+    """Execute ``input.notebook`` on the results directory that holds ``output[0]``
+    (``results/notebooks/x.ipynb`` -> ``results/``); save the executed copy there."""
     from .notebook import run_notebook
 
     with _logged(smk) as log:
-        print(f"executing {smk.input.notebook} (python {sys.version.split()[0]})", file=log)
-        run_notebook(smk.input.notebook, smk.output[0], results_dir=smk.params.results,
-                     timeout=int(smk.params.timeout))
+        results = Path(smk.output[0]).resolve().parent.parent
+        print(f"executing {smk.input.notebook} on {results} (python {sys.version.split()[0]})", file=log)
+        run_notebook(smk.input.notebook, smk.output[0], results_dir=results, timeout=int(smk.params.timeout))
         print(f"wrote {smk.output[0]}", file=log)

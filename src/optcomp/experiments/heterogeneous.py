@@ -1,0 +1,122 @@
+"""Heterogeneous composition (the MV poster's "the algorithm outperforms the KOV bound").
+
+k mechanisms with different eps_i, drawn once from a seeded distribution (the first k of
+one draw, so the curves are nested and smooth in k), delta_i = delta.  For each k on the
+grid: Summing (MV Thm 1.2), DRV (Thm 1.3, heterogeneous form), the KOV heterogeneous bound
+(KOV Thm 3.5), the approximation algorithm of MV Thm 1.7 -- the certified fast algorithm
+with its (lower, upper) bracket and, up to ``paper_max_k``, the published algorithm at
+``eta`` -- and exact optimal composition (MV Thm 1.5) up to ``optimal_max_k`` (beyond, it is
+#P-hard, MV Thm 1.6, and ``optcomp`` raises ``ExactTooLarge``).
+
+One row per (k, method); ``eps_g_lower`` is a certified lower bound on the optimum where the
+method provides one (the fast approximation; the exact method, where lower = value).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import IO
+
+import numpy as np
+import pandas as pd
+
+import optcomp
+
+from .grids import delta_from_log2, int_grid
+from .io import Progress
+
+__all__ = ["draw_eps", "chunks", "sweep", "COLUMNS", "METHOD_NAMES"]
+
+COLUMNS = ["delta", "delta_g_log2", "k", "method", "eta", "eps_g", "eps_g_lower"]
+
+# row labels: the library's method names, the two approximation algorithms told apart
+METHOD_NAMES = ("basic", "drv", "kov", "approx", "approx_paper", "optimal")
+
+
+def draw_eps(distribution: dict, seed: int, n: int) -> np.ndarray:
+    """n per-mechanism eps values from the config's distribution, with NumPy's PCG64 seeded
+    by ``seed`` (same config, same values on every machine).
+
+    ``{name: uniform, low, high}``, ``{name: loguniform, low, high}`` or
+    ``{name: choice, values: [...], p: [...]}`` (p optional, default uniform)."""
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    name = distribution["name"]
+    if name == "uniform":
+        return rng.uniform(float(distribution["low"]), float(distribution["high"]), n)
+    if name == "loguniform":
+        lo, hi = math.log(float(distribution["low"])), math.log(float(distribution["high"]))
+        return np.exp(rng.uniform(lo, hi, n))
+    if name == "choice":
+        values = np.asarray(distribution["values"], dtype=float)
+        p = distribution.get("p")
+        return rng.choice(values, size=n, p=None if p is None else np.asarray(p, dtype=float))
+    raise ValueError(f"unknown distribution name {name!r} (uniform, loguniform, choice)")
+
+
+def chunks(cfg: dict) -> list[dict]:
+    """The k grid split into ``cfg["chunks"]`` jobs round-robin (balances the cost, which
+    grows with k); the merged table is sorted by k afterwards by :func:`sort_rows`."""
+    ks = int_grid(cfg["k"])
+    n = max(1, min(int(cfg["chunks"]), len(ks)))
+    base = {key: cfg[key] for key in ("seed", "distribution", "delta", "delta_g_log2", "methods", "eta",
+                                     "paper_eta", "paper_max_k", "optimal_max_k")}
+    base["k_max"] = ks[-1]
+    return [dict(base, k=ks[i::n]) for i in range(n)]
+
+
+def _row(k, method, eta, value, lower=math.nan):
+    return (int(k), method, float(eta), float(value), float(lower))
+
+
+def sweep(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """All methods at every k of the chunk (see the module docstring)."""
+    from .. import approx
+    from ..optimal import ExactTooLarge
+
+    eps_all = draw_eps(spec["distribution"], spec["seed"], int(spec["k_max"]))
+    delta, delta_g = float(spec["delta"]), delta_from_log2(spec["delta_g_log2"])
+    methods = list(spec["methods"])
+    progress = Progress(len(spec["k"]) * len(methods), "heterogeneous", log)
+    rows = []
+    for k in spec["k"]:
+        eps = eps_all[:k]
+        for method in methods:
+            if method in ("basic", "drv", "kov"):
+                rows.append(_row(k, method, math.nan, optcomp.epsilon_g(eps, delta, delta_g=delta_g, method=method)))
+            elif method == "approx":
+                b = approx.epsilon_bounds(eps, delta, delta_g=delta_g, eta=float(spec["eta"]))
+                rows.append(_row(k, "approx", float(spec["eta"]), b.upper, b.lower))
+            elif method == "approx_paper":
+                if k <= int(spec["paper_max_k"]):
+                    value = optcomp.epsilon_g(eps, delta, delta_g=delta_g, method="approx", algorithm="paper",
+                                              eta=float(spec["paper_eta"]))
+                    rows.append(_row(k, "approx_paper", float(spec["paper_eta"]), value))
+            elif method == "optimal":
+                if k <= int(spec["optimal_max_k"]):
+                    try:
+                        value = optcomp.epsilon_g(eps, delta, delta_g=delta_g, method="optimal")
+                    except ExactTooLarge as exc:  # record nothing rather than a wrong number
+                        progress.message(f"k={k}: exact optimum out of reach ({exc})")
+                    else:
+                        rows.append(_row(k, "optimal", math.nan, value, value))
+            else:
+                raise ValueError(f"unknown method {method!r} (expected one of {', '.join(METHOD_NAMES)})")
+            progress.step()
+    df = pd.DataFrame(rows, columns=COLUMNS[2:])
+    df.insert(0, "delta_g_log2", int(spec["delta_g_log2"]))
+    df.insert(0, "delta", delta)
+    return df
+
+
+def sort_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows ordered by k, then by method in :data:`METHOD_NAMES` order (stable)."""
+    order = {m: i for i, m in enumerate(METHOD_NAMES)}
+    key = df["method"].map(order)
+    return df.assign(_o=key).sort_values(["k", "_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def mechanisms_table(cfg: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """The drawn eps_i (index i = 1..k_max), so readers can reuse the exact instance."""
+    ks = int_grid(cfg["k"])
+    eps = draw_eps(cfg["distribution"], cfg["seed"], ks[-1])
+    return pd.DataFrame({"i": np.arange(1, eps.size + 1), "eps": eps, "delta": float(cfg["delta"])})

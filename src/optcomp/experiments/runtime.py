@@ -1,0 +1,316 @@
+"""Wall-clock scaling of the exact and approximate algorithms (timing CSVs).
+
+Timings depend on the machine and its load: they are the only outputs of the pipeline that
+differ between runs, and they live in ``results/timing/``.  Each timed value is the best
+(minimum) over ``repeats`` runs of the mean over enough back-to-back calls to last
+``min_time`` seconds; a method stops growing the problem size once one call takes longer
+than ``max_seconds`` (the skipped sizes are simply absent), so a slow machine finishes in
+bounded time.  Every row also records the value computed, so accuracy can be read off the
+same table.
+
+Experiments (one function each, one timing CSV each):
+
+* :func:`approx_vs_k` -- MV Thm 1.7 as published (``algorithm="paper"``, fixed eta), the
+  certified fast algorithm (fixed tolerance), Google's ``dp_accounting`` PLD accountant
+  (fixed discretization) and exact optimal composition, on the first k eps_i of a seeded
+  draw, versus k;
+* :func:`approx_vs_eta` -- the two approximation algorithms at fixed k versus 1/eta;
+* :func:`exact_heterogeneous` -- MV Thm 1.5 by the paper's 2^k brute force versus
+  optcomp's exact algorithm (full enumeration up to 2^21 atoms, then meet in the middle);
+* :func:`exact_homogeneous` -- MV Thm 1.4 / KOV Thm 3.3 for k up to 10^6 (optcomp's
+  windowed binomial) versus ``dp_accounting``'s self-composition;
+* :func:`accuracy` -- error versus time of the approximate methods on one instance;
+
+and :func:`fit_slopes`, the fitted log-log slopes next to the theoretical ones.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, IO
+
+import numpy as np
+import pandas as pd
+
+import optcomp
+
+from .grids import delta_from_log2, int_grid
+from .heterogeneous import draw_eps
+from .io import Progress
+
+__all__ = [
+    "time_call",
+    "pld_epsilon",
+    "approx_vs_k",
+    "approx_vs_eta",
+    "exact_heterogeneous",
+    "exact_homogeneous",
+    "accuracy",
+    "fit_slopes",
+    "THEORY",
+    "TIMING_COLUMNS",
+]
+
+TIMING_COLUMNS = ["experiment", "method", "k", "eta", "seconds", "calls", "eps_g"]
+
+# theoretical growth of the running time: (x variable, exponent, explanation)
+THEORY = {
+    ("approx_vs_k", "approx_paper"): ("k", 3.0, "O(k^2 sum(eps)/eta log), sum(eps) ~ k (MV Thm 1.7)"),
+    ("approx_vs_k", "approx"): ("k", 1.5, "FFT on ~k^1.5 lattice points (gap ~ k h^2)"),
+    ("approx_vs_k", "dp_accounting"): ("k", 2.0, "k convolutions of supports ~ k"),
+    ("approx_vs_eta", "approx_paper"): ("1/eta", 1.0, "lattice step beta ~ eta/k (MV Sec. 5)"),
+    ("approx_vs_eta", "approx"): ("1/eta", 0.5, "lattice step h ~ sqrt(tol)"),
+    ("exact_heterogeneous", "bruteforce"): ("k", 1.0, "2^k subsets (slope of log2 time)"),
+    ("exact_heterogeneous", "optimal"): ("k", 0.5, "meet in the middle: 2^(k/2) (slope of log2 time)"),
+    ("exact_homogeneous", "optimal"): ("k", 0.5, "binomial window ~ sqrt(k log(1/delta_g))"),
+    ("exact_homogeneous", "dp_accounting"): ("k", 1.0, "support ~ k, FFT self-composition"),
+}
+# experiments whose sizes grow exponentially: slopes of log2(seconds) against k (not log k)
+SEMILOG = {"exact_heterogeneous"}
+
+
+def time_call(fn: Callable[[], object], *, repeats: int = 3, min_time: float = 0.02) -> tuple[float, int, object]:
+    """(best seconds per call, calls per repeat, last value): ``repeats`` repetitions, each
+    the mean over n back-to-back calls, n chosen so that a repetition lasts >= ``min_time``.
+    A call slower than 1 s is repeated only once more (twice in all)."""
+    t0 = time.perf_counter()
+    value = fn()
+    first = time.perf_counter() - t0
+    n = 1 if first >= min_time else max(1, min(10_000, int(math.ceil(min_time / max(first, 1e-7)))))
+    reps = repeats if first < 1.0 else min(repeats, 2)
+    best = first if n == 1 else math.inf
+    for _ in range(max(reps - 1, 0) if n == 1 else reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            value = fn()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best, n, value
+
+
+def pld_epsilon(eps, delta, delta_g: float, interval: float) -> float:
+    """eps_g from Google's ``dp_accounting`` privacy-loss-distribution accountant (the
+    "compare" extra): each (eps_i, delta_i)-DP mechanism as its worst-case PLD
+    (``from_privacy_parameters``, pessimistic discretization with step ``interval``),
+    composed one by one (``self_compose`` when all are equal), then
+    ``get_epsilon_for_delta``.  An upper bound up to the accountant's own truncation."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+    from dp_accounting.pld.common import DifferentialPrivacyParameters
+
+    eps = np.atleast_1d(np.asarray(eps, dtype=float))
+    delta = np.broadcast_to(np.asarray(delta, dtype=float), eps.shape)
+
+    def one(e, d):
+        return pld.from_privacy_parameters(DifferentialPrivacyParameters(float(e), float(d)),
+                                           value_discretization_interval=interval)
+
+    if np.all(eps == eps[0]) and np.all(delta == delta[0]):
+        composed = one(eps[0], delta[0]).self_compose(int(eps.size)) if eps.size > 1 else one(eps[0], delta[0])
+    else:
+        composed = one(eps[0], delta[0])
+        for e, d in zip(eps[1:], delta[1:]):
+            composed = composed.compose(one(e, d))
+    return float(composed.get_epsilon_for_delta(delta_g))
+
+
+def _has_dp_accounting() -> bool:
+    try:
+        import dp_accounting  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _instance(spec: dict, k: int) -> np.ndarray:
+    inst = spec["instance"]
+    return draw_eps(inst["distribution"], inst["seed"], int(spec.get("k_max", k)))[:k]
+
+
+class _Runner:
+    """Times calls, drops sizes after the first call slower than ``max_seconds`` per method."""
+
+    def __init__(self, experiment: str, spec: dict, total: int, log):
+        self.experiment = experiment
+        self.repeats = int(spec["repeats"])
+        self.max_seconds = float(spec["max_seconds"])
+        self.stopped: set[str] = set()
+        self.rows: list[tuple] = []
+        self.progress = Progress(total, f"timing {experiment}", log)
+
+    def run(self, method: str, k: int, eta: float, fn: Callable[[], object]) -> None:
+        if method in self.stopped:
+            self.progress.step()
+            return
+        try:
+            seconds, calls, value = time_call(fn, repeats=self.repeats)
+        except ValueError as exc:  # e.g. ApproxTooCostly, ExactTooLarge: out of reach
+            self.progress.message(f"{method} k={k} eta={eta:g}: {type(exc).__name__}: {exc}")
+            self.stopped.add(method)
+            self.progress.step()
+            return
+        self.rows.append((self.experiment, method, int(k), float(eta), seconds, calls, float(value)))
+        if seconds > self.max_seconds:
+            self.progress.message(f"{method}: {seconds:.1f} s at k={k}, eta={eta:g} > max_seconds; larger sizes skipped")
+            self.stopped.add(method)
+        self.progress.step()
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=TIMING_COLUMNS)
+
+
+def approx_vs_k(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """Time versus k at fixed accuracy: paper algorithm (eta = ``paper_eta``), fast algorithm
+    (eta = ``eta``), ``dp_accounting`` (``dp_accounting_interval``), exact optimal
+    (k <= ``optimal_max_k``)."""
+    cfg = spec["approx_vs_k"]
+    ks = int_grid(cfg["k"])
+    spec = dict(spec, k_max=ks[-1])
+    delta_g = delta_from_log2(spec["instance"]["delta_g_log2"])
+    methods = ["approx_paper", "approx", "optimal"] + (["dp_accounting"] if _has_dp_accounting() else [])
+    runner = _Runner("approx_vs_k", spec, len(ks) * len(methods), log)
+    for k in ks:
+        eps = _instance(spec, k)
+        runner.run("approx_paper", k, cfg["paper_eta"], lambda: optcomp.epsilon_g(
+            eps, delta_g=delta_g, method="approx", algorithm="paper", eta=cfg["paper_eta"]))
+        runner.run("approx", k, cfg["eta"], lambda: optcomp.epsilon_g(eps, delta_g=delta_g, method="approx",
+                                                                      eta=cfg["eta"]))
+        if k <= int(cfg["optimal_max_k"]):
+            runner.run("optimal", k, 0.0, lambda: optcomp.epsilon_g(eps, delta_g=delta_g, method="optimal"))
+        else:
+            runner.progress.step()
+        if "dp_accounting" in methods:
+            vdi = float(cfg["dp_accounting_interval"])
+            runner.run("dp_accounting", k, vdi, lambda: pld_epsilon(eps, 0.0, delta_g, vdi))
+    return runner.frame()
+
+
+def approx_vs_eta(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """Time versus 1/eta at fixed k (eta decreasing, so the budget cut-off drops the
+    most accurate settings first)."""
+    cfg = spec["approx_vs_eta"]
+    k = int(cfg["k"])
+    spec = dict(spec, k_max=k)
+    eps = _instance(spec, k)
+    delta_g = delta_from_log2(spec["instance"]["delta_g_log2"])
+    paper = sorted((float(e) for e in cfg["paper_eta"]), reverse=True)
+    fast = sorted((float(e) for e in cfg["eta"]), reverse=True)
+    runner = _Runner("approx_vs_eta", spec, len(paper) + len(fast), log)
+    for eta in paper:
+        runner.run("approx_paper", k, eta, lambda: optcomp.epsilon_g(eps, delta_g=delta_g, method="approx",
+                                                                     algorithm="paper", eta=eta))
+    for eta in fast:
+        runner.run("approx", k, eta, lambda: optcomp.epsilon_g(eps, delta_g=delta_g, method="approx", eta=eta))
+    return runner.frame()
+
+
+def exact_heterogeneous(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """MV Thm 1.5: the paper's 2^k brute force versus optcomp's exact algorithm, versus k."""
+    from .._inputs import mechanisms
+    from ..optimal import optimal_epsilon_bruteforce
+
+    cfg = spec["exact_heterogeneous"]
+    brute, exact = int_grid(cfg["bruteforce_k"]), int_grid(cfg["optimal_k"])
+    spec = dict(spec, k_max=max(brute[-1], exact[-1]))
+    delta_g = delta_from_log2(spec["instance"]["delta_g_log2"])
+    runner = _Runner("exact_heterogeneous", spec, len(brute) + len(exact), log)
+    for k in brute:
+        mech = mechanisms(_instance(spec, k), 0.0, None)
+        runner.run("bruteforce", k, 0.0, lambda: optimal_epsilon_bruteforce(mech, delta_g, max_k=max(22, k)))
+    for k in exact:
+        eps = _instance(spec, k)
+        runner.run("optimal", k, 0.0, lambda: optcomp.epsilon_g(eps, delta_g=delta_g, method="optimal"))
+    return runner.frame()
+
+
+def exact_homogeneous(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """MV Thm 1.4 for k identical (eps, 0)-DP mechanisms, k up to 10^6, versus
+    ``dp_accounting``'s self-composition (k <= ``dp_accounting_k_max``)."""
+    cfg = spec["exact_homogeneous"]
+    ks = int_grid(cfg["k"])
+    eps = float(cfg["eps"])
+    delta_g = delta_from_log2(spec["instance"]["delta_g_log2"])
+    with_pld = _has_dp_accounting()
+    runner = _Runner("exact_homogeneous", spec, len(ks) * (2 if with_pld else 1), log)
+    for k in ks:
+        runner.run("optimal", k, 0.0, lambda: optcomp.epsilon_g(eps, k=k, delta_g=delta_g, method="optimal"))
+        if with_pld:
+            if k <= int(cfg["dp_accounting_k_max"]):
+                vdi = float(cfg["dp_accounting_interval"])
+                runner.run("dp_accounting", k, vdi, lambda: pld_epsilon(np.full(k, eps), 0.0, delta_g, vdi))
+            else:
+                runner.progress.step()
+    return runner.frame()
+
+
+def accuracy(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """Error versus time on one heterogeneous instance of size ``k``: the paper algorithm at
+    each ``paper_eta``, the fast algorithm at each ``eta``, ``dp_accounting`` at each
+    interval.  ``error`` = eps_g - reference, the reference being the exact optimum when
+    ``k <= optimal_max_k``, otherwise the certified lower bound of the fast algorithm at
+    ``reference_eta`` (so the error shown is never smaller than the true one)."""
+    from .. import approx
+
+    cfg = spec["accuracy"]
+    k = int(cfg["k"])
+    spec = dict(spec, k_max=k)
+    eps = _instance(spec, k)
+    delta_g = delta_from_log2(spec["instance"]["delta_g_log2"])
+    if k <= int(cfg["optimal_max_k"]):
+        reference, ref_kind = optcomp.epsilon_g(eps, delta_g=delta_g, method="optimal"), "exact"
+    else:
+        try:
+            reference = approx.epsilon_bounds(eps, delta_g=delta_g, eta=float(cfg["reference_eta"])).lower
+        except approx.ApproxTooCostly as exc:  # the bracket reached is still certified
+            reference = exc.bounds.lower
+        ref_kind = "certified lower bound"
+    settings = [("approx_paper", float(e)) for e in sorted(cfg["paper_eta"], reverse=True)]
+    settings += [("approx", float(e)) for e in sorted(cfg["eta"], reverse=True)]
+    if _has_dp_accounting():
+        settings += [("dp_accounting", float(v)) for v in sorted(cfg["dp_accounting_interval"], reverse=True)]
+    runner = _Runner("accuracy", spec, len(settings), log)
+    for method, eta in settings:
+        if method == "approx_paper":
+            fn = (lambda eta=eta: optcomp.epsilon_g(eps, delta_g=delta_g, method="approx", algorithm="paper", eta=eta))
+        elif method == "approx":
+            fn = (lambda eta=eta: optcomp.epsilon_g(eps, delta_g=delta_g, method="approx", eta=eta))
+        else:
+            fn = (lambda eta=eta: pld_epsilon(eps, 0.0, delta_g, eta))
+        runner.run(method, k, eta, fn)
+    df = runner.frame()
+    df["reference"] = reference
+    df["reference_kind"] = ref_kind
+    df["error"] = df["eps_g"] - reference
+    return df
+
+
+def fit_slopes(*timings: pd.DataFrame, min_seconds: float = 1e-3) -> pd.DataFrame:
+    """Least-squares slope of log(seconds) against log(size) -- or of log2(seconds) against
+    k for the exponential experiments -- per (experiment, method), over the larger half of
+    the sizes with at least ``min_seconds`` per call, beside the theoretical exponent
+    (:data:`THEORY`)."""
+    rows = []
+    for df in timings:
+        for (experiment, method), g in df.groupby(["experiment", "method"], sort=False):
+            if (experiment, method) not in THEORY:
+                continue
+            var, theory, why = THEORY[(experiment, method)]
+            x = (1.0 / g["eta"] if var == "1/eta" else g["k"]).to_numpy(dtype=float)
+            y = g["seconds"].to_numpy(dtype=float)
+            keep = y >= min_seconds
+            x, y = x[keep], y[keep]
+            order = np.argsort(x)
+            x, y = x[order], y[order]
+            half = max(len(x) // 2, min(len(x), 3))
+            x, y = x[-half:], y[-half:]
+            if len(x) >= 2 and np.ptp(x) > 0:
+                if experiment in SEMILOG:
+                    slope = float(np.polyfit(x, np.log2(y), 1)[0])
+                else:
+                    slope = float(np.polyfit(np.log(x), np.log(y), 1)[0])
+            else:
+                slope = math.nan
+            rows.append((experiment, method, var, "log2(seconds) vs k" if experiment in SEMILOG else "log-log",
+                         len(x), float(x.min()) if len(x) else math.nan, float(x.max()) if len(x) else math.nan,
+                         slope, theory, why))
+    return pd.DataFrame(rows, columns=["experiment", "method", "x", "fit", "points", "x_min", "x_max",
+                                       "fitted_slope", "theoretical_slope", "theory"])

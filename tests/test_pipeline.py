@@ -1,0 +1,281 @@
+"""The figure workflow end to end, on config/test.yaml, in a temporary copy of the repository.
+
+One full run (module fixture, about a minute on 2 cores) is shared by the tests below, which
+then check: every declared output exists and is non-empty (with provenance); a second run
+has nothing to do; the notebooks ran; the report builds; a bad config is rejected before
+any job with a message naming the key; the SLURM profile dry-runs; ``--lint`` is clean; and,
+last, a forced rerun reproduces every CSV byte for byte (timings excepted).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("snakemake")
+nbformat = pytest.importorskip("nbformat")
+
+from optcomp.experiments import io  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+COPY = ["Snakefile", "rules", "config", "notebooks", "profiles"]
+TEST_CONFIG = ["--configfile", "config/test.yaml"]
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run ``python -m snakemake ARGS`` (this interpreter's) in ``workdir``; output merged."""
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def tail(proc: subprocess.CompletedProcess, n: int = 40) -> str:
+    return "\n".join(proc.stdout.splitlines()[-n:])
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> Path:
+    """A copy of the workflow (no results/ or figures/) after one run on the test config."""
+    work = tmp_path_factory.mktemp("pipeline")
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, work / name)
+        else:
+            shutil.copy2(src, work / name)
+    proc = snakemake(work, "--cores", "2", *TEST_CONFIG)
+    assert proc.returncode == 0, tail(proc)
+    return work
+
+
+def declared_outputs(work: Path) -> list[tuple[str, str]]:
+    """(path, status) of every file of the DAG, from ``snakemake --summary``."""
+    proc = snakemake(work, "--summary", *TEST_CONFIG)
+    assert proc.returncode == 0, tail(proc)
+    rows = [line.split("\t") for line in proc.stdout.splitlines() if "\t" in line]
+    header, body = rows[0], rows[1:]
+    assert header[0] == "output_file" and header[4] == "status"
+    return [(r[0], r[4]) for r in body]
+
+
+def result_csvs(work: Path, *, timing: bool = False) -> dict[str, bytes]:
+    files = sorted(p for p in (work / "results").rglob("*") if p.suffix in {".csv", ".md"})
+    return {str(p.relative_to(work)): p.read_bytes() for p in files
+            if timing or "timing" not in p.relative_to(work).parts}
+
+
+# ----------------------------------------------------------------------------- first run
+
+
+def test_every_declared_output_exists_and_is_not_empty(pipeline):
+    outputs = declared_outputs(pipeline)
+    assert len(outputs) > 20
+    kept = [(p, s) for p, s in outputs if s != "removed temp file"]
+    assert all(s == "ok" for _, s in kept), [x for x in kept if x[1] != "ok"]
+    for path, _ in kept:
+        f = pipeline / path
+        assert f.is_file() and f.stat().st_size > 0, path
+    names = {Path(p).name for p, _ in kept}
+    for fig in ["mv_figure2", "heterogeneous", "kov_figure2", "kov_figure3", "runtime", "budget_noise"]:
+        assert {f"{fig}.pdf", f"{fig}.png"} <= names
+        assert (pipeline / "figures" / f"{fig}.pdf").read_bytes().startswith(b"%PDF")
+        assert (pipeline / "figures" / f"{fig}.png").read_bytes().startswith(b"\x89PNG")
+    # temporary chunks are gone, no half-written temp files anywhere
+    assert not list((pipeline / "results").rglob("*.tmp"))
+    assert not (pipeline / "results" / "chunks").exists() or not any((pipeline / "results" / "chunks").rglob("*.csv"))
+
+
+def test_every_csv_has_provenance(pipeline):
+    import optcomp
+
+    for path in (pipeline / "results").rglob("*.csv"):
+        meta = json.loads(io.meta_path(path).read_text())
+        assert meta["optcomp_version"] == optcomp.__version__, path
+        assert len(meta["config_sha256"]) == 64 and meta["config_sha256"] == io.config_hash(meta["config"]), path
+        header = path.read_text().partition("\n")[0].split(",")
+        assert meta["columns"] == header, path
+        assert meta["rows"] == path.read_text().count("\n") - 1, path
+
+
+def test_results_are_sound(pipeline):
+    """A few laws the papers prove, checked on the pipeline's own tables."""
+    hom = io.read_csv(pipeline / "results/homogeneous/eps_g.csv")
+    wide = hom.pivot_table(index=["panel", "eps", "delta_g_log2", "k"], columns="method", values="eps_g")
+    for m in ("basic", "drv", "kov"):
+        assert (wide["optimal"] <= wide[m] * (1 + 1e-12)).all(), m
+    het = io.read_csv(pipeline / "results/heterogeneous/eps_g.csv")
+    approx = het[het.method == "approx"].set_index("k")
+    assert (approx["eps_g_lower"] <= approx["eps_g"]).all()
+    exact = het[het.method == "optimal"].set_index("k")["eps_g"]
+    assert len(exact) > 0
+    assert (approx.loc[exact.index, "eps_g_lower"] <= exact).all() and (exact <= approx.loc[exact.index, "eps_g"]).all()
+    budget = io.read_csv(pipeline / "results/budget/laplace.csv")
+    assert (budget["scale_over_optimal"] >= 1 - 1e-12).all()
+    ratios = (pipeline / "results/homogeneous/ratios.md").read_text()
+    assert ratios.startswith("| eps | delta_g |") and "KOV bound / Optimal" in ratios
+
+
+def test_second_run_has_nothing_to_do(pipeline):
+    proc = snakemake(pipeline, "--cores", "2", "-n", *TEST_CONFIG)
+    assert proc.returncode == 0, tail(proc)
+    assert "Nothing to be done" in proc.stdout, tail(proc)
+
+
+def test_notebooks_were_executed_headless(pipeline):
+    executed = sorted((pipeline / "results" / "notebooks").glob("*.ipynb"))
+    sources = sorted((pipeline / "notebooks").glob("*.ipynb"))
+    assert [p.name for p in executed] == [p.name for p in sources] and len(sources) >= 3
+    for path in executed:
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code and all(c.get("execution_count") for c in code), path.name
+        assert not any(o.get("output_type") == "error" for c in code for o in c.get("outputs", [])), path.name
+        assert any(c.get("outputs") for c in code), path.name
+
+
+def test_notebooks_read_results_from_the_environment(pipeline, tmp_path):
+    """Run one notebook directly on a moved copy of results/: it must find them via
+    OPTCOMP_RESULTS, not through a path relative to the repository."""
+    from optcomp.experiments.notebook import run_notebook
+
+    moved = tmp_path / "elsewhere" / "results"
+    shutil.copytree(pipeline / "results" / "homogeneous", moved / "homogeneous")
+    out = tmp_path / "out.ipynb"
+    run_notebook(pipeline / "notebooks" / "01_homogeneous.ipynb", out, results_dir=moved, timeout=120)
+    nb = nbformat.read(out, as_version=4)
+    assert not any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_report_builds_with_every_figure(pipeline):
+    proc = snakemake(pipeline, "--report", "report.html", *TEST_CONFIG)
+    assert proc.returncode == 0, tail(proc)
+    html = (pipeline / "report.html").read_text(errors="replace")
+    for fig in ["mv_figure2", "heterogeneous", "kov_figure2", "kov_figure3", "runtime", "budget_noise"]:
+        assert f"{fig}.png" in html, fig
+    assert "MV Figure 2" in html and "KOV Figure 3" in html
+
+
+# ------------------------------------------------------------------------- configuration
+
+
+def merged_config(*overrides: dict) -> dict:
+    """config.yaml deep-merged with test.yaml and the overrides, as Snakemake merges them."""
+    import copy
+
+    import yaml
+    from snakemake.utils import update_config
+
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    for extra in (yaml.safe_load((ROOT / "config" / "test.yaml").read_text()), *overrides):
+        update_config(cfg, copy.deepcopy(extra))
+    return cfg
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"homogeneous": {"k_max": -5}}, "k_max"),
+    ({"homogeneous": {"bogus_key": 1}}, "bogus_key"),
+    ({"regions": {"kov_figure2": {"delta": [0.0, 1.5]}}}, "delta"),
+    ({"runtime": {"approx_vs_k": {"k": []}}}, "approx_vs_k"),
+    ({"heterogeneous": {"distribution": {"name": "gamma", "low": 0.1, "high": 0.2}}}, "distribution"),
+    ({"budget": {"methods": ["basic", "kov"]}}, "methods"),  # the optimal reference is required
+    ({"notebooks": {"timeout_seconds": "long"}}, "timeout_seconds"),
+])
+def test_schema_rejects_bad_values_naming_the_key(override, key):
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    validate(merged_config(), str(ROOT / "config" / "schema.yaml"))  # the real configs are valid
+    with pytest.raises(WorkflowError) as info:
+        validate(merged_config(override), str(ROOT / "config" / "schema.yaml"))
+    assert key in str(info.value) + "".join(str(a) for a in info.value.args)
+
+
+def test_schema_fills_defaults():
+    from snakemake.utils import validate
+
+    cfg = {}
+    validate(cfg, str(ROOT / "config" / "schema.yaml"))
+    assert cfg["homogeneous"]["by_eps"]["delta_g_log2"] == -25 and cfg["homogeneous"]["k_max"] == 1000
+    assert cfg["regions"]["kov_figure3"] == {"eps": 0.1, "delta": 0.001, "k": 30, "methods": ["basic", "drv", "optimal"]}
+
+
+@pytest.mark.parametrize("bad, key", [
+    ("homogeneous:\n  bogus_key: 1\n", "bogus_key"),                       # schema
+    ("homogeneous:\n  k_max: 50\n  ratio_k: [10, 100]\n", "homogeneous.ratio_k"),  # cross-field check
+])
+def test_bad_config_stops_before_any_job_naming_the_key(pipeline, tmp_path, bad, key):
+    bad_file = tmp_path / "bad.yaml"
+    bad_file.write_text(bad)
+    before = result_csvs(pipeline, timing=True)
+    # no -n: a real run must stop at validation, before scheduling anything
+    proc = snakemake(pipeline, "--cores", "1", "--configfile", "config/test.yaml", str(bad_file))
+    assert proc.returncode != 0
+    assert key in proc.stdout, tail(proc)
+    assert "Job stats" not in proc.stdout and "localrule" not in proc.stdout
+    assert result_csvs(pipeline, timing=True) == before
+
+
+def test_slurm_profile_dry_run(pipeline):
+    proc = snakemake(pipeline, "-n", "--forceall", "--profile", "profiles/slurm", *TEST_CONFIG)
+    assert proc.returncode == 0, tail(proc)
+    assert "Job stats" in proc.stdout and "timing" in proc.stdout
+
+
+def test_lint_is_clean(pipeline):
+    proc = snakemake(pipeline, "--lint", *TEST_CONFIG)
+    assert proc.returncode == 0, tail(proc)
+    assert "Congratulations" in proc.stdout
+
+
+# ----------------------------------------------------------------------- reproducibility
+
+
+def test_forced_rerun_reproduces_every_csv_byte_for_byte(pipeline):
+    """Last (it leaves figures older than their CSVs): same config, same bytes."""
+    before = result_csvs(pipeline)
+    metas = {p: io.meta_path(pipeline / p).read_bytes() for p in before if p.endswith(".csv")}
+    targets = [p for p in before if p.endswith((".csv", ".md"))]
+    proc = snakemake(pipeline, *targets, "--cores", "2", "--forceall", *TEST_CONFIG)
+    assert proc.returncode == 0, tail(proc)
+    assert "homogeneous_chunk" in proc.stdout and "regions" in proc.stdout  # it really reran
+    after = result_csvs(pipeline)
+    assert after.keys() == before.keys()
+    changed = [p for p in before if after[p] != before[p]]
+    assert not changed, changed
+    assert {p: io.meta_path(pipeline / p).read_bytes() for p in metas} == metas
+
+
+# ---------------------------------------------------------------------------- io helpers
+
+
+def test_csv_format_is_exact_and_stable(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    df = pd.DataFrame({"k": [1, 2, 3], "x": [0.1, 1 / 3, np.inf], "y": [np.nan, 2.0**-1074, -0.0],
+                       "m": ["a", "b,c", 'd"e']})
+    text = io.format_frame(df)
+    assert text == 'k,x,y,m\n1,0.1,,a\n2,0.3333333333333333,5e-324,"b,c"\n3,inf,-0.0,"d""e"\n'
+    io.write_csv(df, tmp_path / "t.csv", meta={"function": "f"})
+    back = io.read_csv(tmp_path / "t.csv")
+    assert back["x"].tolist()[:2] == [0.1, 1 / 3] and back["y"][1] == 2.0**-1074
+    assert io.format_frame(back) == text
+    assert json.loads((tmp_path / "t.meta.json").read_text())["rows"] == 3
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "x.csv"
+    target.write_text("old\n")
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(io.os, "replace", boom)
+    with pytest.raises(OSError):
+        io.atomic_write_text(target, "new\n")
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.csv"]  # no temp file left behind
