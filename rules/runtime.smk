@@ -16,6 +16,7 @@ rule timing:
     wildcard_constraints:
         experiment="|".join(TIMING_EXPERIMENTS),
     threads: TIMING_THREADS
+    priority: 50  # measure first, while nothing else of this run loads the machine
     log:
         "results/logs/timing/{experiment}.log",
     conda:

@@ -26,14 +26,19 @@ def save(fig, *, pdf: str | os.PathLike | None = None, png: str | os.PathLike | 
     """Save ``fig`` as PDF and/or PNG, atomically, without timestamps (same input, same bytes)."""
     from ..experiments.io import atomic_write_bytes
 
-    if pdf is not None:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": None})
-        atomic_write_bytes(pdf, buf.getvalue())
-    if png is not None:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        atomic_write_bytes(png, buf.getvalue())
+    with use_style():  # savefig.* settings (dpi, padding) of optcomp.mplstyle
+        _save(fig, pdf, png, atomic_write_bytes)
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def _save(fig, pdf, png, write) -> None:
+    if pdf is not None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": None})
+        write(pdf, buf.getvalue())
+    if png is not None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", metadata={"Software": None})
+        write(png, buf.getvalue())

@@ -36,7 +36,7 @@ def kov_figure2(boundary_csv) -> plt.Figure:
     shades = plt.get_cmap("Blues")(np.linspace(0.35, 1.0, len(ks)))
     with use_style():
         fig, axes = plt.subplots(1, len(deltas), figsize=(DOUBLE if len(deltas) > 1 else SINGLE, 3.0),
-                                 squeeze=False)
+                                 squeeze=False, layout="compressed")  # fixed-aspect axes
         for ax, d in zip(axes[0], deltas):
             sub = df[df["delta"] == d]
             eps = sub["eps"].iloc[0]
@@ -61,7 +61,7 @@ def kov_figure3(boundary_csv) -> plt.Figure:
     order = [m for m in ["basic", "drv", "kov", "optimal"] if m in set(df["method"])]
     first = df.iloc[0]
     with use_style():
-        fig, ax = plt.subplots(figsize=(SINGLE, 3.9))
+        fig, ax = plt.subplots(figsize=(SINGLE, 3.9), layout="compressed")  # fixed-aspect axes
         for m in order:
             g = df[df["method"] == m]
             ax.fill_between(g["p_fa"], g["p_md_min"], g["p_md_max"], color=COLOR[m], alpha=0.12, lw=0, zorder=2)
@@ -69,6 +69,6 @@ def kov_figure3(boundary_csv) -> plt.Figure:
         _square(ax)
         ax.grid(False)
         ax.set_title(rf"$k$ = {int(first['k'])} mechanisms, each ($\varepsilon$, $\delta$) = "
-                     rf"({first['eps']:g}, {first['delta']:g})")
+                     rf"({first['eps']:g}, {first['delta']:g})", loc="center")
         fig.legend(loc="outside lower center", ncols=1)
     return fig
