@@ -17,8 +17,9 @@ optimum, floating point included:
     the knapsack capacity, which changes the constant, not the complexity).  Output: a* eps_0
     rounded *up* to a float (the paper's "Taylor approximation" step).  The DP runs in
     probability space (P0 and P1 masses of the randomized responses, never e^{sum eps}).
-    Usable to k ~ 1000 at eta = 0.1 (eps_i ~ 0.1: k = 200 in ~0.1 s, k = 1000 in ~15 s,
-    growing like k^3/eta; k = 2000 takes minutes).
+    Usable to k ~ 1000 at eta = 0.1 (eps_i ~ U[0.05, 0.2] on a 2-core machine: k = 200 in
+    0.1 s, k = 400 in 1.1 s, k = 1000 in ~45 s; growing like k^3/eta, so k = 2000 takes
+    several minutes and eta = 0.01 costs 10x more).
 
 ``"fast"`` (default, default ``eta = 1e-3``) -- certified lower *and* upper bounds from
     lattice computations, refined until ``upper - lower <= tol`` (``tol`` defaults to
@@ -453,6 +454,7 @@ def paper_epsilon(m: Mechanisms, delta_g: float, eta: float = DEFAULT_ETA["paper
     if t < 0.0:
         return math.inf
     grid = paper_grid(m.eps, eta)
+    _check_paper_work(grid, m.k, eta)
     test = _PaperTest(grid)
     lo, hi = -1, test.A  # invariant: hi feasible (certified), lo infeasible or -1
     tests = 0
@@ -475,8 +477,22 @@ def paper_delta(m: Mechanisms, eps_g: float, eta: float = DEFAULT_ETA["paper"]) 
     An upper bound on the optimal delta_g(eps_g) (monotonicity in each eps_i); by Lemma 5.3
     it is at most e^{c/2} delta_opt(eps_g - c) with c = beta k (1 + eps_bar) <= eta."""
     grid = paper_grid(m.eps, eta)
+    _check_paper_work(grid, m.k, eta)
     test = _PaperTest(grid)
     return delta_from_excess(m, test.excess(eps_g))
+
+
+PAPER_MAX_WORK = 2e11  # DP cell updates (k sum_a/2 per test x tests); k = 1000, eta = 0.1: 1.5e10, ~45 s
+
+
+def _check_paper_work(grid: PaperGrid, k: int, eta: float) -> None:
+    work = 0.5 * k * grid.total * max(1.0, math.log2(grid.total + 2))
+    if work > PAPER_MAX_WORK:
+        raise ApproxTooCostly(
+            f"algorithm='paper' at k={k}, eta={eta:g} needs about {work:.2g} dynamic-programming cell updates "
+            f"(sum a_i = {grid.total:,}; O(k^3 eps_bar (1 + eps_bar)/eta log ...)), i.e. hours; "
+            "use algorithm='fast' (the same guarantee, certified bounds) or a larger eta"
+        )
 
 
 # --------------------------------------------------------------------------- lattice algorithm
