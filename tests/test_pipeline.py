@@ -279,3 +279,13 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
         io.atomic_write_text(target, "new\n")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.csv"]  # no temp file left behind
+
+
+def test_readme_ratio_table_is_the_generated_one():
+    """The README quotes results/homogeneous/ratios.md; the copy must not drift."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("<!-- pipeline:start -->")[1].split("<!-- pipeline:end -->")[0]
+    generated = (ROOT / "results" / "homogeneous" / "ratios.md").read_text()
+    table = [line for line in generated.splitlines() if line.startswith("|")]
+    assert len(table) >= 3
+    assert "\n".join(table) in section

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from typing import Callable, IO
 
 import numpy as np
@@ -92,24 +93,21 @@ def pld_epsilon(eps, delta, delta_g: float, interval: float) -> float:
     """eps_g from Google's ``dp_accounting`` privacy-loss-distribution accountant (the
     "compare" extra): each (eps_i, delta_i)-DP mechanism as its worst-case PLD
     (``from_privacy_parameters``, pessimistic discretization with step ``interval``),
-    composed one by one (``self_compose`` when all are equal), then
-    ``get_epsilon_for_delta``.  An upper bound up to the accountant's own truncation."""
+    identical ones grouped by ``self_compose``, the groups composed, then
+    ``get_epsilon_for_delta`` (as in ``benchmarks/bench_approx.py``).  An upper bound up to
+    the accountant's own truncation."""
     from dp_accounting.pld import privacy_loss_distribution as pld
     from dp_accounting.pld.common import DifferentialPrivacyParameters
 
     eps = np.atleast_1d(np.asarray(eps, dtype=float))
     delta = np.broadcast_to(np.asarray(delta, dtype=float), eps.shape)
-
-    def one(e, d):
-        return pld.from_privacy_parameters(DifferentialPrivacyParameters(float(e), float(d)),
-                                           value_discretization_interval=interval)
-
-    if np.all(eps == eps[0]) and np.all(delta == delta[0]):
-        composed = one(eps[0], delta[0]).self_compose(int(eps.size)) if eps.size > 1 else one(eps[0], delta[0])
-    else:
-        composed = one(eps[0], delta[0])
-        for e, d in zip(eps[1:], delta[1:]):
-            composed = composed.compose(one(e, d))
+    composed = None
+    # the accountant at its best: identical mechanisms grouped and self-composed
+    for (e, d), count in sorted(Counter(zip(eps.tolist(), delta.tolist())).items()):
+        p = pld.from_privacy_parameters(DifferentialPrivacyParameters(e, d), value_discretization_interval=interval)
+        if count > 1:
+            p = p.self_compose(count)
+        composed = p if composed is None else composed.compose(p)
     return float(composed.get_epsilon_for_delta(delta_g))
 
 
