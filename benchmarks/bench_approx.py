@@ -210,7 +210,7 @@ def main(argv=None) -> int:
     _print_table(rows, ref, f"k = {k}, eps_i ~ U[0.05, 0.2], delta_g = {DELTA_G:g}")
     fast = rows[0]
     print(f"fast: certified gap {fast['gap']:.2e} <= 1e-3 in {fast['seconds']:.3f} s "
-          f"(step 2^{math.log2(fast['step']):.0f}, {fast['points']:,} lattice points, {fast['passes']} passes)")
+          f"(step h = {fast['step']:.4g}, {fast['points']:,} lattice points, {fast['passes']} passes)")
     if pld_rows:
         best = min(pld_rows, key=lambda r: r["error"])
         print(f"dp_accounting at vdi={best['vdi']:g}: error {best['error']:.2e} in {best['seconds']:.1f} s -> "

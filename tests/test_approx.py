@@ -211,7 +211,7 @@ def test_refinement_and_garbling_bracket_H_everywhere(seed):
     eps = np.sort(rng.uniform(0.01, 1.5, k))
     atoms = mp_atoms(eps)
     top = float(np.sum(eps))
-    for h in (2.0**-2, 2.0**-5, 2.0**-9):
+    for h in (2.0**-2, 2.0**-5, 1.5 * 2.0**-7, 2.0**-9, 3.0 * 2.0**-11):
         for theta in (0.0, 0.7, 5.0):
             lp = approx.lattice_pass(eps, h, theta)
             for x in np.linspace(0.0, top, 13):
@@ -229,6 +229,16 @@ def test_bracket_shrinks_like_h_squared():
         gaps.append(b.gap)
     ratios = [gaps[i] / gaps[i + 1] for i in range(3)]
     assert all(2.5 < r < 6.5 for r in ratios), ratios  # second order: ~4 per halving
+
+
+def test_residues_are_exact():
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.uniform(0, 3, 2000), 2 * rng.uniform(0, 3, 2000), [0.0, 5e-324, 1e-300, 0.75, 1.5, 3.0]])
+    for h in (2.0**-3, 1.5 * 2.0**-9, 2.0**-20, 3.0 * 2.0**-30):
+        n, r = approx._residues(x, h)
+        for xi, ni, ri in zip(x[::37], n[::37], r[::37]):
+            assert Fraction(float(xi)) == Fraction(h) * int(ni) + Fraction(float(ri))
+            assert 0 <= ri < h
 
 
 def test_fft_tree_error_bound_against_long_double():
@@ -381,6 +391,28 @@ def test_delta_bounds_against_exact_random(eps, frac, log_tol):
     # documented float64 floor (e.g. eps_i ~ 1e-200: delta ~ 1e-400 underflows)
     ok = ok or b.upper - b.lower <= approx.DELTA_FLOAT_GAP
     assert ok, (b, tol)
+
+
+def test_typical_error_is_far_below_the_tolerance():
+    """Typical, not worst-case, accuracy against exact values: the fast algorithm's upper
+    bound is usually within a small fraction of tol (the bracket is rarely tight at the
+    upper end only); the published algorithm's error is a sizeable part of eta (its grid is
+    the worst-case one) but never above it."""
+    rng = np.random.default_rng(5)
+    fast, paper = [], []
+    for _ in range(30):
+        k = int(rng.integers(5, 24))
+        eps = rng.uniform(0.02, 0.8, k)
+        dg = float(10 ** rng.uniform(-10, -1))
+        m = mechanisms(eps)
+        ref = exact(m, dg)
+        if ref == 0.0:
+            continue
+        for tol in (1e-2, 1e-3):
+            fast.append((approx.lattice_bounds(m, dg, tol).upper - ref) / tol)
+        paper.append((approx.paper_epsilon(m, dg, 0.1) - ref) / 0.1)
+    assert max(fast) <= 1.0 and np.median(fast) <= 0.1, (np.median(fast), max(fast))
+    assert max(paper) <= 1.0 and min(paper) >= -1e-12, (np.median(paper), max(paper))
 
 
 @pytest.mark.parametrize("seed", range(3))

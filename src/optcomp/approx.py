@@ -28,7 +28,7 @@ optimum, floating point included:
         OptComp(..., delta_g) <= eps* <= OptComp(..., delta_g) + tol,
 
     which implies (1.7) whenever tol <= eta (OptComp decreases in delta_g).  On a lattice
-    of step h = 2^-j (so every residue below is exact in floating point):
+    of step h = 2^-j or 3 * 2^-j (so every residue below is exact in floating point):
 
     * **upper bound: a refinement** (exact, by data processing).  Mechanism i's pair of
       output distributions (the randomized response of MV Def. 3.1 / Lemma 3.2: loss +eps_i
@@ -703,9 +703,25 @@ def tilt_for(e: np.ndarray, x: float) -> float:
     return 0.5 * (lo + hi)
 
 
+def _residues(x: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """Integers n and residues r with x = h n + r, 0 <= r < h, all exact.
+
+    h is a power of two or three times one and h n < 2^53 ulps, so h n is exact; r = x - h n
+    is then exact by Sterbenz's lemma (h n >= x/2 when x >= h; n in {0, 1} otherwise).  The
+    float floor(x/h) may be off by one next to an integer: corrected on the exact r."""
+    n = np.floor(x / h)
+    r = x - h * n
+    low = r < 0.0
+    n[low] -= 1.0
+    high = r >= h
+    n[high] += 1.0
+    r = x - h * n
+    return n, r
+
+
 def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> LatticePass:
     """Certified upper- and lower-bound loss distributions of sum_i s_i eps_i on the lattice of
-    step ``h`` (a power of two, so every residue below is exact).
+    step ``h`` (a power of two or 3 times one, so every residue below is exact).
 
     Mechanism i (eps_i > 0; p_i = e^{eps_i}/(1 + e^{eps_i}) = P0[s_i = +], q_i = 1 - p_i)
     lives on the shifted lattice c_i + hZ with c_i = eps_i - h floor(eps_i/h): its atom
@@ -727,27 +743,25 @@ def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> La
     P0_T(t), which (after sorting) is the form every solver here takes.
     """
     k = e.size
-    two = 2.0 * e / h  # exact: h is a power of two
-    mm = np.floor(two)
-    g = two - mm
+    mm, hg = _residues(2.0 * e, h)  # 2 eps = h m + hg, 0 <= hg < h, exactly
+    n, c = _residues(e, h)  # eps = h n + c, 0 <= c < h, exactly
     width = (mm + 2).astype(np.int64)
-    offset = (np.floor(e / h) - mm - 1).astype(np.int64)
-    c = e - np.floor(e / h) * h  # exact
+    offset = (n - mm - 1).astype(np.int64)
     logp = log_expit(e)
     logq = log_expit(-e)
     lem1h = math.log(math.expm1(h))
     with np.errstate(divide="ignore"):
-        l_g = np.log(np.expm1(h * g))  # -inf when g == 0 (then -eps_i is a lattice point)
-    l_1g = np.log(np.expm1(h * (1.0 - g)))
+        l_g = np.log(np.expm1(hg))  # -inf when hg == 0 (then -eps_i is a lattice point)
+    l_1g = np.log(np.expm1(h - hg))  # h - hg: relative rounding error <= u, charged below
     up_lo = logq + l_g - lem1h
-    up_hi = logq + l_1g - lem1h + h * g
+    up_hi = logq + l_1g - lem1h + hg
     mag_p, mag_q = np.abs(logp), np.abs(logq)
     mag_lo = mag_q + np.abs(np.where(np.isfinite(l_g), l_g, 0.0)) + abs(lem1h)
-    mag_hi = mag_q + np.abs(l_1g) + abs(lem1h) + h * g
+    mag_hi = mag_q + np.abs(l_1g) + abs(lem1h) + hg
     top = width - 1
     pos_lo = np.zeros(k, dtype=np.int64)
     pos_hi = np.ones(k, dtype=np.int64)
-    pos_t = np.where(g < 0.5, 1, 0).astype(np.int64)
+    pos_t = np.where(hg < 0.5 * h, 1, 0).astype(np.int64)
     th = theta * h
     w0, lz0, r0 = _tilted_leaves([pos_lo, pos_hi, top], [up_lo, up_hi, logp], [mag_lo, mag_hi, mag_p], th)
     w1, lz1, r1 = _tilted_leaves([pos_t, top], [logq, logp], [mag_q, mag_p], th)
@@ -889,7 +903,7 @@ def lattice_bounds(
 ) -> Bounds:
     """Certified (lower, upper) on OptComp(m, delta_g) with upper - lower <= tol.
 
-    Lattice passes (:func:`lattice_pass`) at steps h = 2^-j: the first at a step whose
+    Lattice passes (:func:`lattice_pass`) at steps h = 2^-j or 3 * 2^-j: the first at a step whose
     gap is predicted ~16 tol, then at the step predicted from the measured gap (which
     scales as h^2), halving further if needed; the tilt of each pass is aimed at the
     midpoint of the previous bracket.  Raises :class:`ApproxTooCostly` (with the best
@@ -947,18 +961,24 @@ def lattice_bounds(
         h = _next_step(steps, gaps, tol)
 
 
+def _step_below(x: float) -> float:
+    """The largest lattice step of the form 2^j or 3 * 2^(j-1) that is <= x."""
+    j = math.floor(math.log2(x))
+    return 1.5 * 2.0**j if 1.5 * 2.0**j <= x else 2.0**j
+
+
 def _next_step(steps, gaps, tol) -> float:
-    """The next power-of-two step: the gap is second order in h (refinement and garbling
-    of every mechanism with eps_i >> h) but first order in the contribution of mechanisms
-    with eps_i < h/4 (the garbling drops them); the local order is measured from the last
-    two passes.  At least one halving, at most four per pass."""
+    """The next lattice step (2^j or 3 * 2^(j-1)): the gap is second order in h (refinement
+    and garbling of every mechanism with eps_i >> h) but first order in the contribution
+    of mechanisms with eps_i < h/4 (the garbling drops them); the local order is measured
+    from the last two passes.  At least a factor 4/3 and at most 16 per pass."""
     h, gap = steps[-1], gaps[-1]
     order = 2.0
     if len(gaps) >= 2:
         ratio = gaps[-2] / gap if gap > 0 else math.inf
         order = min(2.0, max(0.5, math.log(max(ratio, 1.0)) / math.log(steps[-2] / h)))
     target = h * (0.6 * tol / gap) ** (1.0 / order)
-    return max(h / 16.0, min(h / 2.0, 2.0 ** math.floor(math.log2(target))))
+    return max(_step_below(h / 16.0), min(_step_below(0.75 * h), _step_below(target)))
 
 
 def lattice_delta_bounds(
