@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 MAX_ATOMS = 2**24  # atoms per half of meet-in-the-middle (k = 48 distinct values)
-FULL_ENUMERATION = 2**21  # below this many atoms, list the whole distribution
+FULL_ENUMERATION = 2**15  # up to this many atoms, list the whole distribution (else meet in the middle)
 _TAIL = 2.0**-64  # truncated tails are kept below this fraction of the target
 
 
