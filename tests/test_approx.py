@@ -487,6 +487,19 @@ def test_max_points_is_enforced_with_the_best_bracket():
     assert lo <= fine.upper and fine.lower <= hi
 
 
+def test_paper_refuses_hours_long_runs():
+    eps = np.random.default_rng(0).uniform(0.05, 0.2, 6000)
+    with pytest.raises(approx.ApproxTooCostly, match="algorithm='fast'"):
+        optcomp.epsilon_g(eps, delta_g=1e-6, method="approx", algorithm="paper", eta=0.1)
+
+
+def test_just_above_the_kov_corner():
+    # t = 1 - (1 - delta_g)/prod(1 - delta_i) tiny but positive: not the corner any more
+    m = mechanisms([0.3, 0.4, 0.01], [0.5, 0.5, 0.0])
+    for dg in (0.75, math.nextafter(0.75, 1.0), 0.75 + 1e-12, 0.7500001):
+        assert_brackets(approx.lattice_bounds(m, dg, 1e-6), exact(m, dg), 1e-6)
+
+
 # ----------------------------------------------------------------------------- large k, no exact reference
 
 

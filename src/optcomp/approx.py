@@ -917,8 +917,8 @@ def lattice_bounds(
     e = _positive(m)
     if e.size == 0:
         return Bounds(0.0, 0.0)
-    if t_low == 0.0:
-        return Bounds(0.0 if t_high > 0.0 else sum_down(e), sum_up(e))
+    if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
+        return Bounds(sum_down(e), sum_up(e))
     if np.all(e == e[0]):
         info.path = "binomial"
         return _homogeneous_bounds(m, e, None, t_low, t_high)
