@@ -84,7 +84,13 @@ def sweep(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
             if method in ("basic", "drv", "kov"):
                 rows.append(_row(k, method, math.nan, optcomp.epsilon_g(eps, delta, delta_g=delta_g, method=method)))
             elif method == "approx":
-                b = approx.epsilon_bounds(eps, delta, delta_g=delta_g, eta=float(spec["eta"]))
+                try:
+                    b = approx.epsilon_bounds(eps, delta, delta_g=delta_g, eta=float(spec["eta"]))
+                except approx.ApproxTooCostly as exc:  # the bracket reached is still certified
+                    if exc.bounds is None:
+                        raise
+                    progress.message(f"k={k}: {exc}")
+                    b = exc.bounds
                 rows.append(_row(k, "approx", float(spec["eta"]), b.upper, b.lower))
             elif method == "approx_paper":
                 if k <= int(spec["paper_max_k"]):

@@ -3,7 +3,8 @@
 Notebooks find the results through the environment variable ``OPTCOMP_RESULTS`` (an
 absolute path; they fall back to ``../results`` relative to ``notebooks/``), so the tests
 can execute them against a temporary copy.  The executed copy (outputs included) is
-written atomically; a failing cell raises with the cell's traceback.
+written atomically (without execution timestamps); a failing cell raises with the cell's
+traceback.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def run_notebook(source: str | os.PathLike, target: str | os.PathLike, *, result
     os.environ[RESULTS_ENV] = str(Path(results_dir).resolve())
     os.environ.setdefault("MPLBACKEND", "Agg")
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+        # record_timing=False: no execution timestamps, so a notebook over unchanged
+        # results is executed into the same bytes
+        client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, record_timing=False,
                                 resources={"metadata": {"path": str(source.parent)}})
         client.execute()
     finally:

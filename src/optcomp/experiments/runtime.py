@@ -259,6 +259,8 @@ def accuracy(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
         try:
             reference = approx.epsilon_bounds(eps, delta_g=delta_g, eta=float(cfg["reference_eta"])).lower
         except approx.ApproxTooCostly as exc:  # the bracket reached is still certified
+            if exc.bounds is None:
+                raise
             reference = exc.bounds.lower
         ref_kind = "certified lower bound"
     settings = [("approx_paper", float(e)) for e in sorted(cfg["paper_eta"], reverse=True)]
