@@ -50,7 +50,7 @@ def noise(budget_csv) -> plt.Figure:
         ax_b.set_title("(b) noise relative to Optimal")
         budget_handles = [Line2D([], [], color="#555555", ls=s, label=rf"$\varepsilon_g$ = {eg:g}, $\delta_g$ = {sci(dg)}")
                           for s, (eg, dg) in zip(_BUDGET_STYLE, budgets)]
-        ax_b.legend(handles=budget_handles, loc="upper left", title="budget")
+        ax_b.legend(handles=budget_handles, loc="upper right", title="budget")
 
         handles = [Line2D([], [], color=COLOR[m], ls=LINESTYLE[m], label=LABEL[m]) for m in methods]
         fig.legend(handles=handles, loc="outside upper center", ncols=len(handles))
