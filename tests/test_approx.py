@@ -438,6 +438,40 @@ def test_homogeneous_path(eps, k, delta, dg):
     assert db.lower <= d and db.upper >= d * (1 - 1e-13)
 
 
+def mp_homogeneous(eps, k, delta_g):
+    """OptComp of k identical (eps, 0) mechanisms in mpmath: binomial atoms (2m - k) eps of
+    positive loss, H(x) = A_j - e^x B_j on the segment below atom j, solved in closed form."""
+    e = mp.mpf(eps)
+    p, q = mp.e**e / (1 + mp.e**e), 1 / (1 + mp.e**e)
+    m0 = k // 2 + 1
+    atoms = []
+    pm = mp.binomial(k, m0) * p**m0 * q ** (k - m0)
+    for m in range(m0, k + 1):
+        atoms.append(((2 * m - k) * e, pm))
+        pm = pm * (k - m) / (m + 1) * p / q
+    A, B = [mp.mpf(0)] * (len(atoms) + 1), [mp.mpf(0)] * (len(atoms) + 1)
+    for j in range(len(atoms) - 1, -1, -1):
+        A[j] = A[j + 1] + atoms[j][1]
+        B[j] = B[j + 1] + atoms[j][1] * mp.e ** (-atoms[j][0])
+    t = mp.mpf(delta_g)
+    prev = mp.mpf(0)
+    for j, (l, _) in enumerate(atoms):
+        if A[j] - mp.e**l * B[j] <= t:  # H at the right end of segment j
+            x = mp.log((A[j] - t) / B[j])
+            return max(x, prev)
+        prev = l
+    return prev
+
+
+@pytest.mark.parametrize("eps, k, delta_g", [(0.01, 20_000, 1e-30), (0.1, 3000, 1e-6), (0.5, 777, 1e-12),
+                                             (2.0, 50, 1e-3)])
+def test_homogeneous_path_against_mpmath(eps, k, delta_g):
+    ref = mp_homogeneous(eps, k, delta_g)
+    b = approx.epsilon_bounds(eps, k=k, delta_g=delta_g, tol=1e-9)
+    assert mp.mpf(b.lower) <= ref <= mp.mpf(b.upper), (b, ref)
+    assert b.gap <= 1e-9
+
+
 def test_grouped_inputs_use_the_lattice_and_agree_with_exact():
     eps = [0.1] * 30 + [0.25] * 20 + [0.7] * 5
     m = mechanisms(eps)

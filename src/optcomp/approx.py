@@ -61,7 +61,7 @@ optimum, floating point included:
       predicted from the measured gap and its measured order in h; the tilt is re-aimed at
       the bracket.  ``max_points`` caps the lattice (:class:`ApproxTooCostly` carries the
       best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
-      (binomial atoms, optcomp.optimal.binomial_window), upward and downward.
+      (binomial atoms with their pmf error charged both ways), upward and downward.
 
 Soundness in floating point (the paper assumes exact rational arithmetic).  Nothing is
 computed "exactly"; every quantity is bounded on the safe side:
@@ -104,13 +104,15 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.fft as sfft
-from scipy.special import log_expit
+from scipy.special import expit, log_expit
+from scipy.stats import binom
 
 from ._inputs import Mechanisms, check_delta_g, check_eps_g, check_unit_open, mechanisms
 from .loss import (
     TINY,
     UNIT,
     LossDistribution,
+    WindowTooNarrow,
     _rounding_bound,
     delta_from_excess,
     residual_target,
@@ -867,29 +869,70 @@ class BracketInfo:
     path: str = "lattice"
 
 
-def _homogeneous_distribution(eps: float, k: int, m_lo: int):
-    from .optimal import binomial_window
+def _binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int):
+    """Losses (2m - k) eps and lower/upper bounds on P0[M = m], M ~ Bin(k, p), m in [m_lo, m_hi].
 
-    return binomial_window(eps, k, m_lo, k)
+    The pmf is scipy's (Boost), evaluated as Bin(k, q)(k - m) with q = 1/(1 + e^eps) <= 1/2;
+    its relative error (the rounding of q moves log P0[m] by |m - kp| u / p, plus the
+    evaluation) is charged as (32 |m - kp| + 512) u in *both* directions -- the bound the
+    exact module validates against 50-digit mpmath, >= 4 x the worst error seen there.
+    Also returns a bound on the mass above m_hi (the pmf ratio decreases: geometric)."""
+    m_idx = np.arange(m_lo, m_hi + 1)
+    q = float(expit(-eps))
+    pmf = binom.pmf(k - m_idx, k, q)
+    c = (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT
+    loss = (2 * m_idx - k).astype(float) * eps  # one rounding: <= u |loss|
+    tail = 0.0
+    if m_hi < k:
+        r = (k - m_hi) / (m_hi + 1.0) * math.exp(eps)
+        tail = math.inf if r >= 1.0 else float(pmf[-1]) * (1.0 + float(c[-1])) * r / (1.0 - r) * (1.0 + 1e-12)
+    return loss, pmf * (1.0 - c), pmf * (1.0 + c), tail
 
 
 def _homogeneous_bounds(m: Mechanisms, e: np.ndarray, x: float | None, t_low: float, t_high: float):
-    """Exact (binomial) atoms for identical eps: solved upward and downward.
+    """Exact (binomial) atoms for identical eps, solved upward and downward.
 
-    Returns Bounds on eps_g (x is None) or on H(x)."""
+    Only atoms of positive loss matter (x >= 0); the window [m_lo, m_hi] starts 12 standard
+    deviations below the mean (or at x) and is widened if the root falls below it; the
+    mass above m_hi is charged to the upper bound.  Returns Bounds on eps_g (x is None) or
+    (lower, upper) bounds on H(x)."""
     eps = float(e[0])
     k = int(e.size)
-    m_lo = k // 2 + 1 if k % 2 == 0 else (k + 1) // 2  # first m with loss (2m - k) eps > 0
-    m_lo = min(m_lo, k)
-    dist = _homogeneous_distribution(eps, k, m_lo)
-    # scipy's binomial pmf (Boost ibeta_derivative) is accurate to ~1e-15 relative; 1e-10 is charged
-    p_up = dist.p0 * (1.0 + 1e-10)
-    p_lo = dist.p0 * (1.0 - 1e-10)
-    upper = LossDistribution(dist.loss, p_up, slack=dist.slack, exact_from=0.0)
-    loss_lo = dist.loss * (1.0 - 4.0 * UNIT)
+    m_pos = min(k // 2 + 1, k)  # first m with loss (2m - k) eps > 0
+    p = float(expit(eps))
+    mean, sd = k * p, math.sqrt(k * p * (1.0 - p)) + 1.0
+    z = math.sqrt(2.0 * (math.log(1.0 / max(min(t_low, 0.5), 1e-300)) + 60.0))
+    m_hi = min(k, int(math.ceil(mean + (z + 6.0) * sd)) + 2)
     if x is None:
-        return Bounds(solve_lower(loss_lo, p_lo, t_high), solve_segments(upper, t_low))
-    return excess_lower(loss_lo, p_lo, x), upper.excess(x)
+        m_lo = max(m_pos, int(mean - 12.0 * sd))
+    else:
+        m_lo = max(m_pos, min(k, int(math.floor((k + x / eps) / 2.0)) - 1) if x / eps < 4.0 * k else k)
+    while True:
+        m_hi = max(m_hi, min(k, m_lo + 64))
+        loss, p_lo, p_up, tail = _binomial_atoms(eps, k, m_lo, m_hi)
+        underflow = TINY * int(np.count_nonzero(p_up < 1e-300))
+        exact_from = 0.0 if m_lo == m_pos else float((2 * (m_lo - 1) - k) * eps) * (1.0 + 4.0 * UNIT)
+        upper = LossDistribution(loss * (1.0 + 4.0 * UNIT), p_up, slack=tail + underflow, exact_from=exact_from)
+        loss_lo = loss * (1.0 - 4.0 * UNIT)
+        if x is not None:
+            lo_h, hi_h = excess_lower(loss_lo, p_lo, x), upper.excess(x)
+            if tail > 1e-20 * lo_h and m_hi < k:
+                m_hi = k  # the truncated tail is not negligible here: list it
+                continue
+            return lo_h, hi_h
+        if tail > 1e-20 * t_low and m_hi < k:
+            m_hi = k
+            continue
+        try:
+            hi = solve_segments(upper, t_low)
+        except WindowTooNarrow:
+            m_lo = m_pos
+            continue
+        lo = solve_lower(loss_lo, p_lo, t_high)
+        if lo <= exact_from and m_lo > m_pos:
+            m_lo = m_pos  # the lower root is below the window: list every positive atom
+            continue
+        return Bounds(lo, hi)
 
 
 def lattice_bounds(
