@@ -16,7 +16,8 @@ Experiments (one function each, one timing CSV each):
   draw, versus k;
 * :func:`approx_vs_eta` -- the two approximation algorithms at fixed k versus 1/eta;
 * :func:`exact_heterogeneous` -- MV Thm 1.5 by the paper's 2^k brute force versus
-  optcomp's exact algorithm (full enumeration up to 2^21 atoms, then meet in the middle);
+  optcomp's exact algorithm (full enumeration of small distributions, then meet in the
+  middle);
 * :func:`exact_homogeneous` -- MV Thm 1.4 / KOV Thm 3.3 for k up to 10^6 (optcomp's
   windowed binomial) versus ``dp_accounting``'s self-composition;
 * :func:`accuracy` -- error versus time of the approximate methods on one instance;
