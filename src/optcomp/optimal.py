@@ -31,7 +31,6 @@ from fractions import Fraction
 
 import numpy as np
 from scipy.special import expit
-from scipy.stats import binom
 
 from ._inputs import Mechanisms
 from .loss import (
@@ -99,6 +98,8 @@ def _binom_pmf_upper(m_idx: np.ndarray, k: int, eps: float) -> np.ndarray:
     an upper bound on H and so a safe eps_g; the error tilts the distribution smoothly,
     which moves eps_g by only about 64 u eps k p q (1e-14 at k = 10^6, eps = 0.01).
     """
+    from scipy.stats import binom  # imported here: scipy.stats costs ~0.7 s at start-up
+
     q = float(expit(-eps))
     pmf = binom.pmf(k - m_idx, k, q)
     return pmf * (1.0 + (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT)
