@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
-import time
 
 CASES = {
     # name: (target seconds, code building (eps, delta, k, delta_g), repeats)

@@ -5,6 +5,8 @@ Public API::
     optcomp.epsilon_g(eps, delta=0.0, *, delta_g, k=None, method="optimal", **options) -> float
     optcomp.delta_g(eps, delta=0.0, *, eps_g, k=None, method="optimal", **options) -> float
     optcomp.METHODS   # the method names accepted above
+    optcomp.epsilon_bounds(eps, delta=0.0, *, delta_g, k=None, ...) -> Bounds(lower, upper)
+    optcomp.delta_bounds(eps, delta=0.0, *, eps_g, k=None, ...) -> Bounds(lower, upper)
 
 ``eps``/``delta`` are either numbers together with ``k=`` (k mechanisms, each
 (eps, delta)-DP) or 1-D sequences of per-mechanism values (a scalar ``delta``
@@ -22,10 +24,20 @@ from typing import Callable
 
 from . import approx, bounds, optimal
 from ._inputs import check_delta_g, check_eps_g, mechanisms
+from .approx import delta_bounds, epsilon_bounds
 
 __version__ = "0.1.0"
 
-__all__ = ["epsilon_g", "delta_g", "METHODS", "METHOD_INFO", "Method", "__version__"]
+__all__ = [
+    "epsilon_g",
+    "delta_g",
+    "epsilon_bounds",
+    "delta_bounds",
+    "METHODS",
+    "METHOD_INFO",
+    "Method",
+    "__version__",
+]
 
 
 @dataclass(frozen=True)

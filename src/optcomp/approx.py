@@ -95,7 +95,7 @@ computed "exactly"; every quantity is bounded on the safe side:
   charge every summation error downward;
 * the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is rounded down for upper
   bounds (:func:`optcomp.loss.residual_target`) and up for lower bounds
-  (:func:`residual_target_up`, exact rationals when the sign is in doubt);
+  (``residual_target(..., round_up=True)``, exact rationals when the sign is in doubt);
 * the paper's DP: each test charges the relative error (1 + u)^(2k) of k products and
   sums of positive terms and of the inputs p_i, q_i, an absolute underflow bound, and
   the rounding of e^{a* eps_0}; eps'_i >= eps_i is checked in exact rationals.
@@ -110,24 +110,20 @@ from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
-import scipy.fft as sfft
 from scipy.special import expit, log_expit
-from scipy.stats import binom
 
 from ._inputs import Mechanisms, check_delta_g, check_eps_g, check_unit_open, mechanisms
+from ._rounding import TINY, UNIT, down, sum_down, sum_up, up
 from .loss import (
-    TINY,
-    UNIT,
     LossDistribution,
     WindowTooNarrow,
-    _rounding_bound,
     delta_from_excess,
     residual_target,
+    rounding_bound,
     solve_segments,
     suffix_sums,
-    sum_up,
-    up,
 )
+from .optimal import binomial_masses
 
 __all__ = [
     "OPTIONS",
@@ -148,8 +144,6 @@ __all__ = [
     "BracketInfo",
     "solve_lower",
     "excess_lower",
-    "residual_target_up",
-    "delta_from_excess_down",
     "tilt_for",
     "chernoff_guess",
 ]
@@ -184,76 +178,6 @@ class Bounds(NamedTuple):
 
 
 # --------------------------------------------------------------------------- small helpers
-
-
-def down(x: float, ulps: int = 4) -> float:
-    """``x`` moved ``ulps`` units in the last place toward -inf."""
-    for _ in range(ulps):
-        x = math.nextafter(x, -math.inf)
-    return x
-
-
-def sum_down(values) -> float:
-    """The exact sum of ``values`` rounded down to a float."""
-    vals = [float(v) for v in np.asarray(values, dtype=float).ravel()]
-    s = math.fsum(vals)
-    if math.isfinite(s) and math.fsum(vals + [-s]) < 0.0:
-        s = math.nextafter(s, -math.inf)
-    return s
-
-
-def _exact_residual(m: Mechanisms, delta_g: float):
-    """t = 1 - (1 - delta_g)/prod(1 - delta_i) as an exact Fraction (None if too costly)."""
-    one = Fraction(1)
-    if m.homogeneous:
-        if m.k > 100_000:
-            return None
-        prod = (one - Fraction(float(m.delta[0]))) ** m.k
-    else:
-        if m.k > 20_000:
-            return None
-        prod = one
-        for d in m.delta:
-            prod *= one - Fraction(float(d))
-    return one - (one - Fraction(delta_g)) / prod
-
-
-def residual_target_up(m: Mechanisms, delta_g: float) -> float:
-    """t = 1 - (1 - delta_g)/prod(1 - delta_i) rounded *up* (the safe side for lower bounds).
-
-    Mirrors :func:`optcomp.loss.residual_target` with the error charged the other way; when
-    the float error bound straddles 0 the value is computed exactly (rationals), so the
-    KOV corner t = 0 gives the exact lower bound sum eps_i."""
-    if not np.any(m.delta):
-        return delta_g
-    log_nd = m.log_no_delta
-    l1 = math.log1p(-delta_g)
-    a = l1 - log_nd
-    err_a = 8.0 * UNIT * (abs(l1) + abs(log_nd) + m.k * UNIT * abs(log_nd))
-    t_high = -math.expm1(a - err_a)
-    t_high += 4.0 * UNIT * abs(t_high)
-    t_low = -math.expm1(a + err_a)
-    if t_low > 0.0 or t_high < 0.0:
-        return t_high
-    exact = _exact_residual(m, delta_g)
-    if exact is None:
-        return t_high
-    value = float(exact)
-    if Fraction(value) < exact:
-        value = math.nextafter(value, math.inf)
-    return value
-
-
-def delta_from_excess_down(m: Mechanisms, excess: float) -> float:
-    """delta_g = 1 - prod(1 - delta_i)(1 - H) for a *lower* bound ``excess`` on H, rounded down."""
-    excess = min(max(excess, 0.0), 1.0)
-    log_nd = m.log_no_delta
-    if log_nd == 0.0:
-        return max(0.0, down(excess, 1))
-    s = log_nd + (math.log1p(-excess) if excess < 1.0 else -math.inf)
-    value = -math.expm1(s)
-    value -= 8.0 * UNIT * (abs(value) + abs(log_nd) + m.k * UNIT * abs(log_nd))
-    return max(0.0, down(value, 1))
 
 
 def _check_algorithm(algorithm) -> str:
@@ -299,7 +223,7 @@ def solve_lower(loss: np.ndarray, p0: np.ndarray, t: float) -> float:
     n = loss.size
     if n == 0:
         return 0.0
-    rel = _rounding_bound(n)
+    rel = rounding_bound(n)
     S, W = suffix_sums(loss, p0)
     # H_lo at x = 0 (all atoms are > 0)
     h0 = S[0] * (1.0 - rel) - math.exp(-loss[0]) * W[0] * (1.0 + rel)
@@ -328,7 +252,7 @@ def excess_lower(loss: np.ndarray, p0: np.ndarray, x: float) -> float:
     n = loss.size
     if n == 0:
         return 0.0
-    rel = _rounding_bound(n)
+    rel = rounding_bound(n)
     S, W = suffix_sums(loss, p0)
     j = int(np.searchsorted(loss, x, side="right"))
     if j >= n:
@@ -515,6 +439,13 @@ def _check_paper_work(grid: PaperGrid, k: int, eta: float) -> None:
 # --------------------------------------------------------------------------- lattice algorithm
 
 
+def _fft():
+    """scipy.fft, imported on first use (it costs ~0.3 s at start-up)."""
+    import scipy.fft
+
+    return scipy.fft
+
+
 def _fft_error(N: int) -> float:
     """Max-norm error factor of one FFT convolution of length N (see module docstring)."""
     return (40.0 * math.log2(max(N, 2)) + 10.0) * UNIT
@@ -622,7 +553,7 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22):
         while start < npairs:
             end = start + 1
             while end < npairs:
-                n_est = sfft.next_fast_len(int(wc_all[end]), real=True)
+                n_est = _fft().next_fast_len(int(wc_all[end]), real=True)
                 if wc_all[end] > 1.5 * wc_all[start] + 64 or (end - start + 1) * n_est > budget:
                     break
                 end += 1
@@ -646,7 +577,7 @@ def _gather(blocks, bid, idx, rows, width, nb, N):
 def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers):
     wa, wb = w[pa], w[pb]
     Wa, Wb = int(wa.max()), int(wb.max())
-    N = sfft.next_fast_len(Wa + Wb - 1, real=True)
+    N = _fft().next_fast_len(Wa + Wb - 1, real=True)
     wc = wa + wb - 1
     Wc = int(wc.max())
     ea, eb = Ecat[:, pa], Ecat[:, pb]
@@ -657,11 +588,11 @@ def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers
     s1b = Bm.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
     s2a = np.sqrt(np.einsum("ijk,ijk->ij", A, A)) * (1.0 + Wa * UNIT)
     s2b = np.sqrt(np.einsum("ijk,ijk->ij", Bm, Bm)) * (1.0 + Wb * UNIT)
-    FA = sfft.rfft(A, axis=-1, workers=workers, overwrite_x=True)
+    FA = _fft().rfft(A, axis=-1, workers=workers, overwrite_x=True)
     del A
-    FA *= sfft.rfft(Bm, axis=-1, workers=workers, overwrite_x=True)
+    FA *= _fft().rfft(Bm, axis=-1, workers=workers, overwrite_x=True)
     del Bm
-    C = sfft.irfft(FA, N, axis=-1, workers=workers, overwrite_x=True)[..., :Wc]
+    C = _fft().irfft(FA, N, axis=-1, workers=workers, overwrite_x=True)[..., :Wc]
     del FA
     np.maximum(C, 0.0, out=C)
     for j in np.nonzero(wc < Wc)[0]:  # true values are exactly 0 beyond the true width
@@ -893,9 +824,7 @@ def _binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int):
     exact module validates against 50-digit mpmath, >= 4 x the worst error seen there.
     Also returns a bound on the mass above m_hi (the pmf ratio decreases: geometric)."""
     m_idx = np.arange(m_lo, m_hi + 1)
-    q = float(expit(-eps))
-    pmf = binom.pmf(k - m_idx, k, q)
-    c = (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT
+    pmf, c = binomial_masses(m_idx, k, eps)
     loss = (2 * m_idx - k).astype(float) * eps  # one rounding: <= u |loss|
     tail = 0.0
     if m_hi < k:
@@ -970,8 +899,8 @@ def lattice_bounds(
     info = info if info is not None else BracketInfo()
     t_low = residual_target(m, delta_g)
     if t_low < 0.0:
-        return Bounds(math.inf if residual_target_up(m, delta_g) < 0.0 else 0.0, math.inf)
-    t_high = residual_target_up(m, delta_g)
+        return Bounds(math.inf if residual_target(m, delta_g, round_up=True) < 0.0 else 0.0, math.inf)
+    t_high = residual_target(m, delta_g, round_up=True)
     e = _positive(m)
     if e.size == 0:
         return Bounds(0.0, 0.0)
@@ -1063,12 +992,12 @@ def lattice_delta_bounds(
     info = info if info is not None else BracketInfo()
     e = _positive(m)
     if e.size == 0 or eps_g >= sum_up(e):
-        return Bounds(delta_from_excess_down(m, 0.0), delta_from_excess(m, 0.0))
+        return Bounds(delta_from_excess(m, 0.0, round_up=False), delta_from_excess(m, 0.0))
     if np.all(e == e[0]):
         # exact binomial atoms: the bracket is the float64 floor (relative 1e-10 charge)
         info.path = "binomial"
         lo, hi = _homogeneous_bounds(m, e, eps_g, 0.0, 0.0)
-        return Bounds(delta_from_excess_down(m, lo), delta_from_excess(m, hi))
+        return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
     h = _initial_step(e, tol * 0.3)
     theta = tilt_for(e, eps_g)
     rels: list[float] = []
@@ -1084,13 +1013,13 @@ def lattice_delta_bounds(
         t0 = time.perf_counter()
         lp = lattice_pass(e, h, theta, workers)
         lo, hi = lp.excess_bounds(eps_g)
-        b = Bounds(delta_from_excess_down(m, lo), delta_from_excess(m, hi))
+        b = Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
                                 seconds=time.perf_counter() - t0))
         if b.gap <= tol * b.upper + DELTA_FLOOR:
             return b
         if eps_g - tol >= 0.0:
-            shifted = delta_from_excess_down(m, excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol))
+            shifted = delta_from_excess(m, excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), round_up=False)
             if b.upper <= shifted:
                 return b
         rel = b.gap / b.upper

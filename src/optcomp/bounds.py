@@ -29,13 +29,12 @@ turned into ``math.inf`` for eps_g and 1.0 for delta_g.
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
-from itertools import chain
 
 import numpy as np
 
 from ._inputs import Mechanisms
+from ._rounding import exact_dir, sum_dir
 from .loss import residual_target
 
 __all__ = [
@@ -50,7 +49,6 @@ __all__ = [
 ]
 
 _INF = math.inf
-_MAX = sys.float_info.max
 # Extra ulps (of the computed value, on top of one nextafter step) allowed for ...
 _LIBM = 3  # ... one libm call (glibc documents <= 2 ulp for log, exp, expm1, log1p, tanh)
 _ARR = 8  # ... a sum of element-wise NumPy terms eps_i * f(eps_i) (f within ~1.2 ulp)
@@ -81,46 +79,9 @@ def _dn(x: float, n: int = 0) -> float:
     return math.nextafter(x - n * math.ulp(x), -_INF)
 
 
-def _exact_dir(value: Fraction, up: bool) -> float:
-    """The float next to the rational ``value`` on the requested side (up: >= value, else <=)."""
-    try:
-        f = float(value)
-    except OverflowError:  # |value| beyond the float range
-        if value > 0:
-            return _INF if up else _MAX
-        return -_MAX if up else -_INF
-    fr = Fraction(f)
-    if up and fr < value:
-        f = math.nextafter(f, _INF)
-    elif not up and fr > value:
-        f = math.nextafter(f, -_INF)
-    return f
-
-
-def _fsum_dir(values: list, up: bool) -> float:
-    """The exact sum of finite floats, rounded up (``up``) or down to a float.
-
-    ``math.fsum`` rounds correctly; the sign of the exact residual (a second fsum)
-    says on which side the exact sum lies.  Used for sums of non-negative terms (and
-    delta_g minus such a sum), so an overflow can only be a positive one.
-    """
-    try:
-        s = math.fsum(values)
-    except OverflowError:  # exact sum beyond the float range (positive here)
-        return _INF if up else _MAX
-    if math.isinf(s):
-        return s
-    r = math.fsum(chain(values, (-s,)))
-    if up and r > 0:
-        s = math.nextafter(s, _INF)
-    elif not up and r < 0:
-        s = math.nextafter(s, -_INF)
-    return s
-
-
 def _kmul_dir(k: int, x: float, up: bool) -> float:
     """k * x for a float x >= 0, rounded up or down exactly."""
-    return _exact_dir(Fraction(x) * k, up)
+    return exact_dir(Fraction(x) * k, up)
 
 
 def _array_sum_up(terms: np.ndarray, k: int) -> float:
@@ -146,21 +107,21 @@ def _eps_sum(m: Mechanisms, hom: bool, up: bool = True) -> float:
     """sum_i eps_i, rounded up (or down) exactly."""
     if hom:
         return _kmul_dir(m.k, float(m.eps[0]), up)
-    return _fsum_dir(m.eps.tolist(), up)
+    return sum_dir(m.eps.tolist(), up)
 
 
 def _delta_sum_up(m: Mechanisms, hom: bool) -> float:
     """sum_i delta_i, rounded up exactly."""
     if hom:
         return _kmul_dir(m.k, float(m.delta[0]), True)
-    return _fsum_dir(m.delta.tolist(), True)
+    return sum_dir(m.delta.tolist(), True)
 
 
 def _slack_down(m: Mechanisms, hom: bool, delta_g: float) -> float:
     """delta_g - sum_i delta_i, rounded down exactly (its sign is therefore exact)."""
     if hom:
-        return _exact_dir(Fraction(delta_g) - m.k * Fraction(float(m.delta[0])), False)
-    return _fsum_dir([delta_g, *(-m.delta).tolist()], False)
+        return exact_dir(Fraction(delta_g) - m.k * Fraction(float(m.delta[0])), False)
+    return sum_dir([delta_g, *(-m.delta).tolist()], False)
 
 
 def _norm_hi(m: Mechanisms, hom: bool) -> float:

@@ -20,7 +20,7 @@ the losses reach the thousands), so eps_g follows in closed form on the right se
 
 Rounding (the safe side is a larger eps_g and a larger delta_g):
 
-* every evaluation of ``H`` is charged a rounding-error bound (:func:`_rounding_bound`:
+* every evaluation of ``H`` is charged a rounding-error bound (:func:`rounding_bound`:
   a few units of 2^-53 times the magnitude of the summed terms, growing with log2 of the
   number of atoms) plus the distribution's own ``slack`` (mass cut off by truncation or
   underflow, placed at +inf, and any numerical error bound its producer reports);
@@ -37,6 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from ._inputs import Mechanisms
+from ._rounding import UNIT, down, exact_dir, up
 
 __all__ = [
     "LossDistribution",
@@ -44,44 +45,26 @@ __all__ = [
     "delta_from_excess",
     "solve_segments",
     "suffix_sums",
-    "UNIT",
+    "rounding_bound",
 ]
 
-UNIT = 2.0**-53  # unit roundoff of float64
-TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
 
-
-def _rounding_bound(n: int) -> float:
+def rounding_bound(n: int) -> float:
     """Relative error bound used for sums of ``n`` non-negative float64 terms and the
     few operations around them (pairwise/cumulative summation of sorted, rapidly
     decaying tails is far better than the worst case; the tests cross-check with mpmath)."""
     return (16.0 + 4.0 * math.log2(max(n, 2))) * UNIT
 
 
-def up(x: float, ulps: int = 4) -> float:
-    """``x`` moved ``ulps`` units in the last place toward +inf (a safe-side nudge)."""
-    for _ in range(ulps):
-        x = math.nextafter(x, math.inf)
-    return x
-
-
-def sum_up(values) -> float:
-    """The exact real sum of ``values`` rounded up to a float (fsum, then one step up if inexact)."""
-    vals = [float(v) for v in np.asarray(values, dtype=float).ravel()]
-    s = math.fsum(vals)
-    if math.isfinite(s) and math.fsum(vals + [-s]) > 0.0:
-        s = math.nextafter(s, math.inf)
-    return s
-
-
-def residual_target(m: Mechanisms, delta_g: float) -> float:
-    """t = 1 - (1 - delta_g) / prod_i (1 - delta_i), rounded down (the safe side).
+def residual_target(m: Mechanisms, delta_g: float, *, round_up: bool = False) -> float:
+    """t = 1 - (1 - delta_g) / prod_i (1 - delta_i), rounded down (the safe side for an
+    upper bound on eps_g), or up with ``round_up=True`` (the safe side for a lower bound).
 
     ``t < 0`` means delta_g < 1 - prod(1 - delta_i): no finite eps_g is possible.  In
     floating point ``t`` carries an absolute error of a few ulps of delta_g; when that is
     not small relative to ``t`` itself (delta_g just above 1 - prod(1 - delta_i), or the
     KOV corner delta_g = 1 - (1 - delta)^k exactly), ``t`` is recomputed in exact rational
-    arithmetic from the binary inputs and rounded down, so its sign and digits are right.
+    arithmetic from the binary inputs and rounded, so its sign and digits are right.
     """
     if not np.any(m.delta):
         return delta_g  # exact: prod(1 - delta_i) = 1
@@ -93,22 +76,16 @@ def residual_target(m: Mechanisms, delta_g: float) -> float:
     t_low -= 4.0 * UNIT * abs(t_low)
     t_high = -math.expm1(a - err_a)
     t_high += 4.0 * UNIT * abs(t_high)
-    if t_low > 0.0 and t_high - t_low <= 1e-9 * t_low:
-        return t_low
-    if t_high < 0.0 and t_high - t_low <= -1e-9 * t_high:
-        return t_high
+    chosen = t_high if round_up else t_low
+    width = t_high - t_low
+    if (t_low > 0.0 and width <= 1e-9 * t_low) or (t_high < 0.0 and width <= -1e-9 * t_high):
+        return chosen
     exact = _exact_residual(m, delta_g)
     if exact is None:  # too large to settle exactly: the safe side of the float bracket
+        if round_up:
+            return t_high
         return t_low if t_low > 0.0 else (t_high if t_high < 0.0 else -UNIT)
-    return _float_down(exact)
-
-
-def _float_down(x: Fraction) -> float:
-    """The largest float <= x."""
-    f = float(x)
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
+    return exact_dir(exact, up=round_up)
 
 
 def _exact_residual(m: Mechanisms, delta_g: float):
@@ -127,17 +104,20 @@ def _exact_residual(m: Mechanisms, delta_g: float):
     return one - (one - Fraction(delta_g)) / prod
 
 
-def delta_from_excess(m: Mechanisms, excess: float) -> float:
-    """delta_g = 1 - prod(1 - delta_i) (1 - H) for an upper bound ``excess`` on H, rounded up."""
+def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:
+    """delta_g = 1 - prod(1 - delta_i) (1 - H) from a bound ``excess`` on H, rounded up (an
+    upper bound on H gives a certified delta_g) or down (a lower bound on H, a lower bound)."""
     excess = min(max(excess, 0.0), 1.0)
     log_nd = m.log_no_delta
     if log_nd == 0.0:
-        return min(1.0, up(excess))
+        return min(1.0, up(excess, 1)) if round_up else max(0.0, down(excess, 1))
     # 1 - e^{log_nd} (1 - H) = -expm1(log_nd + log1p(-H))
     s = log_nd + (math.log1p(-excess) if excess < 1.0 else -math.inf)
     value = -math.expm1(s)
-    value += 8.0 * UNIT * (abs(value) + abs(log_nd) + m.k * UNIT * abs(log_nd))
-    return min(1.0, up(value))
+    err = 8.0 * UNIT * (abs(value) + abs(log_nd) + m.k * UNIT * abs(log_nd))
+    if round_up:
+        return min(1.0, up(value + err, 1))
+    return max(0.0, down(value - err, 1))
 
 
 def suffix_sums(loss: np.ndarray, p0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +179,7 @@ class LossDistribution:
     @property
     def error(self) -> float:
         """Relative rounding-error bound charged to each evaluation of H."""
-        return _rounding_bound(self.loss.size)
+        return rounding_bound(self.loss.size)
 
     def excess(self, x: float) -> float:
         """An upper bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) (plus ``slack``)."""

@@ -33,17 +33,14 @@ import numpy as np
 from scipy.special import expit
 
 from ._inputs import Mechanisms
+from ._rounding import TINY, UNIT, sum_up, up
 from .loss import (
-    TINY,
-    UNIT,
     LossDistribution,
     WindowTooNarrow,
-    _rounding_bound,
+    rounding_bound,
     delta_from_excess,
     residual_target,
     solve_segments,
-    sum_up,
-    up,
 )
 
 __all__ = [
@@ -52,6 +49,7 @@ __all__ = [
     "optimal_epsilon_bruteforce",
     "ExactTooLarge",
     "binomial_window",
+    "binomial_masses",
     "MAX_ATOMS",
 ]
 
@@ -85,24 +83,29 @@ def _max_loss(m: Mechanisms) -> float:
     return sum_up(m.eps)
 
 
-def _binom_pmf_upper(m_idx: np.ndarray, k: int, eps: float) -> np.ndarray:
-    """Upper bounds on P0[M = m], M ~ Bin(k, p), p = e^eps/(1+e^eps).
+def binomial_masses(m_idx: np.ndarray, k: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """P0[M = m] for M ~ Bin(k, p), p = e^eps/(1+e^eps), and a bound on its relative error.
 
     Evaluated as Bin(k, q)(k - m) with q = 1/(1+e^eps) <= 1/2 so that neither p nor q
-    loses digits, then rounded *up* by a bound on its relative error.  Two sources:
-    q is a float (relative error <= 2^-53), which moves log P0[m] by up to
-    |m - kp| 2^-53 / p, and the pmf evaluation itself.  We charge
-    ``32 u |m - kp| + 512 u`` (u = 2^-53), a factor >= 4 above the worst error seen
-    against 50-digit mpmath (tests/test_optimal.py::test_binomial_mass_error_bound).
-    Because every term of H is a non-negative multiple of a mass, inflated masses give
-    an upper bound on H and so a safe eps_g; the error tilts the distribution smoothly,
-    which moves eps_g by only about 64 u eps k p q (1e-14 at k = 10^6, eps = 0.01).
+    loses digits.  Two sources of error: q is a float (relative error <= 2^-53), which
+    moves log P0[m] by up to |m - kp| 2^-53 / p, and the pmf evaluation itself.  The bound
+    returned is ``32 u |m - kp| + 512 u`` (u = 2^-53), a factor >= 4 above the worst error
+    seen against 50-digit mpmath (tests/test_optimal.py::test_binomial_mass_error_bound).
+    The error tilts the distribution smoothly, so it moves eps_g by only about
+    64 u eps k p q (1e-14 at k = 10^6, eps = 0.01).
     """
     from scipy.stats import binom  # imported here: scipy.stats costs ~0.7 s at start-up
 
     q = float(expit(-eps))
     pmf = binom.pmf(k - m_idx, k, q)
-    return pmf * (1.0 + (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT)
+    return pmf, (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT
+
+
+def _binom_pmf_upper(m_idx: np.ndarray, k: int, eps: float) -> np.ndarray:
+    """Upper bounds on the binomial masses: every term of H is a non-negative multiple of
+    a mass, so inflated masses give an upper bound on H and so a safe eps_g."""
+    pmf, rel = binomial_masses(m_idx, k, eps)
+    return pmf * (1.0 + rel)
 
 
 def _binomial_tail_bound(m_hi: int, k: int, eps: float, pmf_hi: float) -> float:
@@ -220,7 +223,7 @@ class _MeetInTheMiddle:
         S, W = self.B.suffix()
         self.S, self.W = S, W
         self.lb_ext = np.append(lb, math.inf)
-        self.rel = _rounding_bound(la.size * lb.size)
+        self.rel = rounding_bound(la.size * lb.size)
         self.slack = ua + ub
         self.max_loss = float(la[-1] + lb[-1]) if la.size else 0.0
 

@@ -1,0 +1,84 @@
+"""Directed rounding: the few primitives every module uses to land on the safe side.
+
+A privacy guarantee that is too small is a security bug, so each computed bound is
+rounded toward the side that keeps it valid (larger eps_g, larger delta_g for upper
+bounds; the opposite for certified lower bounds).  These helpers do that exactly for
+sums and rationals and by whole ulps for single operations.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from itertools import chain
+
+import numpy as np
+
+__all__ = ["UNIT", "TINY", "up", "down", "exact_dir", "sum_dir", "sum_up", "sum_down"]
+
+UNIT = 2.0**-53  # unit roundoff of float64
+TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
+_MAX = sys.float_info.max
+
+
+def up(x: float, ulps: int = 4) -> float:
+    """``x`` moved ``ulps`` units in the last place toward +inf (a safe-side nudge)."""
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def down(x: float, ulps: int = 4) -> float:
+    """``x`` moved ``ulps`` units in the last place toward -inf."""
+    for _ in range(ulps):
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def exact_dir(value: Fraction, up: bool) -> float:
+    """The float next to the rational ``value`` on the requested side (up: >= value, else <=)."""
+    try:
+        f = float(value)
+    except OverflowError:  # |value| beyond the float range
+        if value > 0:
+            return math.inf if up else _MAX
+        return -_MAX if up else -math.inf
+    fr = Fraction(f)
+    if up and fr < value:
+        f = math.nextafter(f, math.inf)
+    elif not up and fr > value:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def sum_dir(values, up: bool) -> float:
+    """The exact sum of finite floats, rounded up (``up``) or down to a float.
+
+    ``math.fsum`` rounds correctly; the sign of the exact residual (a second fsum) says
+    on which side the exact sum lies.  An overflowing sum is a positive one here (sums of
+    non-negative terms, or delta_g minus such a sum).
+    """
+    values = [float(v) for v in np.asarray(values, dtype=float).ravel()]
+    try:
+        s = math.fsum(values)
+    except OverflowError:
+        return math.inf if up else _MAX
+    if math.isinf(s):
+        return s
+    r = math.fsum(chain(values, (-s,)))
+    if up and r > 0:
+        s = math.nextafter(s, math.inf)
+    elif not up and r < 0:
+        s = math.nextafter(s, -math.inf)
+    return s
+
+
+def sum_up(values) -> float:
+    """The exact real sum of ``values`` rounded up to a float."""
+    return sum_dir(values, True)
+
+
+def sum_down(values) -> float:
+    """The exact real sum of ``values`` rounded down to a float."""
+    return sum_dir(values, False)
