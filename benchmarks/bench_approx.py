@@ -1,4 +1,5 @@
-"""Benchmarks of MV Theorem 1.7 (optcomp.approx) and Google's dp_accounting PLD accountant.
+"""Benchmarks of MV Theorem 1.7 (optcomp.approx, its default algorithm in optcomp.lattice) and
+Google's dp_accounting PLD accountant.
 
 Run standalone::
 
@@ -28,7 +29,7 @@ from collections import Counter
 
 import numpy as np
 
-from optcomp import approx
+from optcomp import approx, lattice
 from optcomp._inputs import mechanisms
 
 DELTA_G = 1e-6
@@ -54,9 +55,9 @@ def time_approx(k: int, eta: float = 1e-3, algorithm: str = "fast", seed: int = 
     row: dict = dict(method=f"optcomp.approx[{algorithm}]", k=k, eta=eta, seed=seed, delta_g=delta_g)
     for _ in range(repeat):
         if algorithm == "fast":
-            info = approx.BracketInfo()
+            info = lattice.BracketInfo()
             t0 = time.perf_counter()
-            b = approx.lattice_bounds(m, delta_g, eta if tol is None else tol, info=info)
+            b = lattice.lattice_bounds(m, delta_g, eta if tol is None else tol, info=info)
             dt = time.perf_counter() - t0
             row.update(tol=eta if tol is None else tol, upper=b.upper, lower=b.lower, gap=b.gap,
                        step=info.passes[-1]["h"] if info.passes else math.nan,
@@ -103,12 +104,12 @@ def time_pld(k: int, value_discretization_interval: float, seed: int = 0, *, del
                 seconds=dt, peak_rss_mib=_peak_rss_mib())
 
 
-def reference(k: int, seed: int = 0, *, delta_g: float = DELTA_G, tol: float | None = None) -> approx.Bounds:
+def reference(k: int, seed: int = 0, *, delta_g: float = DELTA_G, tol: float | None = None) -> lattice.Bounds:
     """The best available reference: a tight certified bracket (no exact method reaches
     k = 1000 heterogeneous, MV Thm 1.6)."""
     tol = tol if tol is not None else (1e-6 if k <= 2000 else 2e-4)
     m = mechanisms(instance(k, seed))
-    return approx.lattice_bounds(m, delta_g, tol, max_points=2**25)
+    return lattice.lattice_bounds(m, delta_g, tol, max_points=2**25)
 
 
 def peak_memory_mib(k: int, tol: float = 1e-2, seed: int = 0, *, delta_g: float = DELTA_G) -> float:
@@ -118,10 +119,10 @@ def peak_memory_mib(k: int, tol: float = 1e-2, seed: int = 0, *, delta_g: float 
 
     code = (
         "import numpy as np\n"
-        "from optcomp import approx\n"
+        "from optcomp import lattice\n"
         "from optcomp._inputs import mechanisms\n"
         f"eps = np.random.default_rng({seed}).uniform(0.05, 0.2, {k})\n"
-        f"approx.lattice_bounds(mechanisms(eps), {delta_g!r}, {tol!r})\n"
+        f"lattice.lattice_bounds(mechanisms(eps), {delta_g!r}, {tol!r})\n"
         # VmHWM of this address space (ru_maxrss would inherit the parent's peak across exec)
         "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0] / 1024.0)\n"
     )
@@ -143,7 +144,7 @@ def _fmt(x, spec):
     return format(x, spec)
 
 
-def _print_table(rows, ref: approx.Bounds, title: str) -> None:
+def _print_table(rows, ref: lattice.Bounds, title: str) -> None:
     mid = 0.5 * (ref.lower + ref.upper)
     print(f"\n{title}")
     print(f"reference (certified): {ref.lower!r} <= eps_g <= {ref.upper!r}  (width {ref.gap:.1e})")
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
         print("dp_accounting not installed: PLD rows skipped (pip install optcomp[compare])")
 
     # warm-up (FFT plans, imports) so the first timed row is not penalised
-    approx.lattice_bounds(mechanisms(instance(300, 1)), DELTA_G, 1e-3)
+    lattice.lattice_bounds(mechanisms(instance(300, 1)), DELTA_G, 1e-3)
 
     # ---------------- k = 1000
     k = 1000

@@ -1,4 +1,5 @@
-"""MV Theorem 1.7 (optcomp.approx) against independent references.
+"""MV Theorem 1.7 (optcomp.approx; its default algorithm in optcomp.lattice) against independent
+references.
 
 References are not produced by the code under test: mpmath sums over all 2^k sign
 vectors of the randomized responses (MV Def. 3.1 / Thm 1.5), the exact algorithms of
@@ -26,10 +27,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import optcomp
-from optcomp import approx
+from optcomp import approx, lattice
 from optcomp import optimal as opt
 from optcomp._inputs import mechanisms
-from optcomp.loss import residual_target
+from optcomp.loss import residual_target, solve_lower
 
 mp.mp.dps = 50
 
@@ -137,6 +138,12 @@ def test_options_are_registered():
     assert optcomp.METHOD_INFO["approx"].options == approx.OPTIONS
 
 
+def test_public_names_stay_in_approx():
+    # the lattice algorithm's result and error types are the public ones of optcomp.approx
+    assert approx.Bounds is lattice.Bounds and approx.ApproxTooCostly is lattice.ApproxTooCostly
+    assert optcomp.epsilon_bounds is approx.epsilon_bounds and optcomp.delta_bounds is approx.delta_bounds
+
+
 # ----------------------------------------------------------------------------- mpmath, small k
 
 
@@ -213,7 +220,7 @@ def test_refinement_and_garbling_bracket_H_everywhere(seed):
     top = float(np.sum(eps))
     for h in (2.0**-2, 2.0**-5, 1.5 * 2.0**-7, 2.0**-9, 3.0 * 2.0**-11):
         for theta in (0.0, 0.7, 5.0):
-            lp = approx.lattice_pass(eps, h, theta)
+            lp = lattice.lattice_pass(eps, h, theta)
             for x in np.linspace(0.0, top, 13):
                 lo, hi = lp.excess_bounds(float(x))
                 ref = mp_H(atoms, x)
@@ -222,10 +229,10 @@ def test_refinement_and_garbling_bracket_H_everywhere(seed):
 
 def test_bracket_shrinks_like_h_squared():
     eps = np.random.default_rng(5).uniform(0.05, 0.2, 200)
-    theta = approx.tilt_for(eps, approx.chernoff_guess(eps, 1e-6))
+    theta = lattice.tilt_for(eps, lattice.chernoff_guess(eps, 1e-6))
     gaps = []
     for j in (6, 7, 8, 9):
-        b = approx.lattice_pass(eps, 2.0**-j, theta).epsilon_bounds(1e-6, 1e-6)
+        b = lattice.lattice_pass(eps, 2.0**-j, theta).epsilon_bounds(1e-6, 1e-6)
         gaps.append(b.gap)
     ratios = [gaps[i] / gaps[i + 1] for i in range(3)]
     assert all(2.5 < r < 6.5 for r in ratios), ratios  # second order: ~4 per halving
@@ -235,7 +242,7 @@ def test_residues_are_exact():
     rng = np.random.default_rng(8)
     x = np.concatenate([rng.uniform(0, 3, 2000), 2 * rng.uniform(0, 3, 2000), [0.0, 5e-324, 1e-300, 0.75, 1.5, 3.0]])
     for h in (2.0**-3, 1.5 * 2.0**-9, 2.0**-20, 3.0 * 2.0**-30):
-        n, r = approx._residues(x, h)
+        n, r = lattice._residues(x, h)
         for xi, ni, ri in zip(x[::37], n[::37], r[::37]):
             assert Fraction(float(xi)) == Fraction(h) * int(ni) + Fraction(float(ri))
             assert 0 <= ri < h
@@ -249,7 +256,7 @@ def test_fft_tree_error_bound_against_long_double():
         for i, w in enumerate(widths):
             v = rng.random(w) ** 8  # magnitudes spread over many orders
             X[0, i, :w] = v / v.sum()
-        root, w, off, E = approx._fft_tree([(X.copy(), widths, np.arange(k), np.zeros((1, k)))], 1)
+        root, w, off, E = lattice._fft_tree([(X.copy(), widths, np.arange(k), np.zeros((1, k)))], 1)
         ref = np.array([1.0], dtype=np.longdouble)
         for i in range(k):
             ref = np.convolve(ref, X[0, i, : widths[i]].astype(np.longdouble))
@@ -271,7 +278,7 @@ def test_fft_tree_small_case_against_exact_fractions():
     X = np.zeros((1, 3, 3))
     for i, r in enumerate(rows):
         X[0, i, : len(r)] = [float(v) for v in r]
-    root, w, _, E = approx._fft_tree([(X, widths, np.zeros(3, int), np.zeros((1, 3)))], 1)
+    root, w, _, E = lattice._fft_tree([(X, widths, np.zeros(3, int), np.zeros((1, 3)))], 1)
     for got, want in zip(root[0], exact_conv):
         assert abs(Fraction(float(got)) - want) <= Fraction(float(E[0])) + Fraction(1, 10**16)
 
@@ -285,7 +292,7 @@ def test_solve_lower_against_mpmath():
         p0 = p0 / p0.sum() * rng.uniform(0.1, 1.0)
         atoms = [(mp.mpf(float(l)), mp.mpf(float(p))) for l, p in zip(loss, p0)]
         for t in (1e-9, 1e-4, 0.05, 0.3):
-            x = approx.solve_lower(loss, p0, t)
+            x = solve_lower(loss, p0, t)
             assert x >= 0.0
             # x is at most the least root of H (mpmath): H just left of x is above t
             if x > 0:
@@ -360,7 +367,7 @@ def test_fast_guarantee_against_exact_random(eps, log_dg, log_tol, data):
     tol = 10.0**log_tol
     m = mechanisms(eps, delta)
     ref = exact(m, dg)
-    b = approx.lattice_bounds(m, dg, tol)
+    b = lattice.lattice_bounds(m, dg, tol)
     assert_brackets(b, ref, tol)
 
 
@@ -382,14 +389,14 @@ def test_delta_bounds_against_exact_random(eps, frac, log_tol):
     x = frac * float(np.sum(m.eps))
     ref = opt.optimal_delta(m, x)
     tol = 10.0**log_tol
-    b = approx.lattice_delta_bounds(m, x, tol)
+    b = lattice.lattice_delta_bounds(m, x, tol)
     assert b.lower <= ref
     assert b.upper >= ref * (1 - 1e-13)
-    ok = b.upper - b.lower <= tol * b.upper + approx.DELTA_FLOOR
+    ok = b.upper - b.lower <= tol * b.upper + lattice.DELTA_FLOOR
     if not ok and x - tol >= 0.0:
         ok = b.upper <= opt.optimal_delta(m, x - tol) * (1 + 1e-13)
     # documented float64 floor (e.g. eps_i ~ 1e-200: delta ~ 1e-400 underflows)
-    ok = ok or b.upper - b.lower <= approx.DELTA_FLOAT_GAP
+    ok = ok or b.upper - b.lower <= lattice.DELTA_FLOAT_GAP
     assert ok, (b, tol)
 
 
@@ -409,7 +416,7 @@ def test_typical_error_is_far_below_the_tolerance():
         if ref == 0.0:
             continue
         for tol in (1e-2, 1e-3):
-            fast.append((approx.lattice_bounds(m, dg, tol).upper - ref) / tol)
+            fast.append((lattice.lattice_bounds(m, dg, tol).upper - ref) / tol)
         paper.append((approx.paper_epsilon(m, dg, 0.1) - ref) / 0.1)
     assert max(fast) <= 1.0 and np.median(fast) <= 0.1, (np.median(fast), max(fast))
     assert max(paper) <= 1.0 and min(paper) >= -1e-12, (np.median(paper), max(paper))
@@ -421,7 +428,7 @@ def test_meet_in_the_middle_sizes(seed):
     eps = rng.uniform(0.05, 0.3, 32)
     m = mechanisms(eps)
     for dg in (1e-6, 1e-2):
-        assert_brackets(approx.lattice_bounds(m, dg, 1e-4), exact(m, dg), 1e-4)
+        assert_brackets(lattice.lattice_bounds(m, dg, 1e-4), exact(m, dg), 1e-4)
 
 
 @pytest.mark.parametrize("eps, k, delta, dg", [(0.1, 1000, 0.0, 1e-6), (0.01, 10**6, 0.0, 1e-6),
@@ -476,8 +483,8 @@ def test_grouped_inputs_use_the_lattice_and_agree_with_exact():
     eps = [0.1] * 30 + [0.25] * 20 + [0.7] * 5
     m = mechanisms(eps)
     for dg in (1e-8, 1e-3):
-        info = approx.BracketInfo()
-        b = approx.lattice_bounds(m, dg, 1e-6, info=info)
+        info = lattice.BracketInfo()
+        b = lattice.lattice_bounds(m, dg, 1e-6, info=info)
         assert info.path == "lattice"
         assert_brackets(b, exact(m, dg), 1e-6)
 
@@ -507,7 +514,7 @@ def test_edge_cases():
 def test_tiny_delta_g_and_huge_losses(dg):
     eps = np.concatenate([np.random.default_rng(1).uniform(0.1, 2.0, 25), [30.0, 45.0]])
     m = mechanisms(eps)
-    b = approx.lattice_bounds(m, dg, 1e-3)
+    b = lattice.lattice_bounds(m, dg, 1e-3)
     assert_brackets(b, exact(m, dg), 1e-3)
 
 
@@ -531,7 +538,7 @@ def test_just_above_the_kov_corner():
     # t = 1 - (1 - delta_g)/prod(1 - delta_i) tiny but positive: not the corner any more
     m = mechanisms([0.3, 0.4, 0.01], [0.5, 0.5, 0.0])
     for dg in (0.75, math.nextafter(0.75, 1.0), 0.75 + 1e-12, 0.7500001):
-        assert_brackets(approx.lattice_bounds(m, dg, 1e-6), exact(m, dg), 1e-6)
+        assert_brackets(lattice.lattice_bounds(m, dg, 1e-6), exact(m, dg), 1e-6)
 
 
 # ----------------------------------------------------------------------------- large k, no exact reference
@@ -582,7 +589,7 @@ def test_slow_fast_guarantee_against_exact(eps, log_dg, log_tol, data):
     tol = 10.0**log_tol
     m = mechanisms(eps, delta)
     assume(residual_target(m, dg) >= 0.0 or True)
-    assert_brackets(approx.lattice_bounds(m, dg, tol), exact(m, dg), tol)
+    assert_brackets(lattice.lattice_bounds(m, dg, tol), exact(m, dg), tol)
 
 
 @pytest.mark.slow
@@ -614,17 +621,17 @@ def test_slow_delta_bounds_against_exact(eps, frac, log_tol, data):
     x = frac * float(np.sum(m.eps))
     ref = opt.optimal_delta(m, x)
     tol = 10.0**log_tol
-    b = approx.lattice_delta_bounds(m, x, tol)
+    b = lattice.lattice_delta_bounds(m, x, tol)
     assert b.lower <= ref
     if b.upper < ref * (1 - 1e-13):
         # optcomp.optimal charges rounding relative to the summed masses, not to H: in
         # cancellation cases its value sits well above the optimum; decide with mpmath
         assert mp.mpf(b.upper) >= mp_delta(eps, delta, x)
-    ok = b.upper - b.lower <= tol * b.upper + approx.DELTA_FLOOR
+    ok = b.upper - b.lower <= tol * b.upper + lattice.DELTA_FLOOR
     if not ok and x - tol >= 0.0:
         ok = b.upper <= opt.optimal_delta(m, x - tol) * (1 + 1e-13)
     # documented float64 floor (e.g. eps_i ~ 1e-200: delta ~ 1e-400 underflows)
-    ok = ok or b.upper - b.lower <= approx.DELTA_FLOAT_GAP
+    ok = ok or b.upper - b.lower <= lattice.DELTA_FLOAT_GAP
     assert ok, (b, tol)
 
 
@@ -635,7 +642,7 @@ def test_slow_meet_in_the_middle_k40(seed):
     eps = rng.uniform(0.01, 0.5, 40)
     m = mechanisms(eps)
     dg = float(10 ** rng.uniform(-12, -1))
-    assert_brackets(approx.lattice_bounds(m, dg, 1e-4), exact(m, dg), 1e-4)
+    assert_brackets(lattice.lattice_bounds(m, dg, 1e-4), exact(m, dg), 1e-4)
 
 
 @pytest.mark.slow

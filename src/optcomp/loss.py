@@ -26,6 +26,9 @@ Rounding (the safe side is a larger eps_g and a larger delta_g):
   underflow, placed at +inf, and any numerical error bound its producer reports);
 * eps_g is solved against the target lowered by those bounds and then moved up by a
   few ulps of its own; delta_g is computed from ``H`` raised by them.
+* certified *lower* bounds (:func:`solve_lower`, :func:`excess_lower`, used by the
+  lattice algorithm of :mod:`optcomp.lattice`) mirror this: every error is charged
+  downward and the result is moved down.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ __all__ = [
     "residual_target",
     "delta_from_excess",
     "solve_segments",
+    "solve_lower",
+    "excess_lower",
     "suffix_sums",
     "rounding_bound",
 ]
@@ -253,3 +258,63 @@ def solve_segments(dist: LossDistribution, t: float) -> float:
         return 0.0
     # a few ulps for exp/log/rounding of the closed form itself
     return up(x + 4.0 * UNIT * (abs(loss[J]) + abs(x)), 2)
+
+
+# --------------------------------------------------------------------------- lower bounds
+
+
+def solve_lower(loss: np.ndarray, p0: np.ndarray, t: float) -> float:
+    """Least x >= 0 with H(x) <= t for the listed atoms, every error charged *downward*:
+    the lower-bound mirror of :func:`solve_segments`.
+
+    ``loss`` ascending (atoms with loss <= 0 may be omitted: they never contribute for
+    x >= 0), ``p0`` masses that are lower bounds of the true ones.  With the summation
+    error of the suffix sums (:func:`rounding_bound`) subtracted, the computed
+    H_lo(x) <= H(x), so the least root of H_lo is <= the least root of H; it is found
+    segment by segment from the left (no monotonicity of the noisy values assumed) and
+    rounded down.  ``math.inf`` when t < 0.
+    """
+    if t < 0.0:
+        return math.inf
+    n = loss.size
+    if n == 0:
+        return 0.0
+    rel = rounding_bound(n)
+    S, W = suffix_sums(loss, p0)
+    # H_lo at x = 0 (all atoms are > 0)
+    h0 = S[0] * (1.0 - rel) - math.exp(-loss[0]) * W[0] * (1.0 + rel)
+    if h0 <= t:
+        return 0.0
+    # H_lo at the atoms: x = l_j uses atoms > j
+    h_at = np.zeros(n)
+    if n > 1:
+        with np.errstate(under="ignore"):
+            h_at[:-1] = S[1:n] * (1.0 - rel) - np.exp(loss[:-1] - loss[1:]) * W[1:n] * (1.0 + rel)
+    J = int(np.argmax(h_at <= t))  # first atom at which H_lo <= t (h_at[-1] = 0 <= t)
+    lo = loss[J - 1] if J > 0 else 0.0
+    num = S[J] * (1.0 - rel) - t
+    den = W[J] * (1.0 + rel)
+    if num <= 0.0 or den <= 0.0:
+        x = lo
+    else:
+        x = loss[J] + min(math.log(num / den), 0.0)
+        x = max(x, lo)
+    x -= 4.0 * UNIT * (abs(loss[J]) + abs(x))
+    return max(0.0, down(x, 2))
+
+
+def excess_lower(loss: np.ndarray, p0: np.ndarray, x: float) -> float:
+    """A lower bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) (errors charged downward): the
+    lower-bound mirror of :meth:`LossDistribution.excess` for atoms whose ``p0`` are lower
+    bounds."""
+    n = loss.size
+    if n == 0:
+        return 0.0
+    rel = rounding_bound(n)
+    S, W = suffix_sums(loss, p0)
+    j = int(np.searchsorted(loss, x, side="right"))
+    if j >= n:
+        return 0.0
+    a = S[j]
+    b = math.exp(x - loss[j]) * W[j]
+    return max(a * (1.0 - rel) - b * (1.0 + rel), 0.0)
