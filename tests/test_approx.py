@@ -23,7 +23,7 @@ from fractions import Fraction
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import optcomp
@@ -384,6 +384,7 @@ def test_paper_guarantee_against_exact_random(eps, log_dg, eta):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps=eps_lists, frac=st.floats(0.0, 1.1), log_tol=st.floats(-5, -1))
+@example(eps=[0.001953125], frac=0.0, log_tol=-1.0)  # optimal_delta 2.4e-12 above the optimum
 def test_delta_bounds_against_exact_random(eps, frac, log_tol):
     m = mechanisms(eps)
     x = frac * float(np.sum(m.eps))
@@ -391,7 +392,10 @@ def test_delta_bounds_against_exact_random(eps, frac, log_tol):
     tol = 10.0**log_tol
     b = lattice.lattice_delta_bounds(m, x, tol)
     assert b.lower <= ref
-    assert b.upper >= ref * (1 - 1e-13)
+    if b.upper < ref * (1 - 1e-13):
+        # optcomp.optimal charges rounding relative to the summed masses, not to H: in
+        # cancellation cases its value sits well above the optimum; decide with mpmath
+        assert mp.mpf(b.upper) >= mp_delta(eps, [0.0] * len(eps), x)
     ok = b.upper - b.lower <= tol * b.upper + lattice.DELTA_FLOOR
     if not ok and x - tol >= 0.0:
         ok = b.upper <= opt.optimal_delta(m, x - tol) * (1 + 1e-13)
