@@ -484,13 +484,28 @@ def test_homogeneous_path_against_mpmath(eps, k, delta_g):
 
 
 def test_grouped_inputs_use_the_lattice_and_agree_with_exact():
-    eps = [0.1] * 30 + [0.25] * 20 + [0.7] * 5
+    eps = [0.1] * 60 + [0.25] * 40 + [0.7] * 15  # 61 * 41 * 16 atoms: beyond enumeration
     m = mechanisms(eps)
     for dg in (1e-8, 1e-3):
         info = lattice.BracketInfo()
         b = lattice.lattice_bounds(m, dg, 1e-6, info=info)
         assert info.path == "lattice"
         assert_brackets(b, exact(m, dg), 1e-6)
+
+
+def test_small_inputs_are_enumerated_exactly_both_ways():
+    # few atoms: listed exactly (no lattice), so the bracket is at float precision, also
+    # where lattices struggle (eps ~ 1e-7 next to eps ~ 1e-298)
+    for eps in ([0.1] * 6 + [0.25] * 4 + [0.7] * 2, [1.192092896e-07, 1.192092896e-07, 7.339575581024564e-298]):
+        m = mechanisms(eps)
+        info = lattice.BracketInfo()
+        b = lattice.lattice_bounds(m, 1e-6, 1e-9, info=info)
+        assert info.path == "enumerated"
+        assert_brackets(b, exact(m, 1e-6), 1e-9)
+        d = lattice.lattice_delta_bounds(m, 0.0, 1e-9)
+        ref = opt.optimal_delta(m, 0.0)
+        assert d.lower <= ref * (1 + 1e-12) and d.upper >= d.lower
+        assert d.upper - d.lower <= 1e-9 * d.upper + 2e-14  # H charged relative to the summed masses
 
 
 # ----------------------------------------------------------------------------- edge cases

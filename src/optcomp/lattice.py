@@ -598,6 +598,43 @@ def _homogeneous_bounds(e: np.ndarray, x: float | None, t_low: float, t_high: fl
         return Bounds(lo, hi)
 
 
+ENUMERATED_ATOMS = 2**15  # up to this many atoms, list the distribution exactly (no lattice)
+
+
+def _enumerated_bounds(e: np.ndarray, x: float | None, t_low: float, t_high: float):
+    """Exact atoms of a small composition (few distinct eps_i: a product of binomials with
+    at most ENUMERATED_ATOMS atoms), solved upward and downward -- no lattice, so the
+    bracket is the float64 floor even where lattices struggle (eps_i ~ 1e-7 next to
+    eps_i ~ 1e-298).  Losses are sums of at most g + 1 rounded terms (g groups), each off
+    by <= u of its size, so they are moved by (2g + 4) u sum(eps) up and down.  Returns
+    Bounds on eps_g (x is None) or (lower, upper) bounds on H(x)."""
+    values, counts = np.unique(e, return_counts=True)
+    loss = np.zeros(1)
+    p_lo = np.ones(1)
+    p_up = np.ones(1)
+    for eps, n in zip(values.tolist(), counts.tolist()):
+        fl, flo, fup, _ = _binomial_atoms(eps, n, 0, n)
+        loss = (loss[:, None] + fl[None, :]).ravel()
+        p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
+        p_up = (p_up[:, None] * fup[None, :]).ravel()
+    order = np.argsort(loss, kind="stable")
+    products = 2.0 * values.size * UNIT  # each mass is a product of g rounded factors
+    loss, p_lo, p_up = loss[order], p_lo[order] * (1.0 - products), p_up[order] * (1.0 + products)
+    shift = (2.0 * values.size + 4.0) * UNIT * sum_up(e)
+    underflow = TINY * int(np.count_nonzero(p_up < 1e-290))
+    upper = LossDistribution(loss + shift, p_up, slack=underflow)
+    loss_lo = loss - shift
+    keep = loss_lo > 0.0  # the lower solvers take the atoms of positive loss
+    if x is not None:
+        return excess_lower(loss_lo[keep], p_lo[keep], x), upper.excess(x)
+    return Bounds(solve_lower(loss_lo[keep], p_lo[keep], t_high), solve_segments(upper, t_low))
+
+
+def _enumerable(e: np.ndarray) -> bool:
+    _, counts = np.unique(e, return_counts=True)
+    return math.prod(int(c) + 1 for c in counts) <= ENUMERATED_ATOMS
+
+
 def lattice_bounds(
     m: Mechanisms,
     delta_g: float,
@@ -628,6 +665,10 @@ def lattice_bounds(
     if np.all(e == e[0]):
         info.path = "binomial"
         return _homogeneous_bounds(e, None, t_low, t_high)
+    if _enumerable(e):
+        info.path = "enumerated"
+        b = _enumerated_bounds(e, None, t_low, t_high)
+        return Bounds(b.lower, min(b.upper, sum_up(e)))
     top = sum_up(e)
     h = _initial_step(e, tol)
     x_est = chernoff_guess(e, t_low)
@@ -716,6 +757,10 @@ def lattice_delta_bounds(
         # exact binomial atoms: the bracket is the float64 floor (relative 1e-10 charge)
         info.path = "binomial"
         lo, hi = _homogeneous_bounds(e, eps_g, 0.0, 0.0)
+        return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
+    if _enumerable(e):
+        info.path = "enumerated"
+        lo, hi = _enumerated_bounds(e, eps_g, 0.0, 0.0)
         return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
     h = _initial_step(e, tol * 0.3)
     theta = tilt_for(e, eps_g)

@@ -189,7 +189,7 @@ def _product(groups) -> tuple[np.ndarray, np.ndarray, float]:
         mass = (mass[:, None] * fm[None, :]).ravel()
     order = np.argsort(loss, kind="stable")
     loss = loss[order]
-    mass = mass[order]
+    mass = mass[order] * (1.0 + 2.0 * len(groups) * UNIT)  # a product of rounded factors
     underflow = TINY * int(np.count_nonzero(mass < 1e-290))
     return loss, mass, underflow
 
