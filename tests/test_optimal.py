@@ -379,7 +379,9 @@ def test_homogeneous_epsilon_delta_inverse(eps, k, delta, log_dg):
     if math.isinf(v):
         assert delta_g <= -math.expm1(k * math.log1p(-delta)) * (1 + 1e-9)
         return
-    assert optcomp.delta_g(eps, delta, k=k, eps_g=v) <= delta_g * (1 + 1e-11)
+    # delta_g(eps_g) is an upper bound whose charged rounding is relative to the tail
+    # mass S, not to H: for dense lattices (small eps) S/H ~ z/(sqrt(k) eps) ~ 10^3 here
+    assert optcomp.delta_g(eps, delta, k=k, eps_g=v) <= delta_g * (1 + 1e-10)
     assert v <= k * eps * (1 + 1e-15)
 
 

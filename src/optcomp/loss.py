@@ -52,10 +52,13 @@ __all__ = [
     "suffix_sums",
     "rounding_bound",
     "suffix_cumsum",
+    "TINY_MASS",
 ]
 
 
 _BLOCK = 32  # block length of the cascaded suffix sums
+_SPAN = 30.0  # least loss span of one block of W: p e^{-span} is a normal float for p >= TINY_MASS
+TINY_MASS = 1e-290  # masses below this are charged as slack (upper) or dropped (lower)
 
 
 def _levels(n: int) -> int:
@@ -169,8 +172,9 @@ def suffix_sums(loss: np.ndarray, p0: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """Suffix sums ``S_j = sum_{i>=j} p_i`` and ``W_j = sum_{i>=j} p_i e^{l_j - l_i}``.
 
     Both arrays get a trailing 0 (index n).  ``W`` is accumulated block-wise with a
-    local reference loss so that no exponent exceeds a few hundred in magnitude: the
-    losses may span thousands (k * eps large) without overflow or total underflow.
+    local reference loss so that no exponent exceeds ``_SPAN`` in magnitude: the losses
+    may span thousands (k * eps large) without overflow, and masses >= TINY_MASS stay
+    normal floats (callers remove smaller ones, see :class:`LossDistribution`).
     """
     n = loss.size
     S = np.zeros(n + 1)
@@ -178,7 +182,10 @@ def suffix_sums(loss: np.ndarray, p0: np.ndarray) -> tuple[np.ndarray, np.ndarra
     W = np.zeros(n + 1)
     if n == 0:
         return S, W
-    span = 600.0
+    # the widest span over which the smallest mass times e^{-span} stays a normal float
+    positive = p0[p0 > 0.0]
+    smallest = float(positive.min()) if positive.size else 1.0
+    span = min(600.0, max(_SPAN, math.log(smallest / 2.3e-308) - 1.0))
     end = n
     carry = 0.0  # W at index `end` (0 for the very top)
     while end > 0:
@@ -215,6 +222,14 @@ class LossDistribution:
     slack: float = 0.0
     exact_from: float = -math.inf
     _suffix: tuple = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        # Masses below TINY_MASS would turn subnormal inside W (p e^{-span}) and lose
+        # their relative accuracy; they are moved to +inf (slack), the safe side for H.
+        tiny = self.p0 < TINY_MASS
+        if np.any(tiny):
+            object.__setattr__(self, "slack", self.slack + float(np.sum(self.p0[tiny])) * (1.0 + 1e-12))
+            object.__setattr__(self, "p0", np.where(tiny, 0.0, self.p0))
 
     def suffix(self):
         if self._suffix is None:
@@ -320,7 +335,7 @@ def solve_lower(loss: np.ndarray, p0: np.ndarray, t: float) -> float:
     if n == 0:
         return 0.0
     rel = rounding_bound(n)
-    S, W = suffix_sums(loss, p0)
+    S, W = suffix_sums(loss, np.where(p0 < TINY_MASS, 0.0, p0))  # dropping mass: lower
     # H_lo at x = 0 (all atoms are > 0)
     h0 = S[0] * (1.0 - rel) - math.exp(-loss[0]) * W[0] * (1.0 + rel)
     if h0 <= t:
@@ -351,7 +366,7 @@ def excess_lower(loss: np.ndarray, p0: np.ndarray, x: float) -> float:
     if n == 0:
         return 0.0
     rel = rounding_bound(n)
-    S, W = suffix_sums(loss, p0)
+    S, W = suffix_sums(loss, np.where(p0 < TINY_MASS, 0.0, p0))  # dropping mass: lower
     j = int(np.searchsorted(loss, x, side="right"))
     if j >= n:
         return 0.0

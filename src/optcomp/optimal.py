@@ -224,7 +224,7 @@ class _MeetInTheMiddle:
         self.S, self.W = S, W
         self.lb_ext = np.append(lb, math.inf)
         self.rel = rounding_bound(la.size * lb.size)
-        self.slack = ua + ub
+        self.slack = ua + ub + self.B.slack  # B moved its tiny masses to +inf
         self.max_loss = float(la[-1] + lb[-1]) if la.size else 0.0
 
     def terms(self, x: float) -> tuple[float, float]:
