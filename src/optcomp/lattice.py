@@ -106,7 +106,7 @@ from .loss import (
     solve_lower,
     solve_segments,
 )
-from .optimal import binomial_masses
+from .optimal import binomial_atoms, product_atoms
 
 __all__ = [
     "MAX_POINTS",
@@ -534,24 +534,6 @@ class BracketInfo:
     path: str = "lattice"
 
 
-def _binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int):
-    """Losses (2m - k) eps and lower/upper bounds on P0[M = m], M ~ Bin(k, p), m in [m_lo, m_hi].
-
-    The pmf is scipy's (Boost), evaluated as Bin(k, q)(k - m) with q = 1/(1 + e^eps) <= 1/2;
-    its relative error (the rounding of q moves log P0[m] by |m - kp| u / p, plus the
-    evaluation) is charged as (32 |m - kp| + 512) u in *both* directions -- the bound the
-    exact module validates against 50-digit mpmath, >= 4 x the worst error seen there.
-    Also returns a bound on the mass above m_hi (the pmf ratio decreases: geometric)."""
-    m_idx = np.arange(m_lo, m_hi + 1)
-    pmf, c = binomial_masses(m_idx, k, eps)
-    loss = (2 * m_idx - k).astype(float) * eps  # one rounding: <= u |loss|
-    tail = 0.0
-    if m_hi < k:
-        r = (k - m_hi) / (m_hi + 1.0) * math.exp(eps)
-        tail = math.inf if r >= 1.0 else float(pmf[-1]) * (1.0 + float(c[-1])) * r / (1.0 - r) * (1.0 + 1e-12)
-    return loss, pmf * (1.0 - c), pmf * (1.0 + c), tail
-
-
 def _homogeneous_bounds(e: np.ndarray, x: float | None, t_low: float, t_high: float):
     """Exact (binomial) atoms for identical eps, solved upward and downward.
 
@@ -572,7 +554,7 @@ def _homogeneous_bounds(e: np.ndarray, x: float | None, t_low: float, t_high: fl
         m_lo = max(m_pos, min(k, int(math.floor((k + x / eps) / 2.0)) - 1) if x / eps < 4.0 * k else k)
     while True:
         m_hi = max(m_hi, min(k, m_lo + 64))
-        loss, p_lo, p_up, tail = _binomial_atoms(eps, k, m_lo, m_hi)
+        loss, p_lo, p_up, tail = binomial_atoms(eps, k, m_lo, m_hi)
         underflow = TINY * int(np.count_nonzero(p_up < 1e-300))
         exact_from = 0.0 if m_lo == m_pos else float((2 * (m_lo - 1) - k) * eps) * (1.0 + 4.0 * UNIT)
         upper = LossDistribution(loss * (1.0 + 4.0 * UNIT), p_up, slack=tail + underflow, exact_from=exact_from)
@@ -609,19 +591,8 @@ def _enumerated_bounds(e: np.ndarray, x: float | None, t_low: float, t_high: flo
     by <= u of its size, so they are moved by (2g + 4) u sum(eps) up and down.  Returns
     Bounds on eps_g (x is None) or (lower, upper) bounds on H(x)."""
     values, counts = np.unique(e, return_counts=True)
-    loss = np.zeros(1)
-    p_lo = np.ones(1)
-    p_up = np.ones(1)
-    for eps, n in zip(values.tolist(), counts.tolist()):
-        fl, flo, fup, _ = _binomial_atoms(eps, n, 0, n)
-        loss = (loss[:, None] + fl[None, :]).ravel()
-        p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
-        p_up = (p_up[:, None] * fup[None, :]).ravel()
-    order = np.argsort(loss, kind="stable")
-    products = 2.0 * values.size * UNIT  # each mass is a product of g rounded factors
-    loss, p_lo, p_up = loss[order], p_lo[order] * (1.0 - products), p_up[order] * (1.0 + products)
+    loss, p_lo, p_up, underflow = product_atoms(list(zip(values.tolist(), counts.tolist())), lower=True)
     shift = (2.0 * values.size + 4.0) * UNIT * sum_up(e)
-    underflow = TINY * int(np.count_nonzero(p_up < 1e-290))
     upper = LossDistribution(loss + shift, p_up, slack=underflow)
     loss_lo = loss - shift
     keep = loss_lo > 0.0  # the lower solvers take the atoms of positive loss

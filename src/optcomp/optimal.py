@@ -49,7 +49,8 @@ __all__ = [
     "optimal_epsilon_bruteforce",
     "ExactTooLarge",
     "binomial_window",
-    "binomial_masses",
+    "binomial_atoms",
+    "product_atoms",
     "MAX_ATOMS",
 ]
 
@@ -83,40 +84,33 @@ def _max_loss(m: Mechanisms) -> float:
     return sum_up(m.eps)
 
 
-def binomial_masses(m_idx: np.ndarray, k: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """P0[M = m] for M ~ Bin(k, p), p = e^eps/(1+e^eps), and a bound on its relative error.
+def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int):
+    """Atoms m in [m_lo, m_hi] of M ~ Bin(k, p), p = e^eps/(1+e^eps): the losses
+    (2m - k) eps, lower and upper bounds on P0[M = m], and a bound on P0[M > m_hi].
 
-    Evaluated as Bin(k, q)(k - m) with q = 1/(1+e^eps) <= 1/2 so that neither p nor q
-    loses digits.  Two sources of error: q is a float (relative error <= 2^-53), which
-    moves log P0[m] by up to |m - kp| 2^-53 / p, and the pmf evaluation itself.  The bound
-    returned is ``32 u |m - kp| + 512 u`` (u = 2^-53), a factor >= 4 above the worst error
-    seen against 50-digit mpmath (tests/test_optimal.py::test_binomial_mass_error_bound).
-    The error tilts the distribution smoothly, so it moves eps_g by only about
-    64 u eps k p q (1e-14 at k = 10^6, eps = 0.01).
+    The pmf is scipy's (Boost), evaluated as Bin(k, q)(k - m) with q = 1/(1+e^eps) <= 1/2
+    so that neither p nor q loses digits.  Two sources of error: q is a float (relative
+    error <= 2^-53), which moves log P0[m] by up to |m - kp| 2^-53 / p, and the pmf
+    evaluation itself.  Both are charged as ``32 u |m - kp| + 512 u`` (u = 2^-53) in each
+    direction, a factor >= 4 above the worst error seen against 50-digit mpmath
+    (tests/test_optimal.py::test_binomial_mass_error_bound).  The error tilts the
+    distribution smoothly, so it moves eps_g by only about 64 u eps k p q (1e-14 at
+    k = 10^6, eps = 0.01).  The tail bound uses that the pmf ratio
+    r(m) = (k-m)/(m+1) e^eps decreases in m: P0[M > m_hi] <= pmf(m_hi) r/(1 - r).
     """
     from scipy.stats import binom  # imported here: scipy.stats costs ~0.7 s at start-up
 
+    m_idx = np.arange(m_lo, m_hi + 1)
     q = float(expit(-eps))
     pmf = binom.pmf(k - m_idx, k, q)
-    return pmf, (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT
-
-
-def _binom_pmf_upper(m_idx: np.ndarray, k: int, eps: float) -> np.ndarray:
-    """Upper bounds on the binomial masses: every term of H is a non-negative multiple of
-    a mass, so inflated masses give an upper bound on H and so a safe eps_g."""
-    pmf, rel = binomial_masses(m_idx, k, eps)
-    return pmf * (1.0 + rel)
-
-
-def _binomial_tail_bound(m_hi: int, k: int, eps: float, pmf_hi: float) -> float:
-    """Rigorous bound on P[M > m_hi]: the pmf ratio r(m) = (k-m)/(m+1) e^eps decreases
-    in m, so the tail is at most pmf(m_hi) r/(1 - r) with r = r(m_hi) < 1."""
-    if m_hi >= k:
-        return 0.0
-    r = (k - m_hi) / (m_hi + 1.0) * math.exp(eps)
-    if r >= 1.0:
-        return math.inf
-    return pmf_hi * r / (1.0 - r) * (1.0 + 1e-12)
+    rel = (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT
+    p_up = pmf * (1.0 + rel)
+    loss = (2 * m_idx - k).astype(float) * eps  # one rounding: <= u |loss|
+    tail = 0.0
+    if m_hi < k:
+        r = (k - m_hi) / (m_hi + 1.0) * math.exp(eps)
+        tail = math.inf if r >= 1.0 else float(p_up[-1]) * r / (1.0 - r) * (1.0 + 1e-12)
+    return loss, pmf * (1.0 - rel), p_up, tail
 
 
 def binomial_window(eps: float, k: int, m_lo: int, m_hi: int) -> LossDistribution:
@@ -125,10 +119,7 @@ def binomial_window(eps: float, k: int, m_lo: int, m_hi: int) -> LossDistributio
     The mass above m_hi is bounded and charged as slack; the atoms below m_lo are
     omitted, so H(x) is exact for x >= (2 m_lo - k - 2) eps (``exact_from``).
     """
-    m_idx = np.arange(m_lo, m_hi + 1)
-    p0 = _binom_pmf_upper(m_idx, k, eps)
-    loss = (2 * m_idx - k).astype(float) * eps
-    tail = _binomial_tail_bound(m_hi, k, eps, float(p0[-1]))
+    loss, _, p0, tail = binomial_atoms(eps, k, m_lo, m_hi)
     underflow = TINY * int(np.count_nonzero(p0 < 1e-300))
     exact_from = -math.inf if m_lo == 0 else (2 * (m_lo - 1) - k) * eps
     return LossDistribution(loss, p0, slack=tail + underflow, exact_from=exact_from)
@@ -174,24 +165,27 @@ def _homogeneous_excess(eps: float, k: int, x: float) -> float:
         m_hi = min(k, m_hi + max(16, m_hi - m_first))
 
 
-def _factor_atoms(eps: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    m_idx = np.arange(n + 1)
-    return (2 * m_idx - n).astype(float) * eps, _binom_pmf_upper(m_idx, n, eps)
-
-
-def _product(groups) -> tuple[np.ndarray, np.ndarray, float]:
-    """All atoms of a product of binomial factors, sorted by loss (masses multiplied)."""
+def product_atoms(groups, *, lower: bool = False):
+    """All atoms of a product of binomial factors (eps, n), sorted by loss: the losses,
+    lower bounds on their masses (``None`` unless ``lower``), upper bounds (each a product
+    of len(groups) rounded factor bounds, charged 2 u per factor), and a bound on the mass
+    lost to underflow."""
     loss = np.zeros(1)
-    mass = np.ones(1)
+    p_lo = np.ones(1) if lower else None
+    p_up = np.ones(1)
     for eps, n in groups:
-        fl, fm = _factor_atoms(eps, n)
+        fl, flo, fup, _ = binomial_atoms(eps, n, 0, n)
         loss = (loss[:, None] + fl[None, :]).ravel()
-        mass = (mass[:, None] * fm[None, :]).ravel()
+        if lower:
+            p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
+        p_up = (p_up[:, None] * fup[None, :]).ravel()
     order = np.argsort(loss, kind="stable")
-    loss = loss[order]
-    mass = mass[order] * (1.0 + 2.0 * len(groups) * UNIT)  # a product of rounded factors
-    underflow = TINY * int(np.count_nonzero(mass < 1e-290))
-    return loss, mass, underflow
+    products = 2.0 * len(groups) * UNIT
+    if lower:
+        p_lo = p_lo[order] * (1.0 - products)
+    p_up = p_up[order] * (1.0 + products)
+    underflow = TINY * int(np.count_nonzero(p_up < 1e-290))
+    return loss[order], p_lo, p_up, underflow
 
 
 def _atom_count(groups) -> int:
@@ -213,8 +207,8 @@ class _MeetInTheMiddle:
     """H(x) of the product of two listed distributions A (queries) and B (sorted, suffix sums)."""
 
     def __init__(self, half_a, half_b):
-        la, pa, ua = _product(half_a)
-        lb, pb, ub = _product(half_b)
+        la, _, pa, ua = product_atoms(half_a)
+        lb, _, pb, ub = product_atoms(half_b)
         if la.size > lb.size:
             la, pa, ua, lb, pb, ub = lb, pb, ub, la, pa, ua
         keep = pa > 0
@@ -332,7 +326,7 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
         return min(_homogeneous_epsilon(eps, n, t), top)
     kind, info = _distribution_kind(groups, max_atoms)
     if kind == "full":
-        loss, mass, underflow = _product(groups)
+        loss, _, mass, underflow = product_atoms(groups)
         return min(solve_segments(LossDistribution(loss, mass, slack=underflow), t), top)
     return min(_MeetInTheMiddle(*info[0]).epsilon(t), top)
 
@@ -349,7 +343,7 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
         return delta_from_excess(m, _homogeneous_excess(eps, n, eps_g))
     kind, info = _distribution_kind(groups, max_atoms)
     if kind == "full":
-        loss, mass, underflow = _product(groups)
+        loss, _, mass, underflow = product_atoms(groups)
         return delta_from_excess(m, LossDistribution(loss, mass, slack=underflow).excess(eps_g))
     return delta_from_excess(m, _MeetInTheMiddle(*info[0]).excess(eps_g))
 
