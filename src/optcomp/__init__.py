@@ -79,7 +79,7 @@ def _method(method, options) -> Method:
     return info
 
 
-def epsilon_g(eps, delta=0.0, *, delta_g, k=None, method: str = "optimal", **options) -> float:
+def epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method: str = "optimal", **options) -> float:
     """Least eps_g >= 0 for which ``method`` certifies (eps_g, delta_g)-DP of the composition.
 
     Returns ``math.inf`` when the method certifies no finite eps_g at this delta_g
@@ -87,16 +87,16 @@ def epsilon_g(eps, delta=0.0, *, delta_g, k=None, method: str = "optimal", **opt
     delta_g < sum(delta_i)).  Raises ``ValueError`` naming the parameter on bad input.
     """
     info = _method(method, options)
-    mech = mechanisms(eps, delta, k)
+    mech = mechanisms(eps, delta, k, counts)
     return float(info.epsilon(mech, check_delta_g(delta_g), **options))
 
 
-def delta_g(eps, delta=0.0, *, eps_g, k=None, method: str = "optimal", **options) -> float:
+def delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method: str = "optimal", **options) -> float:
     """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the composition.
 
     Returns 1.0 when the method certifies nothing better.  Raises ``ValueError`` naming
     the parameter on bad input.
     """
     info = _method(method, options)
-    mech = mechanisms(eps, delta, k)
+    mech = mechanisms(eps, delta, k, counts)
     return float(info.delta(mech, check_eps_g(eps_g), **options))

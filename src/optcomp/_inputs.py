@@ -80,15 +80,23 @@ def _as_vector(name: str, value) -> np.ndarray:
     return arr
 
 
-def mechanisms(eps, delta=0.0, k=None) -> Mechanisms:
-    """Normalise (eps, delta, k) to a :class:`Mechanisms` record, or raise ValueError.
+def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
+    """Normalise (eps, delta, k, counts) to a :class:`Mechanisms` record, or raise ValueError.
 
     * ``eps`` a number and ``k`` given: k identical mechanisms (homogeneous);
     * ``eps`` a 1-D sequence: one mechanism per entry (``k``, if given, must match);
-    * ``delta`` a number (applies to every mechanism) or a sequence of length k.
+    * ``delta`` a number (applies to every mechanism) or a sequence of length k;
+    * ``counts`` (with a sequence ``eps``): entry i stands for ``counts[i]`` identical
+      mechanisms (eps[i], delta[i]); ``k``, if given, must equal ``sum(counts)``.
     """
     eps_arr = _as_vector("eps", eps)
     delta_arr = _as_vector("delta", delta)
+    if counts is not None:
+        # TEMPORARY: expanded; the multiset representation replaces this
+        cnt = np.asarray(counts, dtype=np.int64)
+        eps_arr = np.repeat(np.atleast_1d(eps_arr), cnt)
+        if delta_arr.ndim == 1:
+            delta_arr = np.repeat(delta_arr, cnt)
     if k is not None:
         k = check_k(k)
     if eps_arr.ndim == 0:

@@ -335,6 +335,7 @@ def epsilon_bounds(
     *,
     delta_g,
     k=None,
+    counts=None,
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
@@ -343,7 +344,7 @@ def epsilon_bounds(
     ``upper - lower <= tol`` (default ``tol = eta = 1e-3``).  Inputs as for
     :func:`optcomp.epsilon_g`.  ``upper`` is what ``epsilon_g(..., method="approx")``
     returns; it satisfies MV Thm 1.7 for every eta >= tol."""
-    m = mechanisms(eps, delta, k)
+    m = mechanisms(eps, delta, k, counts)
     delta_g = check_delta_g(delta_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
     return lattice_bounds(m, delta_g, tol, max_points=max_points)
@@ -355,6 +356,7 @@ def delta_bounds(
     *,
     eps_g,
     k=None,
+    counts=None,
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
@@ -363,7 +365,7 @@ def delta_bounds(
     ``upper - lower <= tol * upper`` (relative; default ``tol = eta = 1e-3``) or, where a
     relative gap is out of reach (eps_g within rounding distance of an atom of the loss
     distribution), ``upper <= delta_opt(eps_g - tol)``."""
-    m = mechanisms(eps, delta, k)
+    m = mechanisms(eps, delta, k, counts)
     eps_g = check_eps_g(eps_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
     return lattice_delta_bounds(m, eps_g, tol, max_points=max_points)
