@@ -1,9 +1,9 @@
-"""The privacy-loss core: suffix sums and H bounds hold their stated error bounds."""
+"""The privacy-loss core: the suffix quantities D, W and the H bounds hold their stated
+error bounds against mpmath (the references are the definitions, summed in 40 digits)."""
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
@@ -11,61 +11,93 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optcomp.loss import LossDistribution, excess_lower, rounding_bound, suffix_cumsum
+from optcomp.loss import LossDistribution, excess_lower, rounding_bound, solve_lower, solve_segments, suffix_dw
 
 
-def _exact_suffix(x):
-    out, acc = [], Fraction(0)
-    for v in reversed(x.tolist()):
-        acc += Fraction(v)
-        out.append(acc)
-    return out[::-1]
+@pytest.fixture(autouse=True)
+def _precision():
+    with mp.workdps(40):
+        yield
+
+
+def _ref_dw(loss, p, j):
+    lj = mp.mpf(float(loss[j]))
+    W = mp.fsum(mp.mpf(float(p[i])) * mp.e ** (lj - mp.mpf(float(loss[i]))) for i in range(j, loss.size))
+    D = mp.fsum(mp.mpf(float(p[i])) * -mp.expm1(lj - mp.mpf(float(loss[i]))) for i in range(j + 1, loss.size))
+    return D, W
 
 
 @pytest.mark.parametrize(
-    "x",
+    "loss, p",
     [
-        np.r_[np.full(131_000, 1e-13), 0.5],  # many tiny masses above a large one (FFT noise)
-        np.r_[0.5, np.full(70_000, 1e-13)],
-        np.full(100_000, 1.0 / 100_000),  # uniform, as in meet in the middle
-        np.random.default_rng(0).exponential(size=5_000) * 10.0 ** np.random.default_rng(1).uniform(-300, 0, 5_000),
-        np.array([3.0]),
-        np.array([]),
+        (np.arange(2000.0) * 1e-3, np.full(2000, 1.0 / 2000)),  # dense, uniform: many blocks
+        (np.sort(np.random.default_rng(0).uniform(-50, 50, 1500)),
+         np.random.default_rng(1).exponential(size=1500) * 10.0 ** np.random.default_rng(2).uniform(-300, 0, 1500)),
+        (np.arange(100.0) * 1e-9, np.r_[np.full(99, 1e-13), 0.5]),  # tiny gaps: D ~ 1e-22, no cancellation
+        (np.array([0.0, 700.0, 1400.0]), np.array([0.3, 0.3, 0.4])),  # e^{-700}: near underflow
+        (np.array([3.0]), np.array([0.25])),
     ],
 )
-def test_suffix_cumsum_within_bound(x):
-    got = suffix_cumsum(x)
-    assert got.shape == x.shape
-    bound = rounding_bound(x.size) - 16 * 2.0**-53
-    # compare a sample of entries with the exact rational suffix sums
-    exact = _exact_suffix(x) if x.size <= 5_000 else None
-    idx = np.unique(np.linspace(0, max(x.size - 1, 0), 200).astype(int)) if x.size else []
-    for j in idx:
-        ref = exact[j] if exact is not None else Fraction(math.fsum(x[j:].tolist()))
-        if ref > 0:
-            assert abs(Fraction(float(got[j])) - ref) <= Fraction(bound) * ref, j
-
-
-def test_plain_cumsum_would_break_the_bound():
-    """The case that motivated the cascade: a running total absorbs 131k tiny terms."""
-    x = np.r_[np.full(131_000, 1e-13), 0.5]
-    plain = np.cumsum(x[::-1])[::-1][0]
-    exact = Fraction(math.fsum(x.tolist()))
-    assert abs(Fraction(float(plain)) - exact) > Fraction(rounding_bound(x.size)) * exact
+def test_suffix_dw_within_bound(loss, p):
+    D, W = suffix_dw(p, loss)
+    bound = rounding_bound(loss.size)
+    for j in np.unique(np.linspace(0, loss.size - 1, 40).astype(int)):
+        d_ref, w_ref = _ref_dw(loss, p, j)
+        assert abs(mp.mpf(float(W[j])) - w_ref) <= bound * w_ref + 1e-300, j
+        assert abs(mp.mpf(float(D[j])) - d_ref) <= bound * d_ref + 1e-300, j
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.tuples(st.floats(-30, 30), st.floats(1e-300, 1.0)), min_size=1, max_size=60),
+    st.lists(st.tuples(st.floats(-30, 30), st.floats(1e-300, 1.0)), min_size=1, max_size=60, unique_by=lambda a: a[0]),
     st.floats(0, 30),
 )
-def test_excess_brackets_mpmath(atoms, x):
+def test_excess_brackets_mpmath_tightly(atoms, x):
     atoms = sorted(atoms)
     loss = np.array([a for a, _ in atoms])
     p0 = np.array([p for _, p in atoms])
-    ref = mp.fsum(mp.mpf(p) * (1 - mp.e ** (mp.mpf(x) - mp.mpf(l))) for l, p in atoms if l > x)
-    hi = LossDistribution(loss, p0).excess(x)  # masses down to 1e-300: subnormal-safe
+    ref = mp.fsum(mp.mpf(p) * -mp.expm1(mp.mpf(x) - mp.mpf(l)) for l, p in atoms if l > x)
+    hi = LossDistribution(loss, p0).excess(x)
     lo = excess_lower(loss, p0, x)
     assert lo <= ref <= hi
-    S, W = LossDistribution(loss, p0).suffix()
-    assert np.all(W[:-1] <= S[:-1] * (1 + 1e-12))
+    # relative accuracy: no cancellation, whatever the size of H next to the masses
+    assert hi <= ref * (1 + 1e-12) + 1e-300
+    assert lo >= ref * (1 - 1e-12) - 1e-300
+
+
+@pytest.mark.parametrize("ulps", [-2, -1, 1, 2])
+def test_excess_next_to_an_atom_is_exact(ulps):
+    """eps_g a few ulps from an atom: H = p (1 - e^{x - l}) exactly, not 0 and not ~ulp(l)."""
+    loss = np.array([1.0, 231.1655047458064])
+    p0 = np.array([0.5, 0.5])
+    x = loss[1]
+    for _ in range(abs(ulps)):
+        x = math.nextafter(x, math.copysign(math.inf, ulps))
+    ref = mp.fsum(mp.mpf(p) * -mp.expm1(mp.mpf(x) - mp.mpf(l)) for l, p in zip(loss.tolist(), p0.tolist()) if l > x)
+    hi = LossDistribution(loss, p0).excess(x)
+    lo = excess_lower(loss, p0, x)
+    assert lo <= ref <= hi
+    assert hi <= ref * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0.001, 30), st.floats(1e-30, 1.0)), min_size=1, max_size=40, unique_by=lambda a: a[0]),
+    st.floats(-300, -1),
+)
+def test_solvers_bracket_the_root(atoms, log_t):
+    atoms = sorted(atoms)
+    loss = np.array([a for a, _ in atoms])
+    p0 = np.array([p for _, p in atoms])
+    t = 10.0 ** log_t
+
+    def H(x):
+        return mp.fsum(mp.mpf(p) * -mp.expm1(mp.mpf(x) - mp.mpf(l)) for l, p in atoms if l > x)
+
+    hi = solve_segments(LossDistribution(loss, p0), t)
+    lo = solve_lower(loss, p0, t)
+    assert lo <= hi
+    assert H(hi) <= t  # the upper bound is a certified eps_g
+    if lo > 0:
+        assert H(mp.mpf(lo) * (1 - mp.mpf(2) ** -60)) >= t * (1 - 1e-9)  # just below lo, H still above t
+    assert hi - lo <= 1e-12 * max(hi, 1e-300) + 1e-300

@@ -1,9 +1,12 @@
-"""Validation and normalisation of the public inputs.
+"""Validation and normalisation of the public inputs: the mechanism multiset.
 
-Every public entry point funnels its arguments through :func:`mechanisms`, so the
-rest of the package works with one shape only: a :class:`Mechanisms` record holding
-1-D float arrays ``eps`` and ``delta`` of equal length ``k >= 1``.  Errors are
-``ValueError`` with a message that names the offending parameter and its value.
+Every public entry point funnels its arguments through :func:`mechanisms`, so the rest
+of the package works with one shape only: a :class:`Mechanisms` record, the *multiset*
+of the composed mechanisms -- its distinct (eps, delta) pairs with their counts.  k
+identical mechanisms are one pair with count k (never a length-k array), so k = 10^12
+costs nothing; a list with repeats is grouped once, here.  Errors are ``ValueError``
+(``TypeError`` for a value of the wrong type) with a message that names the offending
+parameter and its value.
 """
 
 from __future__ import annotations
@@ -14,37 +17,87 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Mechanisms", "mechanisms", "check_delta_g", "check_eps_g", "check_k", "check_unit_open"]
+__all__ = [
+    "Mechanisms",
+    "ParameterTypeError",
+    "MAX_K",
+    "LOG_NO_DELTA_REL",
+    "mechanisms",
+    "check_delta_g",
+    "check_eps_g",
+    "check_k",
+    "check_unit_open",
+]
+
+class ParameterTypeError(TypeError, ValueError):
+    """A parameter of the wrong type (a bool, string, complex, None, nested sequence ...):
+    a TypeError that is also a ValueError, so one ``except ValueError`` catches all bad input."""
+
+
+MAX_K = 10**12  # the documented domain: up to 10^12 mechanisms in all
+# relative error bound of Mechanisms.log_no_delta: one log1p (<= 2 ulp), one product by
+# an exact integer count (1/2 ulp) and a correctly rounded fsum (1/2 ulp), all one sign
+LOG_NO_DELTA_REL = 8.0 * 2.0**-53
 
 
 @dataclass(frozen=True)
 class Mechanisms:
-    """k mechanisms, mechanism i being (eps[i], delta[i])-DP.
+    """The multiset of composed mechanisms: ``count[i]`` mechanisms, each
+    (eps[i], delta[i])-DP.
 
-    ``homogeneous`` is true when every (eps_i, delta_i) pair is the same, which lets
-    the closed forms and the exact binomial algorithm run in O(1)/O(window) time
-    instead of touching every mechanism.
+    ``eps``/``delta`` are read-only float arrays of the *distinct* pairs (sorted by eps,
+    then delta) and ``count`` an int64 array of their multiplicities (>= 1, summing to
+    ``k`` <= 10^12).
     """
 
     eps: np.ndarray
     delta: np.ndarray
+    count: np.ndarray
 
     @property
     def k(self) -> int:
+        """The number of mechanisms (sum of the counts), a Python int."""
+        return int(self.count.sum())
+
+    @property
+    def groups(self) -> int:
+        """The number of distinct (eps, delta) pairs."""
         return int(self.eps.size)
 
     @property
     def homogeneous(self) -> bool:
-        return bool(np.all(self.eps == self.eps[0]) and np.all(self.delta == self.delta[0]))
+        """True when every mechanism is the same (eps, delta) pair."""
+        return self.eps.size == 1
 
     @property
     def log_no_delta(self) -> float:
-        """log prod_i (1 - delta_i), accurately (log1p, exact summation)."""
+        """log prod_i (1 - delta_i) = sum_j count_j log1p(-delta_j), within
+        ``LOG_NO_DELTA_REL`` relative error (every term has the same sign)."""
         if not np.any(self.delta):
             return 0.0
-        if self.homogeneous:
-            return self.k * math.log1p(-float(self.delta[0]))
-        return math.fsum(np.log1p(-self.delta).tolist())
+        terms = self.count.astype(float) * np.log1p(-self.delta)
+        return math.fsum(terms.tolist())
+
+    def expanded(self, limit: int, what: str) -> np.ndarray:
+        """The per-mechanism eps array (length k) for algorithms that need one; raises a
+        ValueError naming ``what`` when k exceeds ``limit``, before allocating."""
+        if self.k > limit:
+            raise ValueError(
+                f"{what} works mechanism by mechanism and is limited to k <= {limit:,} here, got k={self.k:,}"
+            )
+        return np.repeat(self.eps, self.count)
+
+    def positive(self) -> tuple[np.ndarray, np.ndarray]:
+        """(eps, count) of the mechanisms with eps > 0, equal eps values merged (given no
+        delta event, delta does not change the loss distribution); eps ascending."""
+        keep = self.eps > 0.0
+        e, c = self.eps[keep], self.count[keep]
+        if e.size <= 1:
+            return e.copy(), c.copy()
+        values, inverse = np.unique(e, return_inverse=True)
+        counts = np.zeros(values.size, dtype=np.int64)
+        np.add.at(counts, inverse, c)
+        return values, counts
 
 
 def _describe(value) -> str:
@@ -52,75 +105,116 @@ def _describe(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_k(k) -> int:
-    """k must be an integer >= 1 (an integral float such as 1e6 is accepted)."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Real):
-        raise ValueError(f"k must be an integer >= 1, got {_describe(k)}")
-    if isinstance(k, numbers.Integral):
-        value = int(k)
+def _integer(name: str, value, lo: int, hi: int) -> int:
+    """An integer in [lo, hi] (an integral float is accepted), else ValueError/TypeError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(f"{name} must be an integer, got {_describe(value)}")
+    if isinstance(value, numbers.Integral):
+        out = int(value)
     else:
-        kf = float(k)
-        if not math.isfinite(kf) or kf != math.floor(kf):
-            raise ValueError(f"k must be an integer >= 1, got {_describe(k)}")
-        value = int(kf)
-    if value < 1:
-        raise ValueError(f"k must be an integer >= 1, got {_describe(k)}")
-    return value
+        x = float(value)
+        if not math.isfinite(x) or x != math.floor(x):
+            raise ValueError(f"{name} must be an integer, got {_describe(value)}")
+        out = int(x)
+    if not lo <= out <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi:.0e}], got {_describe(value)}")
+    return out
+
+
+def check_k(k) -> int:
+    """k must be an integer in [1, 10^12] (an integral float such as 1e6 is accepted)."""
+    return _integer("k", k, 1, MAX_K)
+
+
+_BAD_KINDS = {"b": "a boolean", "c": "a complex number", "U": "a string", "S": "bytes", "O": "an object"}
 
 
 def _as_vector(name: str, value) -> np.ndarray:
-    if isinstance(value, (str, bytes)) or value is None:
-        raise ValueError(f"{name} must be a number or a 1-D sequence of numbers, got {_describe(value)}")
+    """A float scalar (0-d) or 1-D float array from a number or a flat sequence of numbers."""
+    what = f"{name} must be a real number or a flat sequence of real numbers"
+    if value is None or isinstance(value, (str, bytes, bool, complex, dict, set)):
+        raise ParameterTypeError(f"{what}, got {_describe(value)}")
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
+        raise ParameterTypeError(f"{what}, got a boolean in {_describe(value)}")
     try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number or a 1-D sequence of numbers, got {_describe(value)}") from None
-    if arr.ndim > 1:
-        raise ValueError(f"{name} must be a number or a 1-D sequence, got an array of shape {arr.shape}")
-    return arr
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nesting
+        raise ParameterTypeError(f"{what}, got {_describe(value)}") from None
+    if raw.dtype.kind in _BAD_KINDS:
+        raise ParameterTypeError(f"{what}, got {_BAD_KINDS[raw.dtype.kind]} in {_describe(value)}")
+    if raw.ndim > 1:
+        raise ParameterTypeError(f"{what}, got an array of shape {raw.shape}")
+    try:
+        return raw.astype(float)
+    except (TypeError, ValueError, OverflowError):
+        raise ParameterTypeError(f"{what}, got {_describe(value)}") from None
+
+
+def _as_counts(counts, size: int) -> np.ndarray:
+    if counts is None or isinstance(counts, (str, bytes, bool)):
+        raise ParameterTypeError(f"counts must be a sequence of integers >= 1, got {_describe(counts)}")
+    items = list(counts) if isinstance(counts, (list, tuple, np.ndarray)) else None
+    if items is None:
+        items = [counts]
+    values = [_integer(f"counts[{i}]", c, 1, MAX_K) for i, c in enumerate(items)]
+    if len(values) != size:
+        raise ValueError(f"counts has length {len(values)} but eps has {size} entries")
+    return np.asarray(values, dtype=np.int64)
 
 
 def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
-    """Normalise (eps, delta, k, counts) to a :class:`Mechanisms` record, or raise ValueError.
+    """Normalise (eps, delta, k, counts) to a :class:`Mechanisms` multiset, or raise.
 
-    * ``eps`` a number and ``k`` given: k identical mechanisms (homogeneous);
+    * ``eps`` a number and ``k`` given: k identical mechanisms;
     * ``eps`` a 1-D sequence: one mechanism per entry (``k``, if given, must match);
-    * ``delta`` a number (applies to every mechanism) or a sequence of length k;
-    * ``counts`` (with a sequence ``eps``): entry i stands for ``counts[i]`` identical
-      mechanisms (eps[i], delta[i]); ``k``, if given, must equal ``sum(counts)``.
+    * ``counts`` (beside a number or a sequence ``eps``): entry i stands for
+      ``counts[i]`` identical mechanisms (eps[i], delta[i]); ``k``, if given, must equal
+      ``sum(counts)``;
+    * ``delta`` a number (applies to every mechanism) or a sequence as long as ``eps``.
+
+    At most 10^12 mechanisms in all.
     """
     eps_arr = _as_vector("eps", eps)
     delta_arr = _as_vector("delta", delta)
-    if counts is not None:
-        # TEMPORARY: expanded; the multiset representation replaces this
-        cnt = np.asarray(counts, dtype=np.int64)
-        eps_arr = np.repeat(np.atleast_1d(eps_arr), cnt)
-        if delta_arr.ndim == 1:
-            delta_arr = np.repeat(delta_arr, cnt)
     if k is not None:
         k = check_k(k)
-    if eps_arr.ndim == 0:
+    if eps_arr.ndim == 0 and counts is None:
         if k is None:
-            if delta_arr.ndim == 1:
+            if delta_arr.ndim == 1 and delta_arr.size:
                 k = delta_arr.size
             else:
                 raise ValueError(
                     "k is required when eps is a single number (k mechanisms, each (eps, delta)-DP); "
                     "pass k=... or a sequence of per-mechanism eps"
                 )
-        if k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k}")
-        eps_arr = np.full(k, float(eps_arr))
+        if delta_arr.ndim == 1:
+            if delta_arr.size != k:
+                raise ValueError(f"delta has length {delta_arr.size} but there are k={k} mechanisms")
+            eps_arr = np.full(k, float(eps_arr))
+            cnt = np.ones(k, dtype=np.int64)
+        else:
+            eps_arr = eps_arr.reshape(1)
+            cnt = np.array([k], dtype=np.int64)
     else:
+        eps_arr = np.atleast_1d(eps_arr)
         if eps_arr.size < 1:
             raise ValueError("eps must hold at least one mechanism (k >= 1), got an empty sequence")
-        if k is not None and k != eps_arr.size:
-            raise ValueError(f"k={k} does not match len(eps)={eps_arr.size}")
-    k = eps_arr.size
+        if counts is None:
+            cnt = np.ones(eps_arr.size, dtype=np.int64)
+            if k is not None and k != eps_arr.size:
+                raise ValueError(f"k={k} does not match len(eps)={eps_arr.size}")
+        else:
+            cnt = _as_counts(counts, eps_arr.size)
+            total = sum(int(c) for c in cnt)
+            if total > MAX_K:
+                raise ValueError(f"counts must sum to at most {MAX_K:.0e} mechanisms, got {total}")
+            if k is not None and k != total:
+                raise ValueError(f"k={k} does not match sum(counts)={total}")
+    n = eps_arr.size
     if delta_arr.ndim == 0:
-        delta_arr = np.full(k, float(delta_arr))
-    elif delta_arr.size != k:
-        raise ValueError(f"delta has length {delta_arr.size} but there are {k} mechanisms (len(eps) or k)")
+        delta_arr = np.full(n, float(delta_arr))
+    elif delta_arr.size != n:
+        raise ValueError(f"delta has length {delta_arr.size} but eps has {n} entries")
     bad = ~np.isfinite(eps_arr) | (eps_arr < 0)
     if bad.any():
         i = int(np.argmax(bad))
@@ -129,19 +223,29 @@ def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
     if bad.any():
         i = int(np.argmax(bad))
         raise ValueError(f"delta must lie in [0, 1), got delta[{i}]={float(delta_arr[i])!r}")
-    eps_arr.setflags(write=False)
-    delta_arr.setflags(write=False)
-    return Mechanisms(eps_arr, delta_arr)
+    eps_arr = eps_arr + 0.0  # -0.0 -> 0.0
+    delta_arr = delta_arr + 0.0
+    if n > 1:  # group equal pairs: sorted by (eps, delta)
+        order = np.lexsort((delta_arr, eps_arr))
+        e, d, c = eps_arr[order], delta_arr[order], cnt[order]
+        new = np.ones(n, dtype=bool)
+        new[1:] = (e[1:] != e[:-1]) | (d[1:] != d[:-1])
+        starts = np.flatnonzero(new)
+        eps_arr, delta_arr = e[starts], d[starts]
+        cnt = np.add.reduceat(c, starts)
+    for arr in (eps_arr, delta_arr, cnt):
+        arr.setflags(write=False)
+    return Mechanisms(eps_arr, delta_arr, cnt)
 
 
 def _check_real(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         try:
             arr = np.asarray(value)
         except Exception:  # pragma: no cover - exotic objects
             arr = None
         if arr is None or arr.ndim != 0 or arr.dtype.kind not in "iuf":
-            raise ValueError(f"{name} must be a real number, got {_describe(value)}")
+            raise ParameterTypeError(f"{name} must be a real number, got {_describe(value)}")
         value = arr.item()
     x = float(value)
     if math.isnan(x):
@@ -162,7 +266,7 @@ def check_eps_g(eps_g) -> float:
     x = _check_real("eps_g", eps_g)
     if not (math.isfinite(x) and x >= 0.0):
         raise ValueError(f"eps_g must be finite and >= 0, got {x!r}")
-    return x
+    return x + 0.0
 
 
 def check_unit_open(name: str, value) -> float:

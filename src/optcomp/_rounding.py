@@ -15,7 +15,7 @@ from itertools import chain
 
 import numpy as np
 
-__all__ = ["UNIT", "TINY", "up", "down", "exact_dir", "sum_dir", "sum_up", "sum_down"]
+__all__ = ["UNIT", "TINY", "up", "down", "exact_dir", "sum_dir", "sum_up", "sum_down", "dot_dir"]
 
 UNIT = 2.0**-53  # unit roundoff of float64
 TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
@@ -82,3 +82,35 @@ def sum_up(values) -> float:
 def sum_down(values) -> float:
     """The exact real sum of ``values`` rounded down to a float."""
     return sum_dir(values, False)
+
+
+_EXACT_DOT = 4096  # up to this many terms, count-weighted sums are formed in exact rationals
+
+
+def dot_dir(counts, values, up: bool, *, extra: float = 0.0) -> float:
+    """``extra + sum_i counts[i] * values[i]`` (integer counts, finite floats) rounded up or
+    down to a float.
+
+    Exact (rational arithmetic) for up to a few thousand terms; beyond that each product
+    is charged its rounding (u relative, 2^-1074 absolute) and the correctly rounded sum
+    moved outward by that bound, so the result is still on the requested side.
+    """
+    counts = np.asarray(counts)
+    values = np.asarray(values, dtype=float)
+    if values.size <= _EXACT_DOT:
+        total = Fraction(extra) + sum(
+            (Fraction(float(v)) * int(c) for c, v in zip(counts.tolist(), values.tolist()) if v), Fraction(0)
+        )
+        return exact_dir(total, up)
+    with np.errstate(over="ignore"):
+        prods = counts.astype(float) * values
+    if not np.all(np.isfinite(prods)):
+        pos = bool(np.any(prods == math.inf))
+        return (math.inf if up else _MAX) if pos else (-_MAX if up else -math.inf)
+    try:
+        s = math.fsum([extra, *prods.tolist()])
+        err = math.fsum(np.abs(prods).tolist()) * UNIT + values.size * 2.0**-1074
+    except OverflowError:
+        return math.inf if up else _MAX
+    err = math.nextafter(err * (1.0 + 4.0 * UNIT), math.inf)
+    return math.nextafter(s + err, math.inf) if up else math.nextafter(s - err, -math.inf)

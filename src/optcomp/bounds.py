@@ -29,12 +29,11 @@ turned into ``math.inf`` for eps_g and 1.0 for delta_g.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from ._inputs import Mechanisms
-from ._rounding import exact_dir, sum_dir
+from ._rounding import dot_dir
 from .loss import residual_target
 
 __all__ = [
@@ -79,11 +78,6 @@ def _dn(x: float, n: int = 0) -> float:
     return math.nextafter(x - n * math.ulp(x), -_INF)
 
 
-def _kmul_dir(k: int, x: float, up: bool) -> float:
-    """k * x for a float x >= 0, rounded up or down exactly."""
-    return exact_dir(Fraction(x) * k, up)
-
-
 def _array_sum_up(terms: np.ndarray, k: int) -> float:
     """Upper bound of sum_i exact_i, terms[i] >= 0 the NumPy value of exact_i >= 0.
 
@@ -100,88 +94,75 @@ def _array_sum_up(terms: np.ndarray, k: int) -> float:
 
 
 # ----------------------------------------------------------------------------------------
-# the sums every theorem is made of (hom: take the O(1) closed forms for k equal mechanisms)
+# the sums every theorem is made of, over the multiset (count-weighted, O(#groups))
 
 
-def _eps_sum(m: Mechanisms, hom: bool, up: bool = True) -> float:
+def _eps_sum(m: Mechanisms, up: bool = True) -> float:
     """sum_i eps_i, rounded up (or down) exactly."""
-    if hom:
-        return _kmul_dir(m.k, float(m.eps[0]), up)
-    return sum_dir(m.eps.tolist(), up)
+    return dot_dir(m.count, m.eps, up)
 
 
-def _delta_sum_up(m: Mechanisms, hom: bool) -> float:
+def _delta_sum_up(m: Mechanisms) -> float:
     """sum_i delta_i, rounded up exactly."""
-    if hom:
-        return _kmul_dir(m.k, float(m.delta[0]), True)
-    return sum_dir(m.delta.tolist(), True)
+    return dot_dir(m.count, m.delta, True)
 
 
-def _slack_down(m: Mechanisms, hom: bool, delta_g: float) -> float:
+def _slack_down(m: Mechanisms, delta_g: float) -> float:
     """delta_g - sum_i delta_i, rounded down exactly (its sign is therefore exact)."""
-    if hom:
-        return exact_dir(Fraction(delta_g) - m.k * Fraction(float(m.delta[0])), False)
-    return sum_dir([delta_g, *(-m.delta).tolist()], False)
-
-
-def _norm_hi(m: Mechanisms, hom: bool) -> float:
-    """Upper bound of sqrt(sum_i eps_i^2); exactly 0.0 iff every eps_i is 0."""
-    if hom:
-        e = float(m.eps[0])
-        return 0.0 if e == 0.0 else _up(_up(math.sqrt(m.k)) * e)
-    s, ss = _scaled_squares(m)
-    return 0.0 if s == 0.0 else _up(s * _up(math.sqrt(ss)))
+    return dot_dir(m.count, -m.delta, False, extra=delta_g)
 
 
 def _scaled_squares(m: Mechanisms) -> tuple[float, float]:
-    """(s, ss) with s = max eps_i and ss >= sum_i (eps_i / s)^2 >= 1 (no under/overflow)."""
+    """(s, ss) with s = max eps_i and ss >= sum_i (eps_i / s)^2 >= 1 (no under/overflow
+    in the squares; ss itself may reach k = 10^12)."""
     s = float(m.eps.max())
     if s == 0.0:
         return 0.0, 0.0
     r = m.eps / s  # in [0, 1]; each within 1/2 ulp
-    # each r_i^2 within 1.5 ulp, fsum 1/2 ulp, underflowed terms < k 2^-1075 << ulp(ss >= 1):
-    # relative error < 2^-51 (+ k 2^-1075), covered by 4 ulp(ss) and the nextafter step
-    return s, _up(math.fsum((r * r).tolist()), 4)
+    # each count * r_i^2 within 2 ulp, fsum 1/2 ulp, underflowed terms < k 2^-1075 << ulp(ss >= 1):
+    # relative error < 2^-50 (+ k 2^-1075), covered by 8 ulp(ss) and the nextafter step
+    return s, _up(math.fsum((m.count * (r * r)).tolist()), 8)
 
 
-def _sq_sum_hi(m: Mechanisms, hom: bool) -> float:
-    """Upper bound of sum_i eps_i^2 (0.0 iff every eps_i is 0)."""
-    if hom:
-        e = float(m.eps[0])
-        return 0.0 if e == 0.0 else _up(m.k * _up(e * e))
+def _norm_hi(m: Mechanisms) -> float:
+    """Upper bound of sqrt(sum_i eps_i^2); exactly 0.0 iff every eps_i is 0."""
     s, ss = _scaled_squares(m)
-    return 0.0 if s == 0.0 else _up(_up(s * s) * ss)
+    return 0.0 if s == 0.0 else _up(s * _up(math.sqrt(ss)))
 
 
-def _drv_mean_hi(m: Mechanisms, hom: bool) -> float:
+def _sq_sum_hi(m: Mechanisms) -> float:
+    """Upper bound of sum_i eps_i^2 (0.0 iff every eps_i is 0; inf if it overflows)."""
+    s, ss = _scaled_squares(m)
+    if s == 0.0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        return _up(_up(s * s) * ss)
+
+
+def _weighted_sum_up(terms: np.ndarray, m: Mechanisms) -> float:
+    """Upper bound of sum_j count_j exact_j, terms[j] >= 0 the NumPy value of exact_j."""
+    with np.errstate(over="ignore"):
+        return _array_sum_up(m.count * terms, m.groups)
+
+
+def _drv_mean_hi(m: Mechanisms) -> float:
     """Upper bound of sum_i eps_i (e^eps_i - 1) (inf when it overflows)."""
-    if hom:
-        e = float(m.eps[0])
-        if e == 0.0:
-            return 0.0
-        try:
-            em1 = math.expm1(e)
-        except OverflowError:
-            return _INF
-        return _up(m.k * _up(e * _up(em1, _LIBM)))
+    if not np.any(m.eps):
+        return 0.0
     with np.errstate(over="ignore"):
         terms = m.eps * np.expm1(m.eps)
-    return _array_sum_up(terms, m.k) if np.any(m.eps) else 0.0
+    return _weighted_sum_up(terms, m)
 
 
-def _kov_mean_hi(m: Mechanisms, hom: bool) -> float:
+def _kov_mean_hi(m: Mechanisms) -> float:
     """Upper bound of sum_i eps_i (e^eps_i - 1)/(e^eps_i + 1) = sum_i eps_i tanh(eps_i / 2)."""
-    if hom:
-        e = float(m.eps[0])
-        if e == 0.0:
-            return 0.0
-        return _up(m.k * _up(e * _up(math.tanh(e * 0.5), _LIBM)))
-    terms = m.eps * np.tanh(m.eps * 0.5)
-    return _array_sum_up(terms, m.k) if np.any(m.eps) else 0.0
+    if not np.any(m.eps):
+        return 0.0
+    return _weighted_sum_up(m.eps * np.tanh(m.eps * 0.5), m)
 
 
-def _all_eps_zero(m: Mechanisms, hom: bool) -> bool:
-    return float(m.eps[0]) == 0.0 if hom else not np.any(m.eps)
+def _all_eps_zero(m: Mechanisms) -> bool:
+    return not np.any(m.eps)
 
 
 def _sqrt2l_times(log_term: float, norm: float) -> float:
@@ -217,10 +198,9 @@ def basic_epsilon(m: Mechanisms, delta_g: float) -> float:
     Returns sum_i eps_i rounded up, or ``math.inf`` if delta_g < sum_i delta_i (both sums
     and the comparison are exact).
     """
-    hom = m.homogeneous
-    if _slack_down(m, hom, delta_g) < 0.0:
+    if _slack_down(m, delta_g) < 0.0:
         return _INF
-    return _eps_sum(m, hom)
+    return _eps_sum(m)
 
 
 def basic_delta(m: Mechanisms, eps_g: float) -> float:
@@ -229,10 +209,9 @@ def basic_delta(m: Mechanisms, eps_g: float) -> float:
     Returns min(1, sum_i delta_i) rounded up if eps_g >= sum_i eps_i (exact comparison),
     else 1.0 (the theorem certifies nothing at a smaller eps_g).
     """
-    hom = m.homogeneous
-    if _eps_sum(m, hom, up=True) > eps_g:
+    if _eps_sum(m, up=True) > eps_g:
         return 1.0
-    return min(1.0, _delta_sum_up(m, hom))
+    return min(1.0, _delta_sum_up(m))
 
 
 # ----------------------------------------------------------------------------------------
@@ -255,17 +234,17 @@ def drv_epsilon(m: Mechanisms, delta_g: float) -> float:
     delta' > 0, and (0, sum delta_i)-DP then holds as well (basic composition), so the
     result is 0.0 whenever delta_g >= sum delta_i.  Rounded up.
     """
-    return _drv_epsilon(m, delta_g, m.homogeneous)
+    return _drv_epsilon(m, delta_g)
 
 
-def _drv_epsilon(m: Mechanisms, delta_g: float, hom: bool) -> float:
-    slack = _slack_down(m, hom, delta_g)  # <= delta', sign exact
-    if _all_eps_zero(m, hom):
+def _drv_epsilon(m: Mechanisms, delta_g: float) -> float:
+    slack = _slack_down(m, delta_g)  # <= delta', sign exact
+    if _all_eps_zero(m):
         return 0.0 if slack >= 0.0 else _INF
     if slack <= 0.0:
         return _INF
-    spread = _sqrt2l_times(_log_inv_hi(slack), _norm_hi(m, hom))
-    return _up(spread + _drv_mean_hi(m, hom))
+    spread = _sqrt2l_times(_log_inv_hi(slack), _norm_hi(m))
+    return _up(spread + _drv_mean_hi(m))
 
 
 def drv_delta(m: Mechanisms, eps_g: float) -> float:
@@ -277,17 +256,17 @@ def drv_delta(m: Mechanisms, eps_g: float) -> float:
     eps_i is 0, every delta' > 0 works and the result is min(1, sum delta_i) (the limit,
     also basic composition).
     """
-    return _drv_delta(m, eps_g, m.homogeneous)
+    return _drv_delta(m, eps_g)
 
 
-def _drv_delta(m: Mechanisms, eps_g: float, hom: bool) -> float:
-    total = _delta_sum_up(m, hom)
-    if _all_eps_zero(m, hom):
+def _drv_delta(m: Mechanisms, eps_g: float) -> float:
+    total = _delta_sum_up(m)
+    if _all_eps_zero(m):
         return min(1.0, total)
-    r = _dn(eps_g - _drv_mean_hi(m, hom))
+    r = _dn(eps_g - _drv_mean_hi(m))
     if not r > 0.0:
         return 1.0
-    return min(1.0, _up(total + _gauss_tail_hi(r, _norm_hi(m, hom))))
+    return min(1.0, _up(total + _gauss_tail_hi(r, _norm_hi(m))))
 
 
 # ----------------------------------------------------------------------------------------
@@ -303,17 +282,17 @@ def advanced_pure_epsilon(m: Mechanisms, delta_g: float) -> float:
     eps_j = 0 gives 0.0 whenever delta_g >= sum delta_j (as for :func:`drv_epsilon`).
     Rounded up.
     """
-    return _advanced_pure_epsilon(m, delta_g, m.homogeneous)
+    return _advanced_pure_epsilon(m, delta_g)
 
 
-def _advanced_pure_epsilon(m: Mechanisms, delta_g: float, hom: bool) -> float:
-    slack = _slack_down(m, hom, delta_g)
-    if _all_eps_zero(m, hom):
+def _advanced_pure_epsilon(m: Mechanisms, delta_g: float) -> float:
+    slack = _slack_down(m, delta_g)
+    if _all_eps_zero(m):
         return 0.0 if slack >= 0.0 else _INF
     if slack <= 0.0:
         return _INF
-    spread = _sqrt2l_times(_log_inv_hi(slack), _norm_hi(m, hom))
-    return _up(spread + _sq_sum_hi(m, hom) * 0.5)
+    spread = _sqrt2l_times(_log_inv_hi(slack), _norm_hi(m))
+    return _up(spread + _sq_sum_hi(m) * 0.5)
 
 
 def advanced_pure_delta(m: Mechanisms, eps_g: float) -> float:
@@ -323,17 +302,17 @@ def advanced_pure_delta(m: Mechanisms, eps_g: float) -> float:
     min(1, sum delta_j + delta') rounded up; r <= 0 gives 1.0; all eps_j = 0 gives
     min(1, sum delta_j).
     """
-    return _advanced_pure_delta(m, eps_g, m.homogeneous)
+    return _advanced_pure_delta(m, eps_g)
 
 
-def _advanced_pure_delta(m: Mechanisms, eps_g: float, hom: bool) -> float:
-    total = _delta_sum_up(m, hom)
-    if _all_eps_zero(m, hom):
+def _advanced_pure_delta(m: Mechanisms, eps_g: float) -> float:
+    total = _delta_sum_up(m)
+    if _all_eps_zero(m):
         return min(1.0, total)
-    r = _dn(eps_g - _up(_sq_sum_hi(m, hom) * 0.5))
+    r = _dn(eps_g - _up(_sq_sum_hi(m) * 0.5))
     if not r > 0.0:
         return 1.0
-    return min(1.0, _up(total + _gauss_tail_hi(r, _norm_hi(m, hom))))
+    return min(1.0, _up(total + _gauss_tail_hi(r, _norm_hi(m))))
 
 
 # ----------------------------------------------------------------------------------------
@@ -355,19 +334,19 @@ def kov_epsilon(m: Mechanisms, delta_g: float) -> float:
     rounded down).  t < 0: no delta~ >= 0 reaches delta_g, ``math.inf``.  t = 0: only
     the first term is valid (it is basic composition, delta~ = 0), sum eps_l.  Rounded up.
     """
-    return _kov_epsilon(m, delta_g, m.homogeneous)
+    return _kov_epsilon(m, delta_g)
 
 
-def _kov_epsilon(m: Mechanisms, delta_g: float, hom: bool) -> float:
+def _kov_epsilon(m: Mechanisms, delta_g: float) -> float:
     t = residual_target(m, delta_g)
     if not t >= 0.0:
         return _INF
-    total = _eps_sum(m, hom)
+    total = _eps_sum(m)
     if t == 0.0 or total == 0.0:
         return total
     t = min(t, 1.0)
-    mean = _kov_mean_hi(m, hom)
-    norm = _norm_hi(m, hom)
+    mean = _kov_mean_hi(m)
+    norm = _norm_hi(m)
     # second term: log(e + norm / t) >= 1; norm / t may overflow to inf (term inf)
     log2 = _up(math.log(_up(_E_HI + _up(norm / t))), _LIBM)
     second = _up(mean + _sqrt2l_times(log2, norm))
@@ -388,15 +367,15 @@ def kov_delta(m: Mechanisms, eps_g: float) -> float:
     = -expm1(log1p(-delta~) + sum_l log1p(-delta_l)), rounded up, at most 1.0; 1.0 if no
     delta~ <= 1 works.
     """
-    return _kov_delta(m, eps_g, m.homogeneous)
+    return _kov_delta(m, eps_g)
 
 
-def _kov_delta(m: Mechanisms, eps_g: float, hom: bool) -> float:
-    if _eps_sum(m, hom, up=True) <= eps_g:
+def _kov_delta(m: Mechanisms, eps_g: float) -> float:
+    if _eps_sum(m, up=True) <= eps_g:
         tilde = 0.0
     else:
-        mean = _kov_mean_hi(m, hom)
-        norm = _norm_hi(m, hom)  # > 0 here: sum eps_l > eps_g >= 0
+        mean = _kov_mean_hi(m)
+        norm = _norm_hi(m)  # > 0 here: sum eps_l > eps_g >= 0
         r = _dn(eps_g - mean)
         if not r > 0.0:  # r = 0 needs delta~ = 1, i.e. delta_g = 1 as well
             return 1.0

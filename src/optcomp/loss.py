@@ -11,24 +11,36 @@ otherwise the loss is +inf.  MV Theorem 1.5 rewritten in probabilities reads
     H(x) = E_P0[(1 - e^{x - L})_+]  =  sum_{l > x} P0[L = l] (1 - e^{x - l}),
 
 so (eps_g, delta_g)-DP holds iff ``H(eps_g) <= t`` with the *residual target*
-``t = 1 - (1 - delta_g) / prod(1 - delta_i)`` (:func:`residual_target`).  ``H`` is
-continuous and decreasing; between consecutive atoms ``l_{j-1} <= x < l_j`` it is
-``S_j - e^{x - l_j} W_j`` with the suffix sums ``S_j = sum_{i>=j} p_i`` and
-``W_j = sum_{i>=j} p_i e^{l_j - l_i}`` (every exponent <= 0: no overflow even when
-the losses reach the thousands), so eps_g follows in closed form on the right segment,
-``eps_g = l_j + log((S_j - t) / W_j)`` — no root finder.
+``t = 1 - (1 - delta_g) / prod(1 - delta_i)`` (:func:`residual_target`).
 
-Rounding (the safe side is a larger eps_g and a larger delta_g):
+**Cancellation-free evaluation.**  For atoms ``l_0 < l_1 < ...`` with masses ``p_i`` let
 
-* every evaluation of ``H`` is charged a rounding-error bound (:func:`rounding_bound`:
-  a few units of 2^-53 times the magnitude of the summed terms, growing with log2 of the
-  number of atoms) plus the distribution's own ``slack`` (mass cut off by truncation or
-  underflow, placed at +inf, and any numerical error bound its producer reports);
-* eps_g is solved against the target lowered by those bounds and then moved up by a
-  few ulps of its own; delta_g is computed from ``H`` raised by them.
-* certified *lower* bounds (:func:`solve_lower`, :func:`excess_lower`, used by the
-  lattice algorithm of :mod:`optcomp.lattice`) mirror this: every error is charged
-  downward and the result is moved down.
+    W_j = sum_{i >= j} p_i e^{-(l_i - l_j)},   D_j = H(l_j) = sum_{i > j} p_i (1 - e^{-(l_i - l_j)}).
+
+Both follow from the atom above by sums of *non-negative* terms,
+``W_j = p_j + e^{-g_j} W_{j+1}`` and ``D_j = D_{j+1} + W_{j+1} (1 - e^{-g_j})`` with the gap
+``g_j = l_{j+1} - l_j`` (``1 - e^{-g}`` by ``expm1``), so they carry a small *relative*
+error however tiny H is next to the masses (no ``S - e^{..} W`` cancellation), and only
+*differences* of losses enter (no e^{k eps} overflow).  Between atoms,
+``H(x) = D_j + W_j (1 - e^{-(l_j - x)})`` for ``l_{j-1} <= x <= l_j``, which is inverted
+in closed form for eps_g.  The recurrences run blockwise (blocks of 32, block totals
+combined by the same recurrence, recursively), so the error grows with log n, not n
+(:func:`rounding_bound`).
+
+**Positions.**  A distribution lists its atoms as ``origin + unit * loss[i]`` (the
+homogeneous producer uses integer ``loss`` and ``unit = 2 eps``, so gaps are exact up to
+one rounding whatever k), within ``pos_err`` of the truth, and can give the exact
+position of an atom (``exact(i)``, a :class:`fractions.Fraction`).  The distance from
+eps_g to the first atom above it is taken from the exact position, so an eps_g within
+ulps of an atom (eps_g = k * eps as a float, the top atom sum eps_i) still gets the
+right delta.
+
+**Rounding** (the safe side is a larger eps_g and a larger delta_g for upper bounds;
+lower bounds mirror every step): gaps and distances are widened (narrowed) by their
+rounding and ``pos_err``, masses are the producer's upper (lower) bounds, every sum is
+charged ``rounding_bound(n)`` relative plus an absolute underflow bound, ``slack``
+(mass cut off by truncation, placed at +inf) is added to upper bounds and dropped from
+lower bounds, and results are moved a few ulps outward.
 """
 
 from __future__ import annotations
@@ -36,33 +48,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 
-from ._inputs import Mechanisms
+from ._inputs import LOG_NO_DELTA_REL, Mechanisms
 from ._rounding import UNIT, down, exact_dir, up
 
 __all__ = [
     "LossDistribution",
+    "WindowTooNarrow",
     "residual_target",
     "delta_from_excess",
     "solve_segments",
     "solve_lower",
     "excess_lower",
-    "suffix_sums",
     "rounding_bound",
-    "suffix_cumsum",
-    "TINY_MASS",
+    "suffix_dw",
 ]
 
-
-_BLOCK = 32  # block length of the cascaded suffix sums
-_SPAN = 30.0  # least loss span of one block of W: p e^{-span} is a normal float for p >= TINY_MASS
-TINY_MASS = 1e-290  # masses below this are charged as slack (upper) or dropped (lower)
+_BLOCK = 32  # block length of the blockwise recurrences
+_ABS = 2.0**-1070  # absolute error bound of one operation that may underflow (a few subnormal units)
 
 
 def _levels(n: int) -> int:
-    """Levels of :func:`suffix_cumsum` for n terms (ceil(log_BLOCK n), at least 1)."""
+    """Levels of :func:`suffix_dw` for n terms (ceil(log_BLOCK n), at least 1)."""
     levels, size = 1, _BLOCK
     while size < n:
         levels += 1
@@ -71,85 +81,146 @@ def _levels(n: int) -> int:
 
 
 def rounding_bound(n: int) -> float:
-    """Relative error bound for the sums of ``n`` non-negative float64 terms this package
-    forms (:func:`suffix_cumsum`, NumPy's pairwise ``np.sum``) and the few operations
-    around them.
+    """Relative error bound of the suffix quantities W and D of :func:`suffix_dw` over n
+    atoms, and of one H evaluation from them.
 
-    Recursive summation of b non-negative terms errs by at most (b - 1) u times their sum
-    (Higham, *Accuracy and Stability of Numerical Algorithms*, eq. 4.4); the cascade adds
-    one block sum and one carry per level, so a suffix sum errs by at most
-    ``levels * (BLOCK + 1) u`` of itself; 16 u more cover the products, exponentials and
-    subtractions of one H evaluation.  (NumPy's pairwise sum is within this bound too.)
+    One recurrence step ``W = w + e W'`` costs <= 4 u (exp within 2 u, one product, one
+    sum: all terms non-negative), ``D = d + D' + W' f`` <= 5 u on top of W' (expm1 within
+    2 u); a block of 32 steps therefore <= 9 * 32 u, and each level of the recursion adds
+    one block and one combination (<= 16 u).  16 u more cover an H evaluation from D, W.
     """
-    return (16.0 + _levels(max(n, 2)) * (_BLOCK + 1.0)) * UNIT
+    return (16.0 + _levels(max(n, 2)) * (9.0 * _BLOCK + 16.0)) * UNIT
 
 
-def suffix_cumsum(x: np.ndarray) -> np.ndarray:
-    """``s_j = sum_{i >= j} x_i`` for non-negative ``x``, with relative error at most
-    ``_levels(n) * (BLOCK + 1) u`` per entry (see :func:`rounding_bound`).
+def _widen(g: np.ndarray, pos_err: float, upward: bool) -> np.ndarray:
+    """Gaps moved to the safe side: apart (upward: every atom above moves up relative to
+    the ones below, which raises H) by their rounding and 2 pos_err, or together."""
+    if upward:
+        return g * (1.0 + 4.0 * UNIT) + 2.0 * pos_err
+    return np.maximum(g * (1.0 - 4.0 * UNIT) - 2.0 * pos_err, 0.0)
 
-    A plain ``np.cumsum`` adds every term to one running total, which can lose
-    n u of the total (e.g. 10^5 tiny masses added to 0.5); here blocks of ``BLOCK`` terms
-    are summed locally and the blocks' totals are combined by the same scheme, recursively.
-    """
-    n = x.size
+
+def suffix_dw(w0: np.ndarray, pos: np.ndarray, unit: float = 1.0, *, pos_err: float = 0.0, upward: bool = True,
+              d0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(D, W) of atoms at ``unit * pos`` (ascending) with masses ``w0`` (see the module
+    docstring); ``d0`` are own D values of aggregated elements (0 for atoms).  Relative
+    error <= ``rounding_bound(n)`` plus an absolute ``n * 2^-1070`` for underflow."""
+    n = w0.size
+    if d0 is None:
+        d0 = np.zeros(n)
     if n <= _BLOCK:
-        return np.cumsum(x[::-1])[::-1]
+        D = np.empty(n)
+        W = np.empty(n)
+        D[-1], W[-1] = d0[-1], w0[-1]
+        if n > 1:
+            g = _widen((pos[1:] - pos[:-1]) * unit, pos_err, upward)
+            with np.errstate(under="ignore"):
+                e = np.exp(-g)
+            f = -np.expm1(-g)
+            w, dd = float(W[-1]), float(D[-1])
+            ee, ff, ww, d00 = e.tolist(), f.tolist(), w0.tolist(), d0.tolist()
+            for i in range(n - 2, -1, -1):
+                dd = d00[i] + dd + w * ff[i]
+                w = ww[i] + ee[i] * w
+                D[i], W[i] = dd, w
+        return D, W
     nb = -(-n // _BLOCK)
-    padded = np.zeros(nb * _BLOCK)
-    padded[:n] = x
-    local = np.cumsum(padded.reshape(nb, _BLOCK)[:, ::-1], axis=1)[:, ::-1]
-    carry = suffix_cumsum(local[:, 0].copy())  # sum of the totals of blocks >= b
-    local[:-1] += carry[1:, None]  # add the blocks after this one
-    return local.ravel()[:n]
+    pad = nb * _BLOCK - n
+    P = np.concatenate([pos, np.full(pad, pos[-1])]).reshape(nb, _BLOCK)
+    w0p = np.concatenate([w0, np.zeros(pad)]).reshape(nb, _BLOCK)
+    d0p = np.concatenate([d0, np.zeros(pad)]).reshape(nb, _BLOCK)
+    g = _widen((P[:, 1:] - P[:, :-1]) * unit, pos_err, upward)
+    with np.errstate(under="ignore"):
+        e = np.exp(-g)
+    f = -np.expm1(-g)
+    D = np.empty((nb, _BLOCK))
+    W = np.empty((nb, _BLOCK))
+    D[:, -1], W[:, -1] = d0p[:, -1], w0p[:, -1]
+    with np.errstate(under="ignore"):
+        for i in range(_BLOCK - 2, -1, -1):
+            D[:, i] = d0p[:, i] + D[:, i + 1] + W[:, i + 1] * f[:, i]
+            W[:, i] = w0p[:, i] + e[:, i] * W[:, i + 1]
+        Dt, Wt = suffix_dw(W[:, 0].copy(), P[:, 0].copy(), unit, pos_err=pos_err, upward=upward, d0=D[:, 0].copy())
+        s = _widen((P[1:, :1] - P[:-1, :]) * unit, pos_err, upward)  # atom -> next block's start
+        D[:-1] += Dt[1:, None] + Wt[1:, None] * (-np.expm1(-s))
+        W[:-1] += Wt[1:, None] * np.exp(-s)
+    return D.ravel()[:n], W.ravel()[:n]
+
+
+# --------------------------------------------------------------------------- targets
 
 
 def residual_target(m: Mechanisms, delta_g: float, *, round_up: bool = False) -> float:
     """t = 1 - (1 - delta_g) / prod_i (1 - delta_i), rounded down (the safe side for an
     upper bound on eps_g), or up with ``round_up=True`` (the safe side for a lower bound).
 
-    ``t < 0`` means delta_g < 1 - prod(1 - delta_i): no finite eps_g is possible.  In
-    floating point ``t`` carries an absolute error of a few ulps of delta_g; when that is
-    not small relative to ``t`` itself (delta_g just above 1 - prod(1 - delta_i), or the
-    KOV corner delta_g = 1 - (1 - delta)^k exactly), ``t`` is recomputed in exact rational
-    arithmetic from the binary inputs and rounded, so its sign and digits are right.
+    ``t < 0`` (possibly ``-inf``) means delta_g < 1 - prod(1 - delta_i): no finite eps_g.
+    In log space ``t = -expm1(log1p(-delta_g) - sum_j c_j log1p(-delta_j))`` carries an
+    absolute error of a few ulps of its two logs, whatever the counts; when that is not
+    small next to ``t`` (delta_g just above 1 - prod(1 - delta_i)), ``t`` is settled in
+    high precision (:func:`_precise_residual`), never by a k-fold rational power.
     """
     if not np.any(m.delta):
         return delta_g  # exact: prod(1 - delta_i) = 1
     log_nd = m.log_no_delta
     l1 = math.log1p(-delta_g)
     a = l1 - log_nd
-    err_a = 8.0 * UNIT * (abs(l1) + abs(log_nd) + m.k * UNIT * abs(log_nd))
-    t_low = -math.expm1(a + err_a)
+    err_a = 4.0 * UNIT * abs(l1) + 2.0 * LOG_NO_DELTA_REL * abs(log_nd) + 2.0 * UNIT * abs(a)
+    if a - err_a > 700.0:
+        return -math.inf
+    t_low = -math.expm1(min(a + err_a, 700.0))
     t_low -= 4.0 * UNIT * abs(t_low)
     t_high = -math.expm1(a - err_a)
     t_high += 4.0 * UNIT * abs(t_high)
-    chosen = t_high if round_up else t_low
     width = t_high - t_low
-    if (t_low > 0.0 and width <= 1e-9 * t_low) or (t_high < 0.0 and width <= -1e-9 * t_high):
-        return chosen
-    exact = _exact_residual(m, delta_g)
-    if exact is None:  # too large to settle exactly: the safe side of the float bracket
-        if round_up:
-            return t_high
-        return t_low if t_low > 0.0 else (t_high if t_high < 0.0 else -UNIT)
-    return exact_dir(exact, up=round_up)
+    if (t_low > 0.0 and width <= 2.0**-44 * t_low) or (t_high < 0.0 and width <= -(2.0**-44) * t_high):
+        return t_high if round_up else t_low
+    return _precise_residual(m, delta_g, round_up)
 
 
-def _exact_residual(m: Mechanisms, delta_g: float):
-    """1 - (1 - delta_g)/prod(1 - delta_i) as an exact Fraction (None if too costly)."""
-    one = Fraction(1)
-    if m.homogeneous:
-        if m.k > 100_000:
-            return None
-        prod = (one - Fraction(float(m.delta[0]))) ** m.k
-    else:
-        if m.k > 5_000:
-            return None
-        prod = one
-        for d in m.delta:
-            prod *= one - Fraction(float(d))
-    return one - (one - Fraction(delta_g)) / prod
+def _odd_part(x: Fraction) -> tuple[int, int]:
+    """(odd integer M, exponent E) with x = M 2^E for a positive dyadic rational x."""
+    num, den = x.numerator, x.denominator
+    e = -(den.bit_length() - 1)  # den is a power of two
+    tz = (num & -num).bit_length() - 1
+    return num >> tz, e + tz
+
+
+def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
+    """t near 0, settled with mpmath at growing precision (interval-style error bounds);
+    exact zero detected in integer arithmetic (it needs the product prod_j M_j^{c_j} of the
+    odd parts M_j of 1 - delta_j to equal the odd part of 1 - delta_g, below 2^1130, so it is
+    cheap whenever it is possible at all)."""
+    one_minus = [Fraction(1) - Fraction(float(d)) for d in m.delta.tolist()]
+    target = Fraction(1) - Fraction(delta_g)
+    tm, te = _odd_part(target)  # tm < 2^1130: 1 - delta_g is a dyadic rational
+    bits = sum(int(c) * math.log2(_odd_part(x)[0]) for x, c in zip(one_minus, m.count.tolist()) if x != 1)
+    if bits <= tm.bit_length() + 1:  # else prod_j M_j^{c_j} != tm: t != 0
+        odd, e2 = 1, 0
+        for x, c in zip(one_minus, m.count.tolist()):
+            mm, ee = _odd_part(x)
+            odd *= mm ** int(c)
+            e2 += ee * int(c)
+        if tm == odd and te == e2:
+            return 0.0
+    import mpmath as mp  # only for this rare, near-infeasible case
+
+    for prec in (160, 640, 2560, 10240):
+        with mp.workprec(prec):
+            l1 = mp.log(mp.mpf(target.numerator) / target.denominator)
+            terms = [int(c) * mp.log(mp.mpf(x.numerator) / x.denominator) for x, c in zip(one_minus, m.count.tolist())]
+            lnd = mp.fsum(terms)
+            a = l1 - lnd
+            err = mp.ldexp(abs(l1) + sum(abs(t) for t in terms) + 1, 16 - prec)
+            if abs(a) > 2 * err:
+                lo = -mp.expm1(a + err)
+                hi = -mp.expm1(a - err)
+                val = hi if round_up else lo
+                sign, man, exp, _ = mp.mpf(val)._mpf_  # exact binary value of the mpf
+                f = (-1 if sign else 1) * Fraction(int(man)) * (Fraction(2) ** int(exp))
+                return exact_dir(f, up=round_up)
+    # |t| < 2^-10000: t may be of either sign; the safe side of each bound
+    return 0.0 if round_up else -math.inf
 
 
 def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:
@@ -160,216 +231,255 @@ def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) ->
     if log_nd == 0.0:
         return min(1.0, up(excess, 1)) if round_up else max(0.0, down(excess, 1))
     # 1 - e^{log_nd} (1 - H) = -expm1(log_nd + log1p(-H))
-    s = log_nd + (math.log1p(-excess) if excess < 1.0 else -math.inf)
+    l2 = math.log1p(-excess) if excess < 1.0 else -math.inf
+    s = log_nd + l2
     value = -math.expm1(s)
-    err = 8.0 * UNIT * (abs(value) + abs(log_nd) + m.k * UNIT * abs(log_nd))
+    if math.isinf(s):
+        return 1.0 if round_up else max(0.0, down(value, 1))
+    err_s = LOG_NO_DELTA_REL * abs(log_nd) + 2.0 * UNIT * (abs(l2) + abs(s))
+    # d(-expm1(s))/ds = e^s <= 1
+    err = err_s * math.exp(min(s + err_s, 0.0)) + 4.0 * UNIT * abs(value)
     if round_up:
         return min(1.0, up(value + err, 1))
     return max(0.0, down(value - err, 1))
 
 
-def suffix_sums(loss: np.ndarray, p0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Suffix sums ``S_j = sum_{i>=j} p_i`` and ``W_j = sum_{i>=j} p_i e^{l_j - l_i}``.
-
-    Both arrays get a trailing 0 (index n).  ``W`` is accumulated block-wise with a
-    local reference loss so that no exponent exceeds ``_SPAN`` in magnitude: the losses
-    may span thousands (k * eps large) without overflow, and masses >= TINY_MASS stay
-    normal floats (callers remove smaller ones, see :class:`LossDistribution`).
-    """
-    n = loss.size
-    S = np.zeros(n + 1)
-    S[:n] = suffix_cumsum(p0)
-    W = np.zeros(n + 1)
-    if n == 0:
-        return S, W
-    # the widest span over which the smallest mass times e^{-span} stays a normal float
-    positive = p0[p0 > 0.0]
-    smallest = float(positive.min()) if positive.size else 1.0
-    span = min(600.0, max(_SPAN, math.log(smallest / 2.3e-308) - 1.0))
-    end = n
-    carry = 0.0  # W at index `end` (0 for the very top)
-    while end > 0:
-        top = loss[end - 1]
-        start = int(np.searchsorted(loss, top - span, side="left"))
-        start = min(start, end - 1)
-        seg_l = loss[start:end]
-        ref = seg_l[0]
-        # sum_{i in [j, end)} p_i e^{ref - l_i}, then rescale by e^{l_j - ref}
-        terms = p0[start:end] * np.exp(ref - seg_l)
-        local = suffix_cumsum(terms)
-        scale = np.exp(seg_l - ref)  # <= e^{span}
-        W[start:end] = local * scale
-        if carry:
-            W[start:end] += carry * np.exp(seg_l - loss[end]) if end < n else 0.0
-        carry = W[start]
-        end = start
-    return S, W
-
-
-@dataclass(frozen=True)
-class LossDistribution:
-    """Finite atoms of a privacy-loss distribution under P0 (given no delta event).
-
-    ``loss`` ascending, ``p0`` their P0 masses (summing to <= 1).  ``slack`` is an
-    absolute amount added to every evaluation of ``H`` (mass that was cut off and is
-    accounted for as if it sat at +inf, and numerical error bounds), so any use of the
-    distribution errs toward the safe side.  ``exact_from``: ``H(x)`` is exact for
-    ``x >= exact_from`` (atoms below it may have been omitted, as by windowing).
-    """
-
-    loss: np.ndarray
-    p0: np.ndarray
-    slack: float = 0.0
-    exact_from: float = -math.inf
-    _suffix: tuple = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self):
-        # Masses below TINY_MASS would turn subnormal inside W (p e^{-span}) and lose
-        # their relative accuracy; they are moved to +inf (slack), the safe side for H.
-        tiny = self.p0 < TINY_MASS
-        if np.any(tiny):
-            object.__setattr__(self, "slack", self.slack + float(np.sum(self.p0[tiny])) * (1.0 + 1e-12))
-            object.__setattr__(self, "p0", np.where(tiny, 0.0, self.p0))
-
-    def suffix(self):
-        if self._suffix is None:
-            object.__setattr__(self, "_suffix", suffix_sums(self.loss, self.p0))
-        return self._suffix
-
-    @property
-    def error(self) -> float:
-        """Relative rounding-error bound charged to each evaluation of H."""
-        return rounding_bound(self.loss.size)
-
-    def excess(self, x: float) -> float:
-        """An upper bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) (plus ``slack``)."""
-        if x < self.exact_from:
-            raise ValueError("excess evaluated below the distribution's exact range")
-        S, W = self.suffix()
-        j = int(np.searchsorted(self.loss, x, side="right"))
-        if j >= self.loss.size:
-            return self.slack
-        a = S[j]
-        b = math.exp(x - self.loss[j]) * W[j]
-        return max(a - b, 0.0) + self.error * (a + b) + self.slack
-
-    def delta(self, m: Mechanisms, eps_g: float) -> float:
-        """Certified delta_g at eps_g: 1 - prod(1-delta_i)(1 - H(eps_g)), rounded up."""
-        return delta_from_excess(m, self.excess(eps_g))
-
-    def epsilon(self, t: float) -> float:
-        """Least x >= 0 with H(x) <= t (see :func:`solve_segments`)."""
-        return solve_segments(self, t)
+# --------------------------------------------------------------------------- the distribution
 
 
 class WindowTooNarrow(Exception):
     """Raised when the root lies below ``exact_from`` (the producer must widen)."""
 
 
+@dataclass(frozen=True)
+class LossDistribution:
+    """Finite atoms of a privacy-loss distribution under P0 (given no delta event).
+
+    Atom i lies at ``origin + unit * loss[i]`` (``loss`` ascending) within ``pos_err``
+    (absolute) of its true position, which ``exact(i)`` returns as a Fraction when given
+    (else the listed float position counts as exact when ``pos_err == 0``).  ``p0`` are
+    upper bounds of the masses, ``p0_lower`` (optional) lower bounds.  ``slack`` is mass
+    not listed (placed at +inf for upper bounds, dropped for lower bounds) plus any
+    absolute error bound of the producer.  ``exact_from``: H(x) is exact for
+    ``x >= exact_from`` (atoms below it may be omitted, as by windowing).
+    """
+
+    loss: np.ndarray
+    p0: np.ndarray
+    slack: float = 0.0
+    exact_from: float = -math.inf
+    unit: float = 1.0
+    origin: float | Fraction = 0.0
+    pos_err: float = 0.0
+    exact: Callable[[int], Fraction] | None = None
+    p0_lower: np.ndarray | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ geometry
+    @property
+    def size(self) -> int:
+        return int(self.loss.size)
+
+    def positions(self) -> np.ndarray:
+        """Float positions (nearest; for search only)."""
+        if "pos" not in self._cache:
+            o = exact_dir(Fraction(self.origin), up=True) if isinstance(self.origin, Fraction) else self.origin
+            with np.errstate(over="ignore", invalid="ignore"):
+                self._cache["pos"] = o + self.unit * self.loss
+        return self._cache["pos"]
+
+    def position(self, i: int) -> Fraction | None:
+        """The exact position of atom i, or None when only the float is known (pos_err > 0)."""
+        if self.exact is not None:
+            return self.exact(i)
+        if self.pos_err == 0.0:
+            return Fraction(self.origin) + Fraction(self.unit) * Fraction(float(self.loss[i]))
+        return None
+
+    def _search_err(self) -> float:
+        """Bound on |float position - true position| for every atom."""
+        if "serr" not in self._cache:
+            pos = self.positions()
+            big = float(np.max(np.abs(pos))) if pos.size else 0.0
+            o = float(self.positions()[0] - self.unit * self.loss[0]) if pos.size else 0.0
+            self._cache["serr"] = 4.0 * UNIT * (abs(o) + big) + self.pos_err * (1.0 + 4.0 * UNIT)
+        return self._cache["serr"]
+
+    def _first_above(self, x: float) -> int:
+        """Index of the first atom whose true position is > x (size if none)."""
+        pos = self.positions()
+        err = self._search_err()
+        lo = int(np.searchsorted(pos, x - err, side="right"))
+        hi = int(np.searchsorted(pos, x + err, side="right"))
+        fx = Fraction(x)
+        for i in range(lo, hi):  # ambiguous atoms: decide exactly where possible
+            exact = self.position(i)
+            if exact is None or exact > fx:
+                return i  # unknown: counted as above (the safe side for an upper bound)
+        return hi
+
+    def _first_above_lower(self, x: float) -> int:
+        pos = self.positions()
+        err = self._search_err()
+        lo = int(np.searchsorted(pos, x - err, side="right"))
+        hi = int(np.searchsorted(pos, x + err, side="right"))
+        fx = Fraction(x)
+        for i in range(lo, hi):
+            exact = self.position(i)
+            if exact is not None and exact > fx:
+                return i
+        return hi  # unknown ones counted below x: the safe side for a lower bound
+
+    def _distance(self, j: int, x: float, upward: bool) -> float:
+        """A bound on l_j - x >= 0 (above for upward, below otherwise)."""
+        exact = self.position(j)
+        if exact is not None:
+            return max(exact_dir(exact - Fraction(x), up=upward), 0.0)
+        d = float(self.positions()[j]) - x
+        err = self._search_err() + 2.0 * UNIT * abs(d)
+        return max(d + err, 0.0) if upward else max(d - err, 0.0)
+
+    def _suffix(self, upward: bool):
+        key = ("dw", upward)
+        if key not in self._cache:
+            p = self.p0 if upward else self.p0_lower
+            if p is None:
+                raise ValueError("this distribution carries no lower-bound masses")
+            D, W = suffix_dw(p, self.loss, self.unit, pos_err=self.pos_err, upward=upward)
+            self._cache[key] = (D, W)
+        return self._cache[key]
+
+    @property
+    def error(self) -> float:
+        """Relative rounding-error bound charged to each evaluation of H."""
+        return rounding_bound(self.size)
+
+    def _abs(self) -> float:
+        return 8.0 * (self.size + 1) * _ABS
+
+    # ------------------------------------------------------------------ H(x)
+    def excess(self, x: float) -> float:
+        """An upper bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) (plus ``slack``)."""
+        if x < self.exact_from:
+            raise ValueError("excess evaluated below the distribution's exact range")
+        j = self._first_above(x)
+        if j >= self.size:
+            return self.slack
+        D, W = self._suffix(True)
+        v = self._distance(j, x, True)
+        h = float(D[j]) + float(W[j]) * -math.expm1(-v)
+        return h * (1.0 + self.error) + self._abs() + self.slack
+
+    def excess_lower(self, x: float) -> float:
+        """A lower bound on H(x) from the lower-bound masses (slack dropped)."""
+        j = self._first_above_lower(x)
+        if j >= self.size:
+            return 0.0
+        D, W = self._suffix(False)
+        v = self._distance(j, x, False)
+        h = float(D[j]) + float(W[j]) * -math.expm1(-v)
+        return max(h * (1.0 - self.error) - self._abs(), 0.0)
+
+    def delta(self, m: Mechanisms, eps_g: float) -> float:
+        """Certified delta_g at eps_g: 1 - prod(1-delta_i)(1 - H(eps_g)), rounded up."""
+        return delta_from_excess(m, self.excess(eps_g))
+
+    # ------------------------------------------------------------------ eps_g(t)
+    def epsilon(self, t: float) -> float:
+        """Least x >= 0 with H(x) <= t, rounded up (see :func:`solve_segments`)."""
+        return solve_segments(self, t)
+
+    def epsilon_lower(self, t: float) -> float:
+        """A lower bound on the least x >= 0 with H(x) <= t."""
+        return _solve(self, t, upward=False)
+
+
+def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
+    if t < 0.0:
+        return math.inf
+    n = dist.size
+    rel = dist.error
+    absb = dist._abs()
+    if upward:
+        target = t - dist.slack - absb
+        if target < 0.0:
+            return math.inf
+    else:
+        target = t + absb
+    if n == 0:
+        return 0.0
+    D, W = dist._suffix(upward)
+    f = (1.0 + rel) if upward else (1.0 - rel)
+    Dc, Wc = D * f, W * f
+    if upward:  # non-increasing upper envelope (raising values is safe)
+        env = np.maximum.accumulate(Dc[::-1])[::-1]
+        J = int(np.searchsorted(-env, -target, side="left"))
+    else:  # non-increasing lower envelope
+        env = np.minimum.accumulate(Dc)
+        J = int(np.searchsorted(-env, -target, side="left"))
+    J = min(J, n - 1)  # the top atom has D = 0 <= target
+    # on [l_{J-1}, l_J]: H(x) = D_J + W_J (1 - e^{-v}), v = l_J - x
+    y = (target - float(Dc[J])) / float(Wc[J]) if Wc[J] > 0.0 else 0.0
+    if y <= 0.0:
+        v = 0.0
+    elif y >= 1.0:
+        v = math.inf
+    else:
+        v = -math.log1p(-y) if y < 0.5 else -math.log((float(Dc[J]) + float(Wc[J]) - target) / float(Wc[J]))
+        err_v = 4.0 * UNIT * v + 4.0 * UNIT * y / (1.0 - y)
+        v = max(v - err_v, 0.0) if upward else v + err_v
+    lJ = dist.position(J)
+    if lJ is None:
+        lJ = Fraction(float(dist.positions()[J])) + (Fraction(dist._search_err()) if upward else -Fraction(dist._search_err()))
+    if J > 0:
+        prev = dist.position(J - 1)
+        if prev is None:
+            prev = Fraction(float(dist.positions()[J - 1])) + (
+                Fraction(dist._search_err()) if upward else -Fraction(dist._search_err()))
+    else:
+        prev = None
+    if math.isinf(v):
+        x = prev if prev is not None else None
+    else:
+        x = lJ - Fraction(v)
+        if prev is not None and x < prev:
+            x = prev
+    if x is None:  # below every listed atom
+        if dist.exact_from > -math.inf and upward:
+            raise WindowTooNarrow
+        return 0.0
+    if upward and J == 0 and dist.exact_from > 0.0 and x < Fraction(dist.exact_from):
+        raise WindowTooNarrow
+    if x <= 0:
+        return 0.0
+    return exact_dir(x, up=upward)
+
+
 def solve_segments(dist: LossDistribution, t: float) -> float:
     """Least x >= 0 with H(x) <= t for an explicitly listed distribution, rounded up.
 
-    Works segment by segment: the atoms' H values locate the segment holding the root,
-    where H(x) = S_j - e^{x - l_j} W_j is inverted in closed form.  Returns ``math.inf``
-    when even x -> inf leaves H above the (error-lowered) target.
+    The first atom l_J whose (charged) H(l_J) = D_J is <= t is found from the D values;
+    on [l_{J-1}, l_J] the charged ``D_J + W_J (1 - e^{-(l_J - x)}) = t`` is solved in closed
+    form, ``x = l_J + log1p(-(t - D_J)/W_J)``, and ``x`` is formed from the exact position
+    of l_J, rounded up.  ``math.inf`` when even x -> inf leaves H above the target.
     """
-    if t < 0.0:
-        return math.inf
-    loss = dist.loss
-    n = loss.size
-    rel = dist.error
-    # Safe target: H_computed * (1 + rel) + slack <= t  =>  compare S - (1 - rel) e^{..} W
-    target = t - dist.slack
-    if target < 0.0 or n == 0:
-        return math.inf if target < 0.0 else 0.0
-    S, W = dist.suffix()
-    # Upper bounds on H at each atom l_j (H(l_j) uses atoms i > j).
-    if n > 1:
-        expo = np.exp(loss[:-1] - loss[1:])
-        b = expo * W[1:n]
-        a = S[1:n]
-        h_at = np.empty(n)
-        h_at[:-1] = np.maximum(a - b, 0.0) + rel * (a + b)
-        h_at[-1] = 0.0
-    else:
-        h_at = np.zeros(1)
-    # enforce monotonicity (non-increasing) upward: a safe envelope of rounding noise
-    h_at = np.maximum.accumulate(h_at[::-1])[::-1]
-    # J = first atom with H(l_J) <= target; the root lies in (l_{J-1}, l_J].
-    J = int(np.searchsorted(-h_at, -target, side="left"))
-    # On (l_{J-1}, l_J]:  H(x) = S_J - e^{x - l_J} W_J; solve the charged bound
-    #   S_J - e^{u} W_J + rel (S_J + e^{u} W_J) = target,   u = x - l_J <= 0.
-    lo = loss[J - 1] if J > 0 else dist.exact_from
-    num = S[J] * (1.0 + rel) - target
-    den = W[J] * (1.0 - rel)
-    if num <= 0.0:
-        x = lo  # H is already below the target where the segment starts
-    else:
-        x = loss[J] + min(math.log(num / den), 0.0)
-        x = max(x, lo)
-    if J == 0 and x <= dist.exact_from and dist.exact_from > 0.0:
-        raise WindowTooNarrow  # the root is below the atoms this distribution lists
-    if x <= 0.0:
-        return 0.0
-    # a few ulps for exp/log/rounding of the closed form itself
-    return up(x + 4.0 * UNIT * (abs(loss[J]) + abs(x)), 2)
-
-
-# --------------------------------------------------------------------------- lower bounds
+    return _solve(dist, t, upward=True)
 
 
 def solve_lower(loss: np.ndarray, p0: np.ndarray, t: float) -> float:
-    """Least x >= 0 with H(x) <= t for the listed atoms, every error charged *downward*:
-    the lower-bound mirror of :func:`solve_segments`.
-
-    ``loss`` ascending (atoms with loss <= 0 may be omitted: they never contribute for
-    x >= 0), ``p0`` masses that are lower bounds of the true ones.  With the summation
-    error of the suffix sums (:func:`rounding_bound`) subtracted, the computed
-    H_lo(x) <= H(x), so the least root of H_lo is <= the least root of H; it is found
-    segment by segment from the left (no monotonicity of the noisy values assumed) and
-    rounded down.  ``math.inf`` when t < 0.
-    """
+    """Least x >= 0 with H(x) <= t for the listed atoms (exact float positions, masses
+    ``p0`` lower bounds of the true ones), every error charged *downward*: a certified
+    lower bound.  ``math.inf`` when t < 0."""
     if t < 0.0:
         return math.inf
-    n = loss.size
-    if n == 0:
+    if loss.size == 0:
         return 0.0
-    rel = rounding_bound(n)
-    S, W = suffix_sums(loss, np.where(p0 < TINY_MASS, 0.0, p0))  # dropping mass: lower
-    # H_lo at x = 0 (all atoms are > 0)
-    h0 = S[0] * (1.0 - rel) - math.exp(-loss[0]) * W[0] * (1.0 + rel)
-    if h0 <= t:
-        return 0.0
-    # H_lo at the atoms: x = l_j uses atoms > j
-    h_at = np.zeros(n)
-    if n > 1:
-        with np.errstate(under="ignore"):
-            h_at[:-1] = S[1:n] * (1.0 - rel) - np.exp(loss[:-1] - loss[1:]) * W[1:n] * (1.0 + rel)
-    J = int(np.argmax(h_at <= t))  # first atom at which H_lo <= t (h_at[-1] = 0 <= t)
-    lo = loss[J - 1] if J > 0 else 0.0
-    num = S[J] * (1.0 - rel) - t
-    den = W[J] * (1.0 + rel)
-    if num <= 0.0 or den <= 0.0:
-        x = lo
-    else:
-        x = loss[J] + min(math.log(num / den), 0.0)
-        x = max(x, lo)
-    x -= 4.0 * UNIT * (abs(loss[J]) + abs(x))
-    return max(0.0, down(x, 2))
+    return LossDistribution(loss, p0, p0_lower=p0).epsilon_lower(t)
 
 
 def excess_lower(loss: np.ndarray, p0: np.ndarray, x: float) -> float:
-    """A lower bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) (errors charged downward): the
-    lower-bound mirror of :meth:`LossDistribution.excess` for atoms whose ``p0`` are lower
-    bounds."""
-    n = loss.size
-    if n == 0:
+    """A lower bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) for atoms at exact float
+    positions whose ``p0`` are lower bounds."""
+    if loss.size == 0:
         return 0.0
-    rel = rounding_bound(n)
-    S, W = suffix_sums(loss, np.where(p0 < TINY_MASS, 0.0, p0))  # dropping mass: lower
-    j = int(np.searchsorted(loss, x, side="right"))
-    if j >= n:
-        return 0.0
-    a = S[j]
-    b = math.exp(x - loss[j]) * W[j]
-    return max(a * (1.0 - rel) - b * (1.0 + rel), 0.0)
+    return LossDistribution(loss, p0, p0_lower=p0).excess_lower(x)

@@ -26,21 +26,21 @@ says so and points to ``method="approx"`` instead of starting an hours-long run.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from fractions import Fraction
 
 import numpy as np
 from scipy.special import expit
 
 from ._inputs import Mechanisms
-from ._rounding import TINY, UNIT, sum_up, up
+from ._rounding import TINY, UNIT, dot_dir, exact_dir, up
 from .loss import (
     LossDistribution,
     WindowTooNarrow,
-    rounding_bound,
     delta_from_excess,
     residual_target,
+    rounding_bound,
     solve_segments,
+    suffix_dw,
 )
 
 __all__ = [
@@ -65,102 +65,154 @@ class ExactTooLarge(ValueError):
 
 # --------------------------------------------------------------------------- helpers
 
+BIG_EPS = 800.0  # a mechanism with eps >= this has P0[s = -1] <= e^-800: a deterministic +eps
 
-def _groups(m: Mechanisms) -> list[tuple[float, int]]:
-    """(eps, multiplicity) of the mechanisms with eps > 0, sorted by eps."""
-    if m.homogeneous:
-        e = float(m.eps[0])
-        return [(e, m.k)] if e > 0 else []
-    counts = Counter(float(e) for e in m.eps if e > 0)
-    return sorted(counts.items())
+
+def _to_float(x: Fraction, up: bool) -> float:
+    """A Fraction to the float on the requested side (+-inf beyond the float range)."""
+    return exact_dir(x, up)
+
+
+def _split_groups(m: Mechanisms):
+    """((eps, count) groups with 0 < eps < BIG_EPS, exact shift sum of the big ones, slack).
+
+    A group of c mechanisms with eps >= BIG_EPS puts all but P0[some s_i = -1] <= c e^-eps
+    of its mass at the single loss c eps (a shift of the whole distribution); that mass is
+    charged as slack (upper bounds) or dropped (lower bounds)."""
+    e, c = m.positive()
+    big = e >= BIG_EPS
+    shift = sum((Fraction(float(x)) * int(n) for x, n in zip(e[big].tolist(), c[big].tolist())), Fraction(0))
+    slack = float(np.sum(c[big].astype(float))) * math.exp(-BIG_EPS) * 2.0 if np.any(big) else 0.0
+    return list(zip(e[~big].tolist(), [int(n) for n in c[~big].tolist()])), shift, slack
 
 
 def _max_loss(m: Mechanisms) -> float:
     """sum_i eps_i rounded up: the largest finite privacy loss (basic composition)."""
-    if m.homogeneous:
-        e = float(m.eps[0])
-        s = m.k * e
-        return s if Fraction(e) * m.k == Fraction(s) else up(s, 1)
-    return sum_up(m.eps)
+    return dot_dir(m.count, m.eps, True)
+
+
+def _q_split(eps: float):
+    """(q_f, log-tilt coefficients) for the binomial pmf of Bin(k, p), p = e^eps/(1 + e^eps):
+    q_f is a multiple of 2^-53 near q = 1 - p (so 1 - q_f is exact: the pmf library forms
+    it internally) and ``(l1, l2)`` give the exact pmf from the one at q_f,
+    ``pmf_q(m) = pmf_{q_f}(m) exp((k - m) l1 + m l2)`` with l1 = log1p(dq / q_f),
+    l2 = log1p(-dq / (1 - q_f)), dq = q - q_f (from a 40-digit q)."""
+    import mpmath as mp
+
+    with mp.workdps(40):
+        q_exact = 1 / (1 + mp.exp(mp.mpf(eps)))
+        q_f = math.ldexp(round(math.ldexp(float(q_exact), 53)), -53)
+        if q_f == 0.0:
+            return None
+        dq = float(q_exact - q_f)
+    return q_f, math.log1p(dq / q_f), math.log1p(-dq / (1.0 - q_f))
 
 
 def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int):
     """Atoms m in [m_lo, m_hi] of M ~ Bin(k, p), p = e^eps/(1+e^eps): the losses
-    (2m - k) eps, lower and upper bounds on P0[M = m], and a bound on P0[M > m_hi].
+    (2m - k) eps (floats, for display), lower and upper bounds on P0[M = m], and a bound on
+    P0[M > m_hi].
 
-    The pmf is scipy's (Boost), evaluated as Bin(k, q)(k - m) with q = 1/(1+e^eps) <= 1/2
-    so that neither p nor q loses digits.  Two sources of error: q is a float (relative
-    error <= 2^-53), which moves log P0[m] by up to |m - kp| 2^-53 / p, and the pmf
-    evaluation itself.  Both are charged as ``32 u |m - kp| + 512 u`` (u = 2^-53) in each
-    direction, a factor >= 4 above the worst error seen against 50-digit mpmath
-    (tests/test_optimal.py::test_binomial_mass_error_bound).  The error tilts the
-    distribution smoothly, so it moves eps_g by only about 64 u eps k p q (1e-14 at
-    k = 10^6, eps = 0.01).  The tail bound uses that the pmf ratio
+    The pmf is scipy's (Boost) at q_f, a multiple of 2^-53 next to q = 1/(1 + e^eps)
+    (so that the library's internal 1 - q_f is exact), evaluated as Bin(k, q_f)(k - m), and
+    tilted exactly to q (:func:`_q_split`); the evaluation error is charged as
+    ``32 u |m - kp| + 512 u`` (u = 2^-53) in each direction, a factor >= 4 above the worst
+    error seen against 50-digit mpmath (tests/test_optimal.py).  For q < 2^-40 (eps > 27.7,
+    almost all mass at m = k) the pmf is formed directly in log space,
+    C(k, j) q^j p^{k-j} with j = k - m small.  The tail bound uses that the pmf ratio
     r(m) = (k-m)/(m+1) e^eps decreases in m: P0[M > m_hi] <= pmf(m_hi) r/(1 - r).
     """
-    from scipy.stats import binom  # imported here: scipy.stats costs ~0.7 s at start-up
+    m_idx = np.arange(m_lo, m_hi + 1, dtype=np.int64)
+    j = (k - m_idx).astype(float)
+    split = _q_split(eps) if eps < 27.7 else None
+    if split is not None:
+        from scipy.stats import binom  # imported here: scipy.stats costs ~0.7 s at start-up
 
-    m_idx = np.arange(m_lo, m_hi + 1)
-    q = float(expit(-eps))
-    pmf = binom.pmf(k - m_idx, k, q)
-    rel = (32.0 * np.abs(m_idx - k * (1.0 - q)) + 512.0) * UNIT
+        q_f, l1, l2 = split
+        with np.errstate(under="ignore"):
+            pmf = binom.pmf(j, k, q_f) * np.exp(j * l1 + (k - j) * l2)
+        rel = (32.0 * np.abs(m_idx - k * (1.0 - q_f)) + 512.0) * UNIT
+    else:
+        log_q = -eps - math.log1p(math.exp(-eps))  # log q, q = e^-eps / (1 + e^-eps)
+        log_p = -math.log1p(math.exp(-eps))
+        lgk = np.array([math.lgamma(k + 1.0) - math.lgamma(k - x + 1.0) - math.lgamma(x + 1.0) for x in j.tolist()])
+        with np.errstate(under="ignore"):
+            pmf = np.exp(lgk + j * log_q + (k - j) * log_p)
+        # absolute error of the exponent: lgamma of numbers up to k (a few ulp each), products
+        rel = (16.0 * (math.lgamma(k + 1.0) + 1.0) + 8.0 * np.abs(j * log_q) + 8.0 * abs(k * log_p) + 64.0) * UNIT
     p_up = pmf * (1.0 + rel)
-    loss = (2 * m_idx - k).astype(float) * eps  # one rounding: <= u |loss|
+    loss = (2 * m_idx - k).astype(float) * eps
     tail = 0.0
     if m_hi < k:
-        r = (k - m_hi) / (m_hi + 1.0) * math.exp(eps)
+        r = (k - m_hi) / (m_hi + 1.0) * math.exp(min(eps, 700.0))
         tail = math.inf if r >= 1.0 else float(p_up[-1]) * r / (1.0 - r) * (1.0 + 1e-12)
-    return loss, pmf * (1.0 - rel), p_up, tail
+    return loss, pmf * np.maximum(1.0 - rel, 0.0), p_up, tail
 
 
-def binomial_window(eps: float, k: int, m_lo: int, m_hi: int) -> LossDistribution:
-    """The homogeneous loss distribution restricted to m in [m_lo, m_hi].
-
-    The mass above m_hi is bounded and charged as slack; the atoms below m_lo are
-    omitted, so H(x) is exact for x >= (2 m_lo - k - 2) eps (``exact_from``).
-    """
-    loss, _, p0, tail = binomial_atoms(eps, k, m_lo, m_hi)
+def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = Fraction(0),
+                    slack: float = 0.0) -> LossDistribution:
+    """The homogeneous loss distribution (plus an exact ``shift``) restricted to m in
+    [m_lo, m_hi], atoms at ``shift + (2 m - k) eps`` listed as integers m - m_lo in units of
+    2 eps (exact gaps whatever k).  The mass above m_hi is bounded and charged as slack;
+    the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
+    _, p_lo, p0, tail = binomial_atoms(eps, k, m_lo, m_hi)
     underflow = TINY * int(np.count_nonzero(p0 < 1e-300))
-    exact_from = -math.inf if m_lo == 0 else (2 * (m_lo - 1) - k) * eps
-    return LossDistribution(loss, p0, slack=tail + underflow, exact_from=exact_from)
+    fe = Fraction(eps)
+    origin = shift + fe * (2 * m_lo - k)
+    exact_from = -math.inf if m_lo == 0 else _to_float(shift + fe * (2 * (m_lo - 1) - k), True)
+    return LossDistribution(
+        np.arange(m_hi - m_lo + 1, dtype=float), p0, slack=tail + underflow + slack, exact_from=exact_from,
+        unit=2.0 * eps, origin=origin, p0_lower=p_lo,
+        exact=lambda i: origin + 2 * fe * int(i),
+    )
 
 
-def _homogeneous_epsilon(eps: float, k: int, t: float) -> float:
+def _homogeneous_window(eps: float, k: int, t: float):
     p = float(expit(eps))
     mean = k * p
     sd = math.sqrt(k * p * (1.0 - p)) + 1.0
     z = math.sqrt(2.0 * (math.log(1.0 / max(t, 1e-300)) + 50.0))
-    half = (k + 1) // 2 - 1  # highest m with loss (2m - k) eps <= 0 ... or -1
-    m_floor = max(half, 0)
+    m_floor = max((k + 1) // 2 - 1, 0)  # highest m with loss (2m - k) eps <= 0 ... or 0
     m_lo = max(m_floor, int(mean - 12.0 * sd))
     m_hi = min(k, int(math.ceil(mean + (z + 4.0) * sd)) + 2)
+    return m_floor, m_lo, m_hi, mean
+
+
+def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fraction(0), slack: float = 0.0) -> float:
+    m_floor, m_lo, m_hi, mean = _homogeneous_window(eps, k, t)
+    if shift:
+        m_floor = 0  # the shift may move negative-loss atoms above 0
+        m_lo = min(m_lo, max(0, m_lo))
     while True:
-        dist = binomial_window(eps, k, m_lo, m_hi)
-        if dist.slack > _TAIL * t and m_hi < k:
+        dist = binomial_window(eps, k, m_lo, m_hi, shift, slack)
+        if dist.slack - slack > _TAIL * t and m_hi < k:
             m_hi = min(k, m_hi + max(16, m_hi - int(mean)))
             continue
         try:
             return solve_segments(dist, t)
         except WindowTooNarrow:
-            if m_lo == m_floor:  # pragma: no cover - window already reaches loss <= 0
-                raise
-            m_lo = max(m_floor, m_lo - max(16, m_hi - m_lo))
+            if m_lo <= m_floor:  # pragma: no cover - window already reaches loss <= 0
+                m_lo = 0
+                if m_floor == 0:
+                    raise
+            m_lo = max(0 if shift else m_floor, m_lo - max(16, m_hi - m_lo))
 
 
-def _homogeneous_excess(eps: float, k: int, x: float) -> float:
-    """Upper bound on H(x) for k identical mechanisms."""
-    # first atom strictly above x: (2m - k) eps > x
-    m_first = int(math.floor((k + x / eps) / 2.0))
-    m_first = min(max(m_first, 0), k)
+def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0) -> float:
+    """Upper bound on H(x) for k identical mechanisms (plus an exact shift)."""
+    # first atom strictly above x: shift + (2m - k) eps > x
+    rel = (Fraction(x) - shift) / Fraction(eps)
+    m_first = math.floor((k + rel) / 2)
+    m_first = min(max(m_first - 1, 0), k)
     p = float(expit(eps))
     mean = k * p
     sd = math.sqrt(k * p * (1.0 - p)) + 1.0
     m_hi = min(k, max(m_first, int(math.ceil(mean))) + int(40 * sd) + 16)
     while True:
-        dist = binomial_window(eps, k, m_first, m_hi)
+        dist = binomial_window(eps, k, m_first, m_hi, shift, slack)
         scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
         h = dist.excess(max(x, dist.exact_from))
-        if m_hi >= k or dist.slack <= _TAIL * max(h, 1e-300) or scale == 0.0:
+        if m_hi >= k or dist.slack - slack <= _TAIL * max(h, 1e-300) or scale == 0.0:
             return h
         m_hi = min(k, m_hi + max(16, m_hi - m_first))
 
@@ -170,6 +222,11 @@ def product_atoms(groups, *, lower: bool = False):
     lower bounds on their masses (``None`` unless ``lower``), upper bounds (each a product
     of len(groups) rounded factor bounds, charged 2 u per factor), and a bound on the mass
     lost to underflow."""
+    loss, p_lo, p_up, underflow, _ = _product(groups, lower)
+    return loss, p_lo, p_up, underflow
+
+
+def _product(groups, lower: bool):
     loss = np.zeros(1)
     p_lo = np.ones(1) if lower else None
     p_up = np.ones(1)
@@ -184,8 +241,30 @@ def product_atoms(groups, *, lower: bool = False):
     if lower:
         p_lo = p_lo[order] * (1.0 - products)
     p_up = p_up[order] * (1.0 + products)
-    underflow = TINY * int(np.count_nonzero(p_up < 1e-290))
-    return loss[order], p_lo, p_up, underflow
+    underflow = TINY * int(np.count_nonzero(p_up < 1e-300))
+    return loss[order], p_lo, p_up, underflow, order
+
+
+def _position_error(groups) -> float:
+    """Bound on |float loss - exact loss| of the atoms built by :func:`_product`: each factor
+    loss (2m - n) eps is one rounding, each of the len(groups) - 1 sums another."""
+    total = sum(n * e for e, n in groups)
+    return 2.0 * (len(groups) + 1) * UNIT * total * (1.0 + 1e-12)
+
+
+def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0.0, *, lower: bool = False) -> LossDistribution:
+    """The full product-of-binomials distribution (plus an exact shift) with exact atom
+    positions on demand (each atom's (m_1, ..., m_g) is recovered from the sort order)."""
+    loss, p_lo, p_up, underflow, order = _product(groups, lower)
+    shape = [n + 1 for _, n in groups]
+    fe = [(Fraction(e), n) for e, n in groups]
+
+    def exact(i: int) -> Fraction:
+        idx = np.unravel_index(int(order[i]), shape)
+        return shift + sum((fe_ * (2 * int(mi) - n) for (fe_, n), mi in zip(fe, idx)), Fraction(0))
+
+    return LossDistribution(loss, p_up, slack=underflow + slack, origin=shift, pos_err=_position_error(groups),
+                            exact=exact, p0_lower=p_lo)
 
 
 def _atom_count(groups) -> int:
@@ -204,35 +283,45 @@ def _split(groups):
 
 
 class _MeetInTheMiddle:
-    """H(x) of the product of two listed distributions A (queries) and B (sorted, suffix sums)."""
+    """H(x) of the product of two listed distributions A (queries) and B (suffix D, W):
+    ``H(x) = sum_a pa H_B(x - la)`` with ``H_B(y) = D_j + W_j (1 - e^{-(lb_j - y)})``,
+    lb_j the first atom of B above y; every term non-negative.  Positions are floats
+    within ``pos_err`` of the truth; distances are widened by it (upper bounds)."""
 
-    def __init__(self, half_a, half_b):
+    def __init__(self, half_a, half_b, shift: Fraction = Fraction(0), slack: float = 0.0):
         la, _, pa, ua = product_atoms(half_a)
         lb, _, pb, ub = product_atoms(half_b)
         if la.size > lb.size:
             la, pa, ua, lb, pb, ub = lb, pb, ub, la, pa, ua
         keep = pa > 0
         self.la, self.pa = la[keep], pa[keep]
-        self.B = LossDistribution(lb, pb)
-        S, W = self.B.suffix()
-        self.S, self.W = S, W
-        self.lb_ext = np.append(lb, math.inf)
-        self.rel = rounding_bound(la.size * lb.size)
-        self.slack = ua + ub + self.B.slack  # B moved its tiny masses to +inf
-        self.max_loss = float(la[-1] + lb[-1]) if la.size else 0.0
+        self.lb = lb
+        self.D, self.W = suffix_dw(pb, lb, pos_err=_position_error(half_b))
+        self.rel = rounding_bound(lb.size) + 4.0 * rounding_bound(self.la.size)
+        self.shift = shift
+        self.slack = ua + ub + slack + 16.0 * (la.size + lb.size) * 2.0**-1070
+        groups = list(half_a) + list(half_b)
+        self.pos_err = _position_error(groups) + 4.0 * UNIT * float(np.max(np.abs(lb))) + 8.0 * UNIT * float(
+            np.max(np.abs(la)))
+        self.max_loss = _to_float(shift + sum((Fraction(e) * n for e, n in groups), Fraction(0)), True)
 
     def terms(self, x: float) -> tuple[float, float]:
-        """(A, B) with H(x) = A - B: A = sum pa S_B, B = sum pa e^{y - lb_j} W_B (y = x - la)."""
-        y = x - self.la
-        j = np.searchsorted(self.lb_ext[:-1], y, side="right")
-        a = float(np.sum(self.pa * self.S[j]))
-        with np.errstate(under="ignore"):
-            b = float(np.sum(self.pa * np.exp(y - self.lb_ext[j]) * self.W[j]))
-        return a, b
+        """(h, b): h >= H(x) before the relative charge, b = -dH/dx (both before charging)."""
+        xs = _to_float(Fraction(x) - self.shift, True) if self.shift else x
+        y = xs - self.la
+        j = np.searchsorted(self.lb, y - self.pos_err, side="right")  # ambiguous atoms count as above
+        inside = j < self.lb.size
+        jj = np.minimum(j, self.lb.size - 1)
+        v = np.maximum(self.lb[jj] - y, 0.0) + self.pos_err
+        with np.errstate(under="ignore", over="ignore"):
+            e = np.exp(-v)
+            h = float(np.sum(np.where(inside, self.pa * (self.D[jj] + self.W[jj] * -np.expm1(-v)), 0.0)))
+            b = float(np.sum(np.where(inside, self.pa * self.W[jj] * e, 0.0)))
+        return h, b
 
     def excess(self, x: float) -> float:
-        a, b = self.terms(x)
-        return max(a - b, 0.0) + self.rel * (a + b) + self.slack
+        h, _ = self.terms(x)
+        return h * (1.0 + self.rel) + self.slack
 
     def epsilon(self, t: float) -> float:
         """Least x >= 0 with the charged bound on H(x) <= t: safeguarded Newton in e^x."""
@@ -242,8 +331,8 @@ class _MeetInTheMiddle:
             return math.inf
 
         def g(x):
-            a, b = self.terms(x)
-            return a * (1.0 + rel) - b * (1.0 - rel) - target, b * (1.0 - rel)
+            h, b = self.terms(x)
+            return h * (1.0 + rel) - target, b * (1.0 - rel)
 
         lo, hi = 0.0, self.max_loss  # g(hi) <= 0 since H(max_loss) = 0: certified
         g_lo, b_lo = g(lo)
@@ -302,6 +391,18 @@ def _check_max_atoms(max_atoms) -> int:
     return int(max_atoms)
 
 
+def _exact_solver(m: Mechanisms, max_atoms: int):
+    """('homogeneous' | 'full' | 'mitm' | 'none', payload, shift, slack) for the positive
+    part of the multiset (raises ExactTooLarge before any allocation)."""
+    groups, shift, slack = _split_groups(m)
+    if not groups:
+        return "none", None, shift, slack
+    if len(groups) == 1:
+        return "homogeneous", groups[0], shift, slack
+    kind, info = _distribution_kind(groups, max_atoms)
+    return kind, (groups if kind == "full" else info[0]), shift, slack
+
+
 def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
     """OptComp((eps_1, delta_1), ..., (eps_k, delta_k), delta_g): MV Thm 1.5 (KOV Thm 3.3).
 
@@ -318,34 +419,32 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     top = _max_loss(m)
     if t == 0.0:
         return top
-    groups = _groups(m)
-    if not groups:
-        return 0.0
-    if len(groups) == 1:
-        eps, n = groups[0]
-        return min(_homogeneous_epsilon(eps, n, t), top)
-    kind, info = _distribution_kind(groups, max_atoms)
+    kind, info, shift, slack = _exact_solver(m, max_atoms)
+    if kind == "none":
+        return 0.0 if slack <= t else top
+    if kind == "homogeneous":
+        eps, n = info
+        return min(_homogeneous_epsilon(eps, n, t, shift, slack), top)
     if kind == "full":
-        loss, _, mass, underflow = product_atoms(groups)
-        return min(solve_segments(LossDistribution(loss, mass, slack=underflow), t), top)
-    return min(_MeetInTheMiddle(*info[0]).epsilon(t), top)
+        return min(solve_segments(product_distribution(info, shift, slack), t), top)
+    return min(_MeetInTheMiddle(*info, shift=shift, slack=slack).epsilon(t), top)
 
 
 def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
     """The least delta_g with (eps_g, delta_g)-DP of the composition (MV Thm 1.5 solved for
     delta_g): ``1 - prod(1 - delta_i) (1 - H(eps_g))``, rounded up (never below)."""
     max_atoms = _check_max_atoms(max_atoms)
-    groups = _groups(m)
-    if not groups or eps_g >= _max_loss(m):
+    if eps_g >= _max_loss(m):
         return delta_from_excess(m, 0.0)
-    if len(groups) == 1:
-        eps, n = groups[0]
-        return delta_from_excess(m, _homogeneous_excess(eps, n, eps_g))
-    kind, info = _distribution_kind(groups, max_atoms)
+    kind, info, shift, slack = _exact_solver(m, max_atoms)
+    if kind == "none":
+        return delta_from_excess(m, slack)
+    if kind == "homogeneous":
+        eps, n = info
+        return delta_from_excess(m, _homogeneous_excess(eps, n, eps_g, shift, slack))
     if kind == "full":
-        loss, _, mass, underflow = product_atoms(groups)
-        return delta_from_excess(m, LossDistribution(loss, mass, slack=underflow).excess(eps_g))
-    return delta_from_excess(m, _MeetInTheMiddle(*info[0]).excess(eps_g))
+        return delta_from_excess(m, product_distribution(info, shift, slack).excess(eps_g))
+    return delta_from_excess(m, _MeetInTheMiddle(*info, shift=shift, slack=slack).excess(eps_g))
 
 
 def optimal_epsilon_bruteforce(m: Mechanisms, delta_g: float, *, max_k: int = 22) -> float:
@@ -358,7 +457,7 @@ def optimal_epsilon_bruteforce(m: Mechanisms, delta_g: float, *, max_k: int = 22
     k = m.k
     if k > max_k:
         raise ExactTooLarge(f"brute force over 2^k subsets is limited to k <= {max_k}, got k={k}")
-    eps = m.eps.astype(float)
+    eps = m.expanded(max_k, "the brute force").astype(float)
     rhs = 1.0 - math.exp(math.log1p(-delta_g) - m.log_no_delta)
     if rhs < 0:
         return math.inf
