@@ -55,18 +55,21 @@ class Case:
         self.k = self.m.k
         if self.hom:
             self.e, self.d = _mp(eps), _mp(delta)
-        self.es = [_mp(x) for x in self.m.eps] if not self.hom else None
-        self.ds = [_mp(x) for x in self.m.delta] if not self.hom else None
+        # the multiset, expanded back to one entry per mechanism
+        self.eps_list = np.repeat(self.m.eps, self.m.count).tolist()
+        self.delta_list = np.repeat(self.m.delta, self.m.count).tolist()
+        self.es = [_mp(x) for x in self.eps_list] if not self.hom else None
+        self.ds = [_mp(x) for x in self.delta_list] if not self.hom else None
 
     def __repr__(self):
         if self.hom:
             return f"Case(eps={float(self.e)}, delta={float(self.d)}, k={self.k})"
-        return f"Case(eps={self.m.eps.tolist()}, delta={self.m.delta.tolist()})"
+        return f"Case(eps={self.eps_list}, delta={self.delta_list})"
 
     def args(self):
         if self.hom:
             return dict(eps=float(self.e), delta=float(self.d), k=self.k)
-        return dict(eps=self.m.eps.tolist(), delta=self.m.delta.tolist())
+        return dict(eps=self.eps_list, delta=self.delta_list)
 
     # sums
     def sum_eps(self):
@@ -270,29 +273,20 @@ def test_math_e_is_below_euler():
 
 
 @pytest.mark.parametrize("e,d,k", [(0.1, 0.0, 100), (0.5, 1e-6, 13), (1.5, 1e-4, 40), (0.02, 0.0, 500)])
-def test_heterogeneous_path_equals_homogeneous(e, d, k):
-    m = mechanisms(e, d, k)
-    assert m.homogeneous
+def test_counts_list_and_k_are_one_multiset(e, d, k):
+    """k=, counts= and a list with repeats are the same multiset, so every theorem gives the
+    same number; and the general DRV form on equal inputs is MV Thm 1.3 as printed."""
+    for method in ("basic", "drv", "kov", "advanced_pure"):
+        for dg in DELTA_GS:
+            a = optcomp.epsilon_g(e, d, k=k, delta_g=dg, method=method)
+            assert optcomp.epsilon_g([e] * k, d, delta_g=dg, method=method) == a
+            assert optcomp.epsilon_g([e, 2 * e], d, counts=[k, 0 + 1], delta_g=dg, method=method) >= a
+        for eg in EPS_GS:
+            a = optcomp.delta_g(e, d, k=k, eps_g=eg, method=method)
+            assert optcomp.delta_g([e] * k, [d] * k, eps_g=eg, method=method) == a
     for dg in DELTA_GS:
-        hom, het = bounds._kov_epsilon(m, dg, True), bounds._kov_epsilon(m, dg, False)
-        assert het == pytest.approx(hom, rel=1e-13)
-        hom, het = bounds._drv_epsilon(m, dg, True), bounds._drv_epsilon(m, dg, False)
-        assert het == pytest.approx(hom, rel=1e-13)
-        # the general DRV path on equal inputs is MV Thm 1.3 as printed
-        assert_safe_close(het, ref_additive_eps(drv_formula, Case(e, d, k), dg))
-        hom, het = bounds._advanced_pure_epsilon(m, dg, True), bounds._advanced_pure_epsilon(m, dg, False)
-        assert het == pytest.approx(hom, rel=1e-13)
-    for eg in EPS_GS:
-        for fn in (bounds._kov_delta, bounds._drv_delta, bounds._advanced_pure_delta):
-            assert fn(m, eg, False) == pytest.approx(fn(m, eg, True), rel=1e-12)
-
-
-def test_kov_heterogeneous_reference_reduces_to_thm_3_4():
-    """KOV Thm 3.5 with equal eps_l, as written here, is Thm 3.4 (checks the references)."""
-    for e, k in [(0.1, 30), (0.7, 5)]:
-        hom, het = Case(e, 0.0, k), Case([e] * k, 0.0)
-        for dt in [mp.mpf("1e-9"), mp.mpf("0.01"), mp.mpf(1)]:
-            assert abs(kov_formula(hom, dt) - kov_formula(het, dt)) < mp.mpf("1e-40")
+        assert_safe_close(optcomp.epsilon_g(e, d, k=k, delta_g=dg, method="drv"),
+                          ref_additive_eps(drv_formula, Case(e, d, k), dg))
 
 
 # ---------------------------------------------------------------------------------------
@@ -462,8 +456,8 @@ def test_epsilon_of_delta_is_below_eps_g(method, args, frac):
     cancels when delta~ << sum delta_i, so a few ulps of delta_g are many of delta~."""
     m = _mech(args)
     # eps_g on the theorem's own scale: its eps at a delta_g a little above the delta part
-    scale = EPS_FN[method](m, min(0.9, 2 * float(np.sum(m.delta)) + 1e-6))
-    eg = frac * (scale if math.isfinite(scale) else float(np.sum(m.eps)))
+    scale = EPS_FN[method](m, min(0.9, 2 * float(np.dot(m.count, m.delta)) + 1e-6))
+    eg = frac * (scale if math.isfinite(scale) else float(np.dot(m.count, m.eps)))
     d = DELTA_FN[method](m, eg)
     assume(d < 1.0)
     if method == "kov":
@@ -553,7 +547,7 @@ def test_random_cases_against_mpmath(method, args, dg, frac):
         if t > 0:
             rtol += 4e-15 * float(_mp(dg) / t)
     assert_safe_close(EPS_FN[method](case.m, dg), REF_EPS[method](case, dg), rtol=rtol)
-    eg = frac * float(np.sum(case.m.eps))
+    eg = frac * float(np.dot(case.m.count, case.m.eps))
     value = DELTA_FN[method](case.m, eg)
     ref = REF_DELTA[method](case, eg)
     a = float(-mp.log(ref)) if ref > 0 else 0.0

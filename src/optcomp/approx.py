@@ -237,7 +237,7 @@ def paper_epsilon(m: Mechanisms, delta_g: float, eta: float = DEFAULT_ETA["paper
     t = residual_target(m, delta_g)
     if t < 0.0:
         return math.inf
-    grid = paper_grid(m.eps, eta)
+    grid = paper_grid(m.expanded(PAPER_MAX_K, "algorithm='paper'"), eta)
     _check_paper_work(grid, m.k, eta)
     test = _PaperTest(grid)
     lo, hi = -1, test.A  # invariant: hi feasible (certified), lo infeasible or -1
@@ -260,12 +260,13 @@ def paper_delta(m: Mechanisms, eps_g: float, eta: float = DEFAULT_ETA["paper"]) 
 
     An upper bound on the optimal delta_g(eps_g) (monotonicity in each eps_i); by Lemma 5.3
     it is at most e^{c/2} delta_opt(eps_g - c) with c = beta k (1 + eps_bar) <= eta."""
-    grid = paper_grid(m.eps, eta)
+    grid = paper_grid(m.expanded(PAPER_MAX_K, "algorithm='paper'"), eta)
     _check_paper_work(grid, m.k, eta)
     test = _PaperTest(grid)
     return delta_from_excess(m, test.excess(eps_g))
 
 
+PAPER_MAX_K = 100_000  # mechanisms the published algorithm is ever asked to expand (its cost is k^3)
 PAPER_MAX_WORK = 2e11  # DP cell updates (k sum_a/2 per test x tests); k = 1000, eta = 0.1: 1.5e10, ~45 s
 
 

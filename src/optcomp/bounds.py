@@ -120,18 +120,25 @@ def _scaled_squares(m: Mechanisms) -> tuple[float, float]:
         return 0.0, 0.0
     r = m.eps / s  # in [0, 1]; each within 1/2 ulp
     # each count * r_i^2 within 2 ulp, fsum 1/2 ulp, underflowed terms < k 2^-1075 << ulp(ss >= 1):
-    # relative error < 2^-50 (+ k 2^-1075), covered by 8 ulp(ss) and the nextafter step
-    return s, _up(math.fsum((m.count * (r * r)).tolist()), 8)
+    # relative error < 2^-51 (+ k 2^-1075), covered by 4 ulp(ss) and the nextafter step
+    return s, _up(math.fsum((m.count * (r * r)).tolist()), 4)
 
 
 def _norm_hi(m: Mechanisms) -> float:
     """Upper bound of sqrt(sum_i eps_i^2); exactly 0.0 iff every eps_i is 0."""
+    if m.groups == 1:  # sqrt(k) eps: three roundings
+        e = float(m.eps[0])
+        return 0.0 if e == 0.0 else _up(_up(math.sqrt(m.k)) * e)
     s, ss = _scaled_squares(m)
     return 0.0 if s == 0.0 else _up(s * _up(math.sqrt(ss)))
 
 
 def _sq_sum_hi(m: Mechanisms) -> float:
     """Upper bound of sum_i eps_i^2 (0.0 iff every eps_i is 0; inf if it overflows)."""
+    if m.groups == 1:
+        e = float(m.eps[0])
+        with np.errstate(over="ignore"):
+            return 0.0 if e == 0.0 else _up(m.k * _up(e * e))
     s, ss = _scaled_squares(m)
     if s == 0.0:
         return 0.0
@@ -141,6 +148,8 @@ def _sq_sum_hi(m: Mechanisms) -> float:
 
 def _weighted_sum_up(terms: np.ndarray, m: Mechanisms) -> float:
     """Upper bound of sum_j count_j exact_j, terms[j] >= 0 the NumPy value of exact_j."""
+    if m.groups == 1:  # k * term: one rounding on top of the term's own
+        return _up(m.k * _up(float(terms[0]), _ARR // 2)) if math.isfinite(terms[0]) else _INF
     with np.errstate(over="ignore"):
         return _array_sum_up(m.count * terms, m.groups)
 

@@ -96,17 +96,16 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from ._inputs import Mechanisms
-from ._rounding import TINY, UNIT, sum_down, sum_up
+from ._rounding import TINY, UNIT, dot_dir
 from .loss import (
     LossDistribution,
-    WindowTooNarrow,
     delta_from_excess,
     excess_lower,
     residual_target,
     solve_lower,
     solve_segments,
 )
-from .optimal import binomial_atoms, product_atoms
+from .optimal import exact_epsilon_bounds, exact_excess_bounds
 
 __all__ = [
     "MAX_POINTS",
@@ -487,8 +486,17 @@ def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> La
 # --------------------------------------------------------------------------- drivers (tilt, steps, homogeneous)
 
 
+MAX_MECHANISMS = 10**7  # the lattice passes take one leaf per mechanism
+
+
 def _positive(m: Mechanisms) -> np.ndarray:
-    return np.ascontiguousarray(m.eps[m.eps > 0.0], dtype=float)
+    """The per-mechanism positive eps (for the lattice passes; bounded before allocating)."""
+    vals, cnts = m.positive()
+    if int(cnts.sum()) > MAX_MECHANISMS:
+        raise ApproxTooCostly(
+            f"the lattice algorithm composes mechanism by mechanism and is limited to {MAX_MECHANISMS:,} "
+            f"mechanisms of positive eps here, got {int(cnts.sum()):,}", None)
+    return np.ascontiguousarray(np.repeat(vals, cnts), dtype=float)
 
 
 def _log_mgf(e: np.ndarray, theta: float) -> float:
@@ -534,76 +542,7 @@ class BracketInfo:
     path: str = "lattice"
 
 
-def _homogeneous_bounds(e: np.ndarray, x: float | None, t_low: float, t_high: float):
-    """Exact (binomial) atoms for identical eps, solved upward and downward.
-
-    Only atoms of positive loss matter (x >= 0); the window [m_lo, m_hi] starts 12 standard
-    deviations below the mean (or at x) and is widened if the root falls below it; the
-    mass above m_hi is charged to the upper bound.  Returns Bounds on eps_g (x is None) or
-    (lower, upper) bounds on H(x)."""
-    eps = float(e[0])
-    k = int(e.size)
-    m_pos = min(k // 2 + 1, k)  # first m with loss (2m - k) eps > 0
-    p = float(expit(eps))
-    mean, sd = k * p, math.sqrt(k * p * (1.0 - p)) + 1.0
-    z = math.sqrt(2.0 * (math.log(1.0 / max(min(t_low, 0.5), 1e-300)) + 60.0))
-    m_hi = min(k, int(math.ceil(mean + (z + 6.0) * sd)) + 2)
-    if x is None:
-        m_lo = max(m_pos, int(mean - 12.0 * sd))
-    else:
-        m_lo = max(m_pos, min(k, int(math.floor((k + x / eps) / 2.0)) - 1) if x / eps < 4.0 * k else k)
-    while True:
-        m_hi = max(m_hi, min(k, m_lo + 64))
-        loss, p_lo, p_up, tail = binomial_atoms(eps, k, m_lo, m_hi)
-        underflow = TINY * int(np.count_nonzero(p_up < 1e-300))
-        exact_from = 0.0 if m_lo == m_pos else float((2 * (m_lo - 1) - k) * eps) * (1.0 + 4.0 * UNIT)
-        upper = LossDistribution(loss * (1.0 + 4.0 * UNIT), p_up, slack=tail + underflow, exact_from=exact_from)
-        loss_lo = loss * (1.0 - 4.0 * UNIT)
-        if x is not None:
-            lo_h, hi_h = excess_lower(loss_lo, p_lo, x), upper.excess(x)
-            if tail > 1e-20 * lo_h and m_hi < k:
-                m_hi = k  # the truncated tail is not negligible here: list it
-                continue
-            return lo_h, hi_h
-        if tail > 1e-20 * t_low and m_hi < k:
-            m_hi = k
-            continue
-        try:
-            hi = solve_segments(upper, t_low)
-        except WindowTooNarrow:
-            m_lo = m_pos
-            continue
-        lo = solve_lower(loss_lo, p_lo, t_high)
-        if lo <= exact_from and m_lo > m_pos:
-            m_lo = m_pos  # the lower root is below the window: list every positive atom
-            continue
-        return Bounds(lo, hi)
-
-
 ENUMERATED_ATOMS = 2**15  # up to this many atoms, list the distribution exactly (no lattice)
-
-
-def _enumerated_bounds(e: np.ndarray, x: float | None, t_low: float, t_high: float):
-    """Exact atoms of a small composition (few distinct eps_i: a product of binomials with
-    at most ENUMERATED_ATOMS atoms), solved upward and downward -- no lattice, so the
-    bracket is the float64 floor even where lattices struggle (eps_i ~ 1e-7 next to
-    eps_i ~ 1e-298).  Losses are sums of at most g + 1 rounded terms (g groups), each off
-    by <= u of its size, so they are moved by (2g + 4) u sum(eps) up and down.  Returns
-    Bounds on eps_g (x is None) or (lower, upper) bounds on H(x)."""
-    values, counts = np.unique(e, return_counts=True)
-    loss, p_lo, p_up, underflow = product_atoms(list(zip(values.tolist(), counts.tolist())), lower=True)
-    shift = (2.0 * values.size + 4.0) * UNIT * sum_up(e)
-    upper = LossDistribution(loss + shift, p_up, slack=underflow)
-    loss_lo = loss - shift
-    keep = loss_lo > 0.0  # the lower solvers take the atoms of positive loss
-    if x is not None:
-        return excess_lower(loss_lo[keep], p_lo[keep], x), upper.excess(x)
-    return Bounds(solve_lower(loss_lo[keep], p_lo[keep], t_high), solve_segments(upper, t_low))
-
-
-def _enumerable(e: np.ndarray) -> bool:
-    _, counts = np.unique(e, return_counts=True)
-    return math.prod(int(c) + 1 for c in counts) <= ENUMERATED_ATOMS
 
 
 def lattice_bounds(
@@ -628,19 +567,17 @@ def lattice_bounds(
     if t_low < 0.0:
         return Bounds(math.inf if residual_target(m, delta_g, round_up=True) < 0.0 else 0.0, math.inf)
     t_high = residual_target(m, delta_g, round_up=True)
-    e = _positive(m)
-    if e.size == 0:
+    vals, cnts = m.positive()
+    if vals.size == 0:
         return Bounds(0.0, 0.0)
+    top = dot_dir(cnts, vals, True)
     if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
-        return Bounds(sum_down(e), sum_up(e))
-    if np.all(e == e[0]):
-        info.path = "binomial"
-        return _homogeneous_bounds(e, None, t_low, t_high)
-    if _enumerable(e):
+        return Bounds(dot_dir(cnts, vals, False), top)
+    exact = exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS)
+    if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
-        b = _enumerated_bounds(e, None, t_low, t_high)
-        return Bounds(b.lower, min(b.upper, sum_up(e)))
-    top = sum_up(e)
+        return Bounds(exact[0], min(exact[1], top))
+    e = _positive(m)
     h = _initial_step(e, tol)
     x_est = chernoff_guess(e, t_low)
     best = Bounds(0.0, top)
@@ -721,18 +658,14 @@ def lattice_delta_bounds(
     eps_i ~ 1e-200) where six halvings of the step bring no progress, a bracket of
     absolute width <= 2^-40 is returned as the float64 floor."""
     info = info if info is not None else BracketInfo()
-    e = _positive(m)
-    if e.size == 0 or eps_g >= sum_up(e):
+    vals, cnts = m.positive()
+    if vals.size == 0 or eps_g >= dot_dir(cnts, vals, True):
         return Bounds(delta_from_excess(m, 0.0, round_up=False), delta_from_excess(m, 0.0))
-    if np.all(e == e[0]):
-        # exact binomial atoms: the bracket is the float64 floor (relative 1e-10 charge)
-        info.path = "binomial"
-        lo, hi = _homogeneous_bounds(e, eps_g, 0.0, 0.0)
-        return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
-    if _enumerable(e):
+    exact = exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS)
+    if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
-        lo, hi = _enumerated_bounds(e, eps_g, 0.0, 0.0)
-        return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
+        return Bounds(delta_from_excess(m, exact[0], round_up=False), delta_from_excess(m, exact[1]))
+    e = _positive(m)
     h = _initial_step(e, tol * 0.3)
     theta = tilt_for(e, eps_g)
     rels: list[float] = []

@@ -51,6 +51,9 @@ __all__ = [
     "binomial_window",
     "binomial_atoms",
     "product_atoms",
+    "product_distribution",
+    "exact_epsilon_bounds",
+    "exact_excess_bounds",
     "MAX_ATOMS",
 ]
 
@@ -178,28 +181,33 @@ def _homogeneous_window(eps: float, k: int, t: float):
     return m_floor, m_lo, m_hi, mean
 
 
-def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fraction(0), slack: float = 0.0) -> float:
+def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fraction(0), slack: float = 0.0,
+                         upward: bool = True) -> float:
+    """Least x >= 0 with H(x) <= t for k identical mechanisms (plus an exact shift): rounded
+    up (``upward``) or a certified lower bound."""
     m_floor, m_lo, m_hi, mean = _homogeneous_window(eps, k, t)
     if shift:
         m_floor = 0  # the shift may move negative-loss atoms above 0
-        m_lo = min(m_lo, max(0, m_lo))
     while True:
         dist = binomial_window(eps, k, m_lo, m_hi, shift, slack)
         if dist.slack - slack > _TAIL * t and m_hi < k:
             m_hi = min(k, m_hi + max(16, m_hi - int(mean)))
             continue
         try:
-            return solve_segments(dist, t)
+            if upward:
+                return solve_segments(dist, t)
+            x = dist.epsilon_lower(t)
+            if x > dist.exact_from or m_lo <= m_floor:
+                return x
         except WindowTooNarrow:
-            if m_lo <= m_floor:  # pragma: no cover - window already reaches loss <= 0
-                m_lo = 0
-                if m_floor == 0:
-                    raise
-            m_lo = max(0 if shift else m_floor, m_lo - max(16, m_hi - m_lo))
+            if m_lo <= m_floor:  # pragma: no cover - the window already reaches loss <= 0
+                raise
+        m_lo = max(m_floor, m_lo - max(16, m_hi - m_lo))
 
 
-def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0) -> float:
-    """Upper bound on H(x) for k identical mechanisms (plus an exact shift)."""
+def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0,
+                        upward: bool = True) -> float:
+    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift)."""
     # first atom strictly above x: shift + (2m - k) eps > x
     rel = (Fraction(x) - shift) / Fraction(eps)
     m_first = math.floor((k + rel) / 2)
@@ -211,10 +219,39 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     while True:
         dist = binomial_window(eps, k, m_first, m_hi, shift, slack)
         scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
-        h = dist.excess(max(x, dist.exact_from))
+        xx = max(x, dist.exact_from)
+        h = dist.excess(xx) if upward else dist.excess_lower(xx)
         if m_hi >= k or dist.slack - slack <= _TAIL * max(h, 1e-300) or scale == 0.0:
             return h
         m_hi = min(k, m_hi + max(16, m_hi - m_first))
+
+
+def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15):
+    """Certified (lower, upper) on eps_g from the exact producers when the multiset is one
+    group or a product of at most ``max_atoms`` atoms (else None): the float64 floor."""
+    groups, shift, slack = _split_groups(m)
+    if len(groups) == 1:
+        eps, n = groups[0]
+        return (_homogeneous_epsilon(eps, n, t_high, shift, slack, upward=False),
+                _homogeneous_epsilon(eps, n, t_low, shift, slack))
+    if 1 < len(groups) and _atom_count(groups) <= max_atoms:
+        dist = product_distribution(groups, shift, slack, lower=True)
+        return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
+    return None
+
+
+def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
+    """Certified (lower, upper) on H(x) from the exact producers (see
+    :func:`exact_epsilon_bounds`), or None."""
+    groups, shift, slack = _split_groups(m)
+    if len(groups) == 1:
+        eps, n = groups[0]
+        return (_homogeneous_excess(eps, n, x, shift, slack, upward=False),
+                _homogeneous_excess(eps, n, x, shift, slack))
+    if 1 < len(groups) and _atom_count(groups) <= max_atoms:
+        dist = product_distribution(groups, shift, slack, lower=True)
+        return dist.excess_lower(x), dist.excess(x)
+    return None
 
 
 def product_atoms(groups, *, lower: bool = False):

@@ -152,62 +152,62 @@ def optimal_family(eps: float, delta: float = 0.0, *, k: int) -> tuple[np.ndarra
     return eps_g.astype(float), delta_g
 
 
-def basic_family(eps, delta=0.0, *, k=None) -> tuple[np.ndarray, np.ndarray]:
+def basic_family(eps, delta=0.0, *, k=None, counts=None) -> tuple[np.ndarray, np.ndarray]:
     """Basic composition (KOV Thm 3.1, MV Thm 1.2): the single pair (sum eps_i, sum delta_i),
     both from ``optcomp`` (method "basic"; delta_g capped at 1)."""
-    m = mechanisms(eps, delta, k)
+    m = mechanisms(eps, delta, k, counts)
     # basic composition needs delta_g >= sum delta_i; just below 1 it certifies sum eps_i
-    eps_g = optcomp.epsilon_g(m.eps, m.delta, delta_g=_BELOW_ONE, method="basic")
+    eps_g = optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=_BELOW_ONE, method="basic")
     if not math.isfinite(eps_g):  # sum delta_i >= 1: nothing certified
         return np.array([]), np.array([])
-    delta_g = optcomp.delta_g(m.eps, m.delta, eps_g=eps_g, method="basic")
+    delta_g = optcomp.delta_g(m.eps, m.delta, counts=m.count, eps_g=eps_g, method="basic")
     return np.array([eps_g]), np.array([delta_g])
 
 
-def drv_family(eps, delta=0.0, *, k=None, num: int = 400) -> tuple[np.ndarray, np.ndarray]:
+def drv_family(eps, delta=0.0, *, k=None, counts=None, num: int = 400) -> tuple[np.ndarray, np.ndarray]:
     """Advanced composition (KOV Thm 3.2, MV Thm 1.3): for every delta' > 0 the composition is
     (eps_g(delta'), sum delta_i + delta')-DP.  Returns the pairs for ``num`` values of delta'
     spaced geometrically from 1e-20 (or 2^-45 sum delta_i, below which delta' vanishes in
     the rounding of sum delta_i + delta') to 1 - sum delta_i (exclusive), eps_g from
     ``optcomp.epsilon_g(method="drv")``; pairs the theorem cannot certify are dropped."""
-    m = mechanisms(eps, delta, k)
-    base = float(np.sum(m.delta))
+    m = mechanisms(eps, delta, k, counts)
+    base = float(np.dot(m.count, m.delta))
     room = 1.0 - base
     if room <= 0:
         return np.array([]), np.array([])
     smallest = max(1e-20, base * 2.0**-45)
     primes = np.geomspace(smallest, room, num + 1)[:-1]
     dg = np.unique(np.minimum(base + primes, _BELOW_ONE))
-    eg = np.array([optcomp.epsilon_g(m.eps, m.delta, delta_g=float(x), method="drv") for x in dg])
+    eg = np.array([optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=float(x), method="drv") for x in dg])
     keep = np.isfinite(eg)
     return eg[keep], dg[keep]
 
 
-def family_from_eps_grid(eps, delta=0.0, *, k=None, method: str = "optimal", eps_g=None, num: int = 200, **options) -> tuple[np.ndarray, np.ndarray]:
+def family_from_eps_grid(eps, delta=0.0, *, k=None, counts=None, method: str = "optimal", eps_g=None, num: int = 200, **options) -> tuple[np.ndarray, np.ndarray]:
     """Any composition theorem: the pairs (x, delta_g(x)) for x over ``eps_g`` (default:
     ``num`` equispaced values in [0, sum eps_i]), delta_g from ``optcomp.delta_g(method=...)``.
     Pairs with delta_g >= 1 (nothing certified) are dropped."""
-    m = mechanisms(eps, delta, k)
+    m = mechanisms(eps, delta, k, counts)
     if eps_g is None:
-        eps_g = np.linspace(0.0, float(np.sum(m.eps)), num)
+        eps_g = np.linspace(0.0, float(np.dot(m.count, m.eps)), num)
     xs = np.asarray(eps_g, dtype=float)
-    dg = np.array([optcomp.delta_g(m.eps, m.delta, eps_g=float(x), method=method, **options) for x in xs])
+    dg = np.array([optcomp.delta_g(m.eps, m.delta, counts=m.count, eps_g=float(x), method=method, **options) for x in xs])
     keep = dg < 1.0
     return xs[keep], dg[keep]
 
 
-def composition_family(method: str, eps, delta=0.0, *, k=None, num: int = 200) -> tuple[np.ndarray, np.ndarray]:
+def composition_family(method: str, eps, delta=0.0, *, k=None, counts=None, num: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """The family of guarantees a theorem gives for a composition: "optimal" (exact corners
     for identical mechanisms, KOV Thm 3.3), "basic" (one pair), "drv" (a delta' grid), any
     other method through :func:`family_from_eps_grid`."""
-    m = mechanisms(eps, delta, k)
+    m = mechanisms(eps, delta, k, counts)
     if method == "basic":
-        return basic_family(m.eps, m.delta)
+        return basic_family(m.eps, m.delta, counts=m.count)
     if method == "drv":
-        return drv_family(m.eps, m.delta, num=num)
+        return drv_family(m.eps, m.delta, counts=m.count, num=num)
     if method == "optimal" and m.homogeneous:
         return optimal_family(float(m.eps[0]), float(m.delta[0]), k=m.k)
-    return family_from_eps_grid(m.eps, m.delta, method=method, num=num)
+    return family_from_eps_grid(m.eps, m.delta, counts=m.count, method=method, num=num)
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def randomized_response_tradeoff(alpha, eps, delta=0.0, *, k=None) -> np.ndarray
     p0 = np.array([1.0])
     p1 = np.array([1.0])
     llr = np.array([0.0])  # log(P1/P0); +-inf for the delta atoms
-    for e, d in zip(m.eps.tolist(), m.delta.tolist()):
+    for e, d in zip(np.repeat(m.eps, m.count).tolist(), np.repeat(m.delta, m.count).tolist()):
         q = 1.0 / (1.0 + math.exp(e))
         a0 = np.array([d, (1 - d) * (1 - q), (1 - d) * q, 0.0])
         a1 = a0[::-1].copy()
