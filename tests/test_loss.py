@@ -101,3 +101,17 @@ def test_solvers_bracket_the_root(atoms, log_t):
     if lo > 0:
         assert H(mp.mpf(lo) * (1 - mp.mpf(2) ** -60)) >= t * (1 - 1e-9)  # just below lo, H still above t
     assert hi - lo <= 1e-12 * max(hi, 1e-300) + 1e-300
+
+
+@pytest.mark.parametrize("n", [1, 5, 32, 33, 1000, 40_000])
+def test_uniform_lattice_path_equals_general(n):
+    """Atoms on a lattice (the homogeneous producer) take the scalar-exponential path: same
+    D and W as the general recurrence, within the shared bound."""
+    rng = np.random.default_rng(n)
+    p = rng.exponential(size=n) * 10.0 ** rng.uniform(-30, 0, n)
+    pos = np.arange(n, dtype=float)
+    D1, W1 = suffix_dw(p, pos, 0.37)
+    D2, W2 = suffix_dw(p, pos, 0.37, step=1.0)
+    bound = 2 * rounding_bound(n)
+    assert np.all(np.abs(W1 - W2) <= bound * W1 + 1e-300)
+    assert np.all(np.abs(D1 - D2) <= bound * D1 + 1e-300)

@@ -392,7 +392,7 @@ def test_binomial_mass_error_bound(k, eps):
     e = mp.mpf(eps)
     p = mp.e**e / (1 + mp.e**e)
     ms = np.unique(np.linspace(k // 2, k, 80).astype(int))
-    _, lower, values, _ = opt.binomial_atoms(eps, k, k // 2, k)
+    _, lower, values, _, _ = opt.binomial_atoms(eps, k, k // 2, k)
     lower, values = lower[ms - k // 2], values[ms - k // 2]
     for m, lo, v in zip(ms, lower, values):
         ref = mp.binomial(k, int(m)) * p ** int(m) * (1 - p) ** (k - int(m))

@@ -101,11 +101,15 @@ def _widen(g: np.ndarray, pos_err: float, upward: bool) -> np.ndarray:
 
 
 def suffix_dw(w0: np.ndarray, pos: np.ndarray, unit: float = 1.0, *, pos_err: float = 0.0, upward: bool = True,
-              d0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              d0: np.ndarray | None = None, step: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(D, W) of atoms at ``unit * pos`` (ascending) with masses ``w0`` (see the module
     docstring); ``d0`` are own D values of aggregated elements (0 for atoms).  Relative
-    error <= ``rounding_bound(n)`` plus an absolute ``n * 2^-1070`` for underflow."""
+    error <= ``rounding_bound(n)`` plus an absolute ``n * 2^-1070`` for underflow.
+    ``step``: the positions are ``pos[0] + step * i`` exactly (a lattice), so every gap
+    is the same and the exponentials are formed once per distinct gap."""
     n = w0.size
+    if step is not None:
+        return _suffix_dw_uniform(w0, step * unit, pos_err, upward, d0)
     if d0 is None:
         d0 = np.zeros(n)
     if n <= _BLOCK:
@@ -126,25 +130,71 @@ def suffix_dw(w0: np.ndarray, pos: np.ndarray, unit: float = 1.0, *, pos_err: fl
         return D, W
     nb = -(-n // _BLOCK)
     pad = nb * _BLOCK - n
-    P = np.concatenate([pos, np.full(pad, pos[-1])]).reshape(nb, _BLOCK)
-    w0p = np.concatenate([w0, np.zeros(pad)]).reshape(nb, _BLOCK)
-    d0p = np.concatenate([d0, np.zeros(pad)]).reshape(nb, _BLOCK)
-    g = _widen((P[:, 1:] - P[:, :-1]) * unit, pos_err, upward)
+    # layout (BLOCK, nb): row i holds atom i of every block, contiguous for the vector steps
+    P = np.concatenate([pos, np.full(pad, pos[-1])]).reshape(nb, _BLOCK).T.copy()
+    w0p = np.concatenate([w0, np.zeros(pad)]).reshape(nb, _BLOCK).T.copy()
+    d0p = np.concatenate([d0, np.zeros(pad)]).reshape(nb, _BLOCK).T.copy()
+    g = _widen((P[1:] - P[:-1]) * unit, pos_err, upward)
     with np.errstate(under="ignore"):
         e = np.exp(-g)
     f = -np.expm1(-g)
-    D = np.empty((nb, _BLOCK))
-    W = np.empty((nb, _BLOCK))
-    D[:, -1], W[:, -1] = d0p[:, -1], w0p[:, -1]
+    D = np.empty((_BLOCK, nb))
+    W = np.empty((_BLOCK, nb))
+    D[-1], W[-1] = d0p[-1], w0p[-1]
+    tmp = np.empty(nb)
     with np.errstate(under="ignore"):
         for i in range(_BLOCK - 2, -1, -1):
-            D[:, i] = d0p[:, i] + D[:, i + 1] + W[:, i + 1] * f[:, i]
-            W[:, i] = w0p[:, i] + e[:, i] * W[:, i + 1]
-        Dt, Wt = suffix_dw(W[:, 0].copy(), P[:, 0].copy(), unit, pos_err=pos_err, upward=upward, d0=D[:, 0].copy())
-        s = _widen((P[1:, :1] - P[:-1, :]) * unit, pos_err, upward)  # atom -> next block's start
-        D[:-1] += Dt[1:, None] + Wt[1:, None] * (-np.expm1(-s))
-        W[:-1] += Wt[1:, None] * np.exp(-s)
-    return D.ravel()[:n], W.ravel()[:n]
+            np.multiply(W[i + 1], f[i], out=tmp)
+            np.add(tmp, D[i + 1], out=D[i])
+            D[i] += d0p[i]
+            np.multiply(W[i + 1], e[i], out=W[i])
+            W[i] += w0p[i]
+        Dt, Wt = suffix_dw(W[0].copy(), P[0].copy(), unit, pos_err=pos_err, upward=upward, d0=D[0].copy())
+        s = _widen((P[0, 1:][None, :] - P[:, :-1]) * unit, pos_err, upward)  # atom -> next block's start
+        D[:, :-1] += Dt[None, 1:] + Wt[None, 1:] * (-np.expm1(-s))
+        W[:, :-1] += Wt[None, 1:] * np.exp(-s)
+    return D.T.ravel()[:n], W.T.ravel()[:n]
+
+
+def _suffix_dw_uniform(w0: np.ndarray, gap: float, pos_err: float, upward: bool, d0) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`suffix_dw` for atoms spaced ``gap`` apart (the same recurrences and bound)."""
+    n = w0.size
+    if d0 is None:
+        d0 = np.zeros(n)
+    g = float(_widen(np.array([gap]), pos_err, upward)[0])
+    e, f = math.exp(-g), -math.expm1(-g)
+    if n <= _BLOCK:
+        D = np.empty(n)
+        W = np.empty(n)
+        dd, w = float(d0[-1]), float(w0[-1])
+        D[-1], W[-1] = dd, w
+        ww, d00 = w0.tolist(), d0.tolist()
+        for i in range(n - 2, -1, -1):
+            dd = d00[i] + dd + w * f
+            w = ww[i] + e * w
+            D[i], W[i] = dd, w
+        return D, W
+    nb = -(-n // _BLOCK)
+    pad = nb * _BLOCK - n
+    w0p = np.concatenate([w0, np.zeros(pad)]).reshape(nb, _BLOCK).T.copy()
+    d0p = np.concatenate([d0, np.zeros(pad)]).reshape(nb, _BLOCK).T.copy()
+    D = np.empty((_BLOCK, nb))
+    W = np.empty((_BLOCK, nb))
+    D[-1], W[-1] = d0p[-1], w0p[-1]
+    with np.errstate(under="ignore"):
+        for i in range(_BLOCK - 2, -1, -1):
+            np.multiply(W[i + 1], f, out=D[i])
+            D[i] += D[i + 1]
+            D[i] += d0p[i]
+            np.multiply(W[i + 1], e, out=W[i])
+            W[i] += w0p[i]
+        # the padding sits at the last block's end; block starts are _BLOCK gaps apart
+        Dt, Wt = _suffix_dw_uniform(W[0].copy(), gap * _BLOCK, pos_err, upward, D[0].copy())
+        dist = _widen(gap * (_BLOCK - np.arange(_BLOCK, dtype=float)), pos_err, upward)  # row i -> next block
+        fs, es = -np.expm1(-dist), np.exp(-dist)
+        D[:, :-1] += Dt[None, 1:] + Wt[None, 1:] * fs[:, None]
+        W[:, :-1] += Wt[None, 1:] * es[:, None]
+    return D.T.ravel()[:n], W.T.ravel()[:n]
 
 
 # --------------------------------------------------------------------------- targets
@@ -261,7 +311,9 @@ class LossDistribution:
     upper bounds of the masses, ``p0_lower`` (optional) lower bounds.  ``slack`` is mass
     not listed (placed at +inf for upper bounds, dropped for lower bounds) plus any
     absolute error bound of the producer.  ``exact_from``: H(x) is exact for
-    ``x >= exact_from`` (atoms below it may be omitted, as by windowing).
+    ``x >= exact_from`` (atoms below it may be omitted, as by windowing).  Masses and
+    slack may be scaled by ``2^log2_scale`` (so that masses far below the float range stay
+    normal); every result is scaled back, rounded to the safe side.
     """
 
     loss: np.ndarray
@@ -273,6 +325,8 @@ class LossDistribution:
     pos_err: float = 0.0
     exact: Callable[[int], Fraction] | None = None
     p0_lower: np.ndarray | None = None
+    step: float | None = None  # loss[i] = loss[0] + step * i exactly (a lattice)
+    log2_scale: int = 0  # p0, p0_lower and slack are 2^log2_scale times the true masses
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ geometry
@@ -345,7 +399,7 @@ class LossDistribution:
             p = self.p0 if upward else self.p0_lower
             if p is None:
                 raise ValueError("this distribution carries no lower-bound masses")
-            D, W = suffix_dw(p, self.loss, self.unit, pos_err=self.pos_err, upward=upward)
+            D, W = suffix_dw(p, self.loss, self.unit, pos_err=self.pos_err, upward=upward, step=self.step)
             self._cache[key] = (D, W)
         return self._cache[key]
 
@@ -357,6 +411,16 @@ class LossDistribution:
     def _abs(self) -> float:
         return 8.0 * (self.size + 1) * _ABS
 
+    def _unscale(self, h: float, upward: bool) -> float:
+        if not self.log2_scale:
+            return h
+        v = math.ldexp(h, -self.log2_scale)  # exact unless it lands below the normal range
+        return up(v, 1) if upward else max(down(v, 1), 0.0)
+
+    def tail_slack(self) -> float:
+        """``slack`` in true (unscaled) units, rounded up."""
+        return self._unscale(self.slack, True)
+
     # ------------------------------------------------------------------ H(x)
     def excess(self, x: float) -> float:
         """An upper bound on H(x) = sum_{l > x} p0 (1 - e^{x - l}) (plus ``slack``)."""
@@ -364,11 +428,11 @@ class LossDistribution:
             raise ValueError("excess evaluated below the distribution's exact range")
         j = self._first_above(x)
         if j >= self.size:
-            return self.slack
+            return self._unscale(self.slack, True)
         D, W = self._suffix(True)
         v = self._distance(j, x, True)
         h = float(D[j]) + float(W[j]) * -math.expm1(-v)
-        return h * (1.0 + self.error) + self._abs() + self.slack
+        return self._unscale(h * (1.0 + self.error) + self._abs() + self.slack, True)
 
     def excess_lower(self, x: float) -> float:
         """A lower bound on H(x) from the lower-bound masses (slack dropped)."""
@@ -378,7 +442,7 @@ class LossDistribution:
         D, W = self._suffix(False)
         v = self._distance(j, x, False)
         h = float(D[j]) + float(W[j]) * -math.expm1(-v)
-        return max(h * (1.0 - self.error) - self._abs(), 0.0)
+        return self._unscale(max(h * (1.0 - self.error) - self._abs(), 0.0), False)
 
     def delta(self, m: Mechanisms, eps_g: float) -> float:
         """Certified delta_g at eps_g: 1 - prod(1-delta_i)(1 - H(eps_g)), rounded up."""
@@ -397,6 +461,8 @@ class LossDistribution:
 def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
     if t < 0.0:
         return math.inf
+    if dist.log2_scale:  # t in the distribution's units (exact: a power of two, no overflow for t <= 1)
+        t = math.ldexp(t, dist.log2_scale)
     n = dist.size
     rel = dist.error
     absb = dist._abs()
@@ -444,8 +510,8 @@ def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
         x = lJ - Fraction(v)
         if prev is not None and x < prev:
             x = prev
-    if x is None:  # below every listed atom
-        if dist.exact_from > -math.inf and upward:
+    if x is None:  # any x below the listed atoms (and >= exact_from) satisfies the bound
+        if upward and dist.exact_from > 0.0:
             raise WindowTooNarrow
         return 0.0
     if upward and J == 0 and dist.exact_from > 0.0 and x < Fraction(dist.exact_from):

@@ -29,10 +29,10 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import expit
 
 from ._inputs import Mechanisms
 from ._rounding import TINY, UNIT, dot_dir, exact_dir, up
+from ._binomial import binomial_log_pmf, binomial_masses
 from .loss import (
     LossDistribution,
     WindowTooNarrow,
@@ -94,104 +94,93 @@ def _max_loss(m: Mechanisms) -> float:
     return dot_dir(m.count, m.eps, True)
 
 
-def _q_split(eps: float):
-    """(q_f, log-tilt coefficients) for the binomial pmf of Bin(k, p), p = e^eps/(1 + e^eps):
-    q_f is a multiple of 2^-53 near q = 1 - p (so 1 - q_f is exact: the pmf library forms
-    it internally) and ``(l1, l2)`` give the exact pmf from the one at q_f,
-    ``pmf_q(m) = pmf_{q_f}(m) exp((k - m) l1 + m l2)`` with l1 = log1p(dq / q_f),
-    l2 = log1p(-dq / (1 - q_f)), dq = q - q_f (from a 40-digit q)."""
-    import mpmath as mp
-
-    with mp.workdps(40):
-        q_exact = 1 / (1 + mp.exp(mp.mpf(eps)))
-        q_f = math.ldexp(round(math.ldexp(float(q_exact), 53)), -53)
-        if q_f == 0.0:
-            return None
-        dq = float(q_exact - q_f)
-    return q_f, math.log1p(dq / q_f), math.log1p(-dq / (1.0 - q_f))
-
-
-def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int):
+def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = 0):
     """Atoms m in [m_lo, m_hi] of M ~ Bin(k, p), p = e^eps/(1+e^eps): the losses
-    (2m - k) eps (floats, for display), lower and upper bounds on P0[M = m], and a bound on
-    P0[M > m_hi].
+    (2m - k) eps (floats, for display), lower and upper bounds on 2^s P0[M = m], a bound on
+    2^s P0[M > m_hi], and s (``log2_scale``; None: chosen so the largest mass is ~1).
 
-    The pmf is scipy's (Boost) at q_f, a multiple of 2^-53 next to q = 1/(1 + e^eps)
-    (so that the library's internal 1 - q_f is exact), evaluated as Bin(k, q_f)(k - m), and
-    tilted exactly to q (:func:`_q_split`); the evaluation error is charged as
-    ``32 u |m - kp| + 512 u`` (u = 2^-53) in each direction, a factor >= 4 above the worst
-    error seen against 50-digit mpmath (tests/test_optimal.py).  For q < 2^-40 (eps > 27.7,
-    almost all mass at m = k) the pmf is formed directly in log space,
-    C(k, j) q^j p^{k-j} with j = k - m small.  The tail bound uses that the pmf ratio
-    r(m) = (k-m)/(m+1) e^eps decreases in m: P0[M > m_hi] <= pmf(m_hi) r/(1 - r).
+    The masses are computed in log space with rigorous-by-construction error bounds
+    (:mod:`optcomp._binomial`, checked against mpmath).  The tail bound uses that the pmf
+    ratio r(m) = (k-m)/(m+1) e^eps decreases in m: P0[M > m_hi] <= pmf(m_hi) r/(1 - r).
     """
-    m_idx = np.arange(m_lo, m_hi + 1, dtype=np.int64)
-    j = (k - m_idx).astype(float)
-    split = _q_split(eps) if eps < 27.7 else None
-    if split is not None:
-        from scipy.stats import binom  # imported here: scipy.stats costs ~0.7 s at start-up
-
-        q_f, l1, l2 = split
-        with np.errstate(under="ignore"):
-            pmf = binom.pmf(j, k, q_f) * np.exp(j * l1 + (k - j) * l2)
-        rel = (32.0 * np.abs(m_idx - k * (1.0 - q_f)) + 512.0) * UNIT
-    else:
-        log_q = -eps - math.log1p(math.exp(-eps))  # log q, q = e^-eps / (1 + e^-eps)
-        log_p = -math.log1p(math.exp(-eps))
-        lgk = np.array([math.lgamma(k + 1.0) - math.lgamma(k - x + 1.0) - math.lgamma(x + 1.0) for x in j.tolist()])
-        with np.errstate(under="ignore"):
-            pmf = np.exp(lgk + j * log_q + (k - j) * log_p)
-        # absolute error of the exponent: lgamma of numbers up to k (a few ulp each), products
-        rel = (16.0 * (math.lgamma(k + 1.0) + 1.0) + 8.0 * np.abs(j * log_q) + 8.0 * abs(k * log_p) + 64.0) * UNIT
-    p_up = pmf * (1.0 + rel)
-    loss = (2 * m_idx - k).astype(float) * eps
+    p_lo, p_up, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale)
+    loss = (2 * np.arange(m_lo, m_hi + 1, dtype=np.int64) - k).astype(float) * eps
     tail = 0.0
     if m_hi < k:
         r = (k - m_hi) / (m_hi + 1.0) * math.exp(min(eps, 700.0))
         tail = math.inf if r >= 1.0 else float(p_up[-1]) * r / (1.0 - r) * (1.0 + 1e-12)
-    return loss, pmf * np.maximum(1.0 - rel, 0.0), p_up, tail
+    return loss, p_lo, p_up, tail, s
 
 
 def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = Fraction(0),
                     slack: float = 0.0) -> LossDistribution:
     """The homogeneous loss distribution (plus an exact ``shift``) restricted to m in
     [m_lo, m_hi], atoms at ``shift + (2 m - k) eps`` listed as integers m - m_lo in units of
-    2 eps (exact gaps whatever k).  The mass above m_hi is bounded and charged as slack;
-    the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
-    _, p_lo, p0, tail = binomial_atoms(eps, k, m_lo, m_hi)
-    underflow = TINY * int(np.count_nonzero(p0 < 1e-300))
+    2 eps (exact gaps whatever k), masses scaled by a power of two (``log2_scale``).  The
+    mass above m_hi is bounded and charged as slack (with ``slack``, an unscaled absolute
+    amount); the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
+    _, p_lo, p0, tail, s = binomial_atoms(eps, k, m_lo, m_hi, None)
     fe = Fraction(eps)
     origin = shift + fe * (2 * m_lo - k)
     exact_from = -math.inf if m_lo == 0 else _to_float(shift + fe * (2 * (m_lo - 1) - k), True)
     return LossDistribution(
-        np.arange(m_hi - m_lo + 1, dtype=float), p0, slack=tail + underflow + slack, exact_from=exact_from,
-        unit=2.0 * eps, origin=origin, p0_lower=p_lo,
+        np.arange(m_hi - m_lo + 1, dtype=float), p0, slack=tail + up(math.ldexp(slack, s), 1),
+        exact_from=exact_from, unit=2.0 * eps, origin=origin, p0_lower=p_lo, step=1.0, log2_scale=s,
         exact=lambda i: origin + 2 * fe * int(i),
     )
 
 
+def _chernoff_m(k: int, p: float, tail: float) -> int:
+    """The least m = ceil(k a) with the Chernoff bound exp(-k KL(a || p)) <= tail, so
+    P0[M >= m] <= tail for M ~ Bin(k, p) (up to the rounding of KL: a window heuristic,
+    correctness never rests on it -- the callers check the rigorous tail bound)."""
+    log_tail = math.log(min(max(tail, 1e-320), 0.5))
+    q = 1.0 - p
+
+    def rate(a):  # k KL(a || p), a in [p, 1]
+        r = a * math.log(a / p) if a > 0 else 0.0
+        if a < 1.0:
+            r += (1.0 - a) * math.log((1.0 - a) / q)
+        return k * r
+
+    lo, hi = p, 1.0
+    if rate(hi) < -log_tail:
+        return k
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if rate(mid) >= -log_tail:
+            hi = mid
+        else:
+            lo = mid
+    return min(k, int(math.ceil(k * hi)) + 1)
+
+
 def _homogeneous_window(eps: float, k: int, t: float):
-    p = float(expit(eps))
-    mean = k * p
-    sd = math.sqrt(k * p * (1.0 - p)) + 1.0
-    z = math.sqrt(2.0 * (math.log(1.0 / max(t, 1e-300)) + 50.0))
-    m_floor = max((k + 1) // 2 - 1, 0)  # highest m with loss (2m - k) eps <= 0 ... or 0
-    m_lo = max(m_floor, int(mean - 12.0 * sd))
-    m_hi = min(k, int(math.ceil(mean + (z + 4.0) * sd)) + 2)
-    return m_floor, m_lo, m_hi, mean
+    """(m_floor, m_lo, m_hi): the atoms m >= m_floor have loss > 0 (m_floor - 1 does not);
+    [m_lo, m_hi] is a first guess of the window holding the root of H(x) = t and all mass
+    above it that matters: the root lies below the loss where P0[L > x] = t and above about
+    one unit of loss below where P0[L > x] = t/(1 - 1/e) (H(x) >= P0[L > x + 1](1 - 1/e)),
+    and the mass above m_hi is at most ~2^-50 t.  Widened by the callers when it is off."""
+    p = 1.0 / (1.0 + math.exp(-eps))
+    sd = math.sqrt(k * p * (1.0 - p))
+    m_floor = min(k // 2 + 1, k)  # first m with (2m - k) eps > 0
+    m_root = _chernoff_m(k, p, 4.0 * t)
+    m_lo = max(m_floor, m_root - int(math.ceil(min(1.0 / (2.0 * eps), 2.0 * k) + sd)) - 2)
+    m_hi = min(k, max(_chernoff_m(k, p, t * 2.0**-50) + 2, m_lo + 64))
+    return m_floor, m_lo, m_hi
 
 
 def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fraction(0), slack: float = 0.0,
                          upward: bool = True) -> float:
     """Least x >= 0 with H(x) <= t for k identical mechanisms (plus an exact shift): rounded
     up (``upward``) or a certified lower bound."""
-    m_floor, m_lo, m_hi, mean = _homogeneous_window(eps, k, t)
+    m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t)
     if shift:
         m_floor = 0  # the shift may move negative-loss atoms above 0
     while True:
         dist = binomial_window(eps, k, m_lo, m_hi, shift, slack)
-        if dist.slack - slack > _TAIL * t and m_hi < k:
-            m_hi = min(k, m_hi + max(16, m_hi - int(mean)))
+        if dist.tail_slack() - slack > _TAIL * t and m_hi < k:
+            m_hi = min(k, m_hi + max(64, m_hi - m_lo))
             continue
         try:
             if upward:
@@ -202,7 +191,7 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
         except WindowTooNarrow:
             if m_lo <= m_floor:  # pragma: no cover - the window already reaches loss <= 0
                 raise
-        m_lo = max(m_floor, m_lo - max(16, m_hi - m_lo))
+        m_lo = max(m_floor, m_lo - max(64, 2 * (m_hi - m_lo)))
 
 
 def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0,
@@ -212,18 +201,17 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     rel = (Fraction(x) - shift) / Fraction(eps)
     m_first = math.floor((k + rel) / 2)
     m_first = min(max(m_first - 1, 0), k)
-    p = float(expit(eps))
-    mean = k * p
-    sd = math.sqrt(k * p * (1.0 - p)) + 1.0
-    m_hi = min(k, max(m_first, int(math.ceil(mean))) + int(40 * sd) + 16)
+    p = 1.0 / (1.0 + math.exp(-eps))
+    near = float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])  # ~ log P0[M > m_first]
+    m_hi = min(k, max(m_first + 64, _chernoff_m(k, p, math.exp(max(near, -740.0)) * 2.0**-50) + 2))
     while True:
         dist = binomial_window(eps, k, m_first, m_hi, shift, slack)
         scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
         xx = max(x, dist.exact_from)
         h = dist.excess(xx) if upward else dist.excess_lower(xx)
-        if m_hi >= k or dist.slack - slack <= _TAIL * max(h, 1e-300) or scale == 0.0:
+        if m_hi >= k or dist.tail_slack() - slack <= _TAIL * max(h, 1e-300) or scale == 0.0:
             return h
-        m_hi = min(k, m_hi + max(16, m_hi - m_first))
+        m_hi = min(k, m_hi + max(64, m_hi - m_first))
 
 
 def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15):
@@ -268,7 +256,7 @@ def _product(groups, lower: bool):
     p_lo = np.ones(1) if lower else None
     p_up = np.ones(1)
     for eps, n in groups:
-        fl, flo, fup, _ = binomial_atoms(eps, n, 0, n)
+        fl, flo, fup, _, _ = binomial_atoms(eps, n, 0, n)
         loss = (loss[:, None] + fl[None, :]).ravel()
         if lower:
             p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
@@ -278,7 +266,7 @@ def _product(groups, lower: bool):
     if lower:
         p_lo = p_lo[order] * (1.0 - products)
     p_up = p_up[order] * (1.0 + products)
-    underflow = TINY * int(np.count_nonzero(p_up < 1e-300))
+    underflow = TINY * int(np.count_nonzero(p_up < 1e-300))  # products may underflow
     return loss[order], p_lo, p_up, underflow, order
 
 
@@ -407,6 +395,14 @@ class _MeetInTheMiddle:
 
 
 def _distribution_kind(groups, max_atoms: int):
+    log2_total = sum(math.log2(n + 1) for _, n in groups)
+    if log2_total > 2.0 * math.log2(max_atoms) + 1.0:  # no split can fit: say so at once
+        raise ExactTooLarge(
+            f"exact optimal composition of these {sum(n for _, n in groups)} mechanisms "
+            f"({len(groups)} distinct eps values) needs about 2^{log2_total:.0f} loss atoms, beyond "
+            f"meet in the middle with max_atoms={max_atoms} per half; computing it exactly is "
+            "#P-complete (MV Thm 1.6) — use method='approx' (MV Thm 1.7, certified bounds) instead"
+        )
     total = _atom_count(groups)
     if total <= FULL_ENUMERATION:
         return "full", total
