@@ -59,7 +59,7 @@ __all__ = [
 
 MAX_ATOMS = 2**24  # atoms per half of meet-in-the-middle (k = 48 distinct values)
 FULL_ENUMERATION = 2**15  # up to this many atoms, list the whole distribution (else meet in the middle)
-_TAIL = 2.0**-64  # truncated tails are kept below this fraction of the target
+_TAIL = 2.0**-50  # truncated tails are kept below this fraction of the target (a 1e-15 relative effect)
 
 
 class ExactTooLarge(ValueError):
@@ -160,13 +160,13 @@ def _homogeneous_window(eps: float, k: int, t: float):
     [m_lo, m_hi] is a first guess of the window holding the root of H(x) = t and all mass
     above it that matters: the root lies below the loss where P0[L > x] = t and above about
     one unit of loss below where P0[L > x] = t/(1 - 1/e) (H(x) >= P0[L > x + 1](1 - 1/e)),
-    and the mass above m_hi is at most ~2^-50 t.  Widened by the callers when it is off."""
+    and the mass above m_hi is at most ~2^-58 t.  Widened by the callers when it is off."""
     p = 1.0 / (1.0 + math.exp(-eps))
     sd = math.sqrt(k * p * (1.0 - p))
     m_floor = min(k // 2 + 1, k)  # first m with (2m - k) eps > 0
     m_root = _chernoff_m(k, p, 4.0 * t)
     m_lo = max(m_floor, m_root - int(math.ceil(min(1.0 / (2.0 * eps), 2.0 * k) + sd)) - 2)
-    m_hi = min(k, max(_chernoff_m(k, p, t * 2.0**-50) + 2, m_lo + 64))
+    m_hi = min(k, max(_chernoff_m(k, p, t * _TAIL * 2.0**-8) + 2, m_lo + 64))
     return m_floor, m_lo, m_hi
 
 
@@ -203,7 +203,7 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     m_first = min(max(m_first - 1, 0), k)
     p = 1.0 / (1.0 + math.exp(-eps))
     near = float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])  # ~ log P0[M > m_first]
-    m_hi = min(k, max(m_first + 64, _chernoff_m(k, p, math.exp(max(near, -740.0)) * 2.0**-50) + 2))
+    m_hi = min(k, max(m_first + 64, _chernoff_m(k, p, math.exp(max(near, -740.0)) * _TAIL * 2.0**-8) + 2))
     while True:
         dist = binomial_window(eps, k, m_first, m_hi, shift, slack)
         scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
