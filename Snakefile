@@ -28,6 +28,7 @@ include: "rules/regions.smk"
 include: "rules/heterogeneous.smk"
 include: "rules/runtime.smk"
 include: "rules/budget.smk"
+include: "rules/hardness.smk"
 include: "rules/notebooks.smk"
 
 
