@@ -129,7 +129,9 @@ _REGISTRY = (
            ("eta", "algorithm", "tol", "max_points")),  # = optcomp.approx.OPTIONS (tests/test_approx.py)
 )
 
+#: The registry: method name -> :class:`Method` (theorem, functions, accepted options).
 METHOD_INFO: dict[str, Method] = {m.name: m for m in _REGISTRY}
+#: The method names accepted by ``method=``, in order of increasing tightness (then ``approx``).
 METHODS: tuple[str, ...] = tuple(METHOD_INFO)
 
 
