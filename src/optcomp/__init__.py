@@ -65,9 +65,10 @@ _LAZY = {
     "privacy_curve": "curves",
     "PrivacyCurve": "curves",
 }
-# modules a user may reach as optcomp.<name> (imported on first use)
-_SUBMODULES = ("accountant", "approx", "bounds", "calibrate", "curves", "lattice", "loss", "optimal", "region",
-               "cli", "experiments", "figures")
+# modules a user may reach as optcomp.<name> (imported on first use); the pipeline's
+# experiments and figures (which need the `pipeline` extra) are reachable but not listed
+_SUBMODULES = ("accountant", "approx", "bounds", "calibrate", "cli", "curves", "lattice", "loss", "optimal", "region")
+_PIPELINE = ("experiments", "figures")
 
 
 def __getattr__(name):
@@ -75,7 +76,7 @@ def __getattr__(name):
         value = getattr(_importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
         globals()[name] = value
         return value
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _PIPELINE:
         return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

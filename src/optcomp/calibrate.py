@@ -31,7 +31,7 @@ admissible value to that precision.  Identical queries are passed to the library
 (eps, delta) pair with its count, never as k copies.
 
 Setting: the composition theorems (and so every split here) assume that the per-query
-parameters are fixed before any query runs; the queries themselves may be chosen
+parameters are fixed in advance, before any query runs; the queries themselves may be chosen
 adaptively.  Choosing the parameters adaptively (e.g. spending more on a query because of
 an earlier answer) needs a privacy filter (Rogers et al. 2016; Whitehouse et al. 2023),
 which optcomp does not provide.
