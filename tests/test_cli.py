@@ -45,6 +45,20 @@ def rows_json(*args, **kw) -> list[dict]:
     return data["rows"]
 
 
+def inproc_json(*args) -> list[dict]:
+    """cli.main in this process (no start-up cost: for the checks of the numbers; every
+    subcommand also runs through a subprocess, here and in tests/test_readme.py)."""
+    out = io.StringIO()
+    saved, sys.stdout = sys.stdout, out
+    try:
+        assert cli.main([*args, "--json"]) == 0
+    finally:
+        sys.stdout = saved
+    data = json.loads(out.getvalue())
+    assert data["command"] == args[0]
+    return data["rows"]
+
+
 def rows_csv(*args, **kw) -> list[dict]:
     return list(csv.DictReader(io.StringIO(ok(*args, "--csv", **kw))))
 
@@ -127,11 +141,13 @@ def test_epsilon_all_formats_agree_with_the_library():
 
 
 def test_delta_with_counts_and_options():
-    got = rows_json("delta", "--eps", "0.1,0.2", "--delta", "1e-7", "--count", "50,20", "--eps-g", "5",
-                    "--method", "approx", "--tol", "1e-4", "--max-points", "1000000")
+    got = inproc_json("delta", "--eps", "0.1,0.2", "--delta", "1e-7", "--count", "50,20", "--eps-g", "5",
+                      "--method", "approx", "--tol", "1e-4", "--max-points", "1000000")
     want = optcomp.delta_g([0.1, 0.2], 1e-7, counts=[50, 20], eps_g=5.0, method="approx", tol=1e-4,
                            max_points=10**6)
     assert got[0]["delta_g"] == want
+    got = rows_json("delta", "--eps", "0.1,0.2", "--delta", "1e-7", "--count", "50,20", "--eps-g", "5", "--method", "drv")
+    assert got[0]["delta_g"] == optcomp.delta_g([0.1, 0.2], 1e-7, counts=[50, 20], eps_g=5.0, method="drv")
 
 
 def test_inf_is_spelled_inf_everywhere():
@@ -142,14 +158,14 @@ def test_inf_is_spelled_inf_everywhere():
 
 
 def test_bounds_bracket_the_optimum():
-    (row,) = rows_json("bounds", "--eps", "0.1,0.2", "--count", "30,20", "--delta-g", "1e-6", "--tol", "1e-5")
+    (row,) = inproc_json("bounds", "--eps", "0.1,0.2", "--count", "30,20", "--delta-g", "1e-6", "--tol", "1e-5")
     opt = optcomp.epsilon_g([0.1, 0.2], counts=[30, 20], delta_g=1e-6)
     assert row["eps_g_lower"] <= opt <= row["eps_g_upper"]
     assert row["gap"] <= 1e-5
 
 
 def test_compare_lists_every_method_with_its_theorem():
-    rows = rows_json("compare", "--eps", "0.1", "--k", "100", "--delta-g", "1e-6")
+    rows = inproc_json("compare", "--eps", "0.1", "--k", "100", "--delta-g", "1e-6")
     assert [r["method"] for r in rows] == list(optcomp.METHODS)
     by = {r["method"]: r for r in rows}
     for m in optcomp.METHODS:
@@ -165,12 +181,12 @@ def test_compare_lists_every_method_with_its_theorem():
 
 def test_compare_reports_an_exact_computation_that_is_too_large():
     eps = ",".join(str(0.01 + 0.001 * i) for i in range(60))  # 60 distinct values: 2^30 atoms per half
-    rows = rows_json("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "kov,optimal")
+    rows = inproc_json("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "kov,optimal")
     assert rows[0]["eps_g"] > 0 and rows[1]["eps_g"] is None and "approx" in rows[1]["note"]
 
 
 def test_split_table_and_weights():
-    rows = rows_json("split", "--eps-g", "0.5", "--delta-g", "1e-6", "--k", "100", "--sensitivity", "2")
+    rows = inproc_json("split", "--eps-g", "0.5", "--delta-g", "1e-6", "--k", "100", "--sensitivity", "2")
     by = {r["method"]: r for r in rows}
     assert list(by) == ["basic", "drv", "kov", "optimal", "kov_cor4.1"]
     for m in ("basic", "drv", "kov", "optimal"):
@@ -180,10 +196,12 @@ def test_split_table_and_weights():
     assert by["optimal"]["noise_vs_optimal"] == 1.0
     assert all(by[m]["noise_vs_optimal"] > 1.0 for m in ("basic", "drv", "kov", "kov_cor4.1"))
     assert by["kov_cor4.1"]["delta"] == 1e-6 / 200
-    rows = rows_csv("split", "--eps-g", "1", "--delta-g", "1e-6", "--weights", "1,2", "--count", "10,5")
+    rows = rows_csv("split", "--eps-g", "1", "--delta-g", "1e-6", "--weights", "1,2", "--count", "10,5",
+                    "--method", "kov")
     eps = [float(r["eps"]) for r in rows]
     assert eps[1] == 2 * eps[0]
-    assert optcomp.epsilon_g(eps, counts=[10, 5], delta_g=1e-6) <= 1.0
+    assert optcomp.epsilon_g(eps, counts=[10, 5], delta_g=1e-6, method="kov") <= 1.0
+    assert optcomp.epsilon_g([e * (1 + 1e-9) for e in eps], counts=[10, 5], delta_g=1e-6, method="kov") > 1.0
 
 
 def test_curve_and_tradeoff():
@@ -194,7 +212,7 @@ def test_curve_and_tradeoff():
     rows = rows_json("curve", "--eps", "0.4", "--k", "5", "--tradeoff", "--num-alpha", "11", "--method", "drv")
     assert rows[0]["alpha"] == 0.0 and rows[-1]["alpha"] == 1.0 and rows[-1]["beta"] == 0.0
     assert all(0.0 <= r["beta"] <= r["beta_upper"] <= 1.0 for r in rows)
-    rows = rows_json("curve", "--eps", "0.1,0.2", "--count", "20,10", "--num", "3", "--method", "approx")
+    rows = inproc_json("curve", "--eps", "0.1,0.2", "--count", "20,10", "--num", "3", "--method", "approx")
     assert all(r["delta_lower"] <= r["delta"] for r in rows) and len(rows) == 3
 
 

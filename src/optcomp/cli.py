@@ -583,7 +583,7 @@ def _cmd_curve(args):
 
 
 def _cmd_methods(args):
-    rows = [[m.name, ",".join(m.options) or "-", m.theorem] for m in METHOD_INFO.values()]
+    rows = [[m.name, ",".join(m.options) or None, m.theorem] for m in METHOD_INFO.values()]
     return "composition theorems (--method NAME)", ["method", "options", "theorem"], rows
 
 
