@@ -266,6 +266,11 @@ def test_file_csv_json_and_stdin_agree(tmp_path):
     (("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "10", "--sensitivity", "0"), "sensitivity"),
     (("curve", "--eps", "0.1", "--k", "10", "--eps-g", "1,nan"), "--eps-g"),
     (("frobnicate",), "invalid choice"),
+    # moved from tests/test_inputs.py (the CLI's checks now live here)
+    (("epsilon", "--eps", "0.1", "--k", "0", "--delta-g", "0.1"), "--k"),
+    (("delta", "--eps", "0.1", "--k", "3", "--eps-g", "nan"), "--eps-g"),
+    (("epsilon", "--eps", "abc", "--k", "3", "--delta-g", "0.1"), "--eps"),
+    (("epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "0.1", "--method", "x"), "--method"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, match, capsys, monkeypatch):
     fails_in_process(args, match, capsys, monkeypatch)
@@ -293,6 +298,15 @@ def test_bad_input_through_a_subprocess():
     fails("epsilon", "--eps", "0.1", "--k", "10", "--file", "-", "--delta-g", "1e-6", match="not both")
     fails("epsilon", "--file", "-", "--delta-g", "1e-6", stdin="eps,epsilon\n0.1,0.2\n", match="unknown column")
     fails("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "1e3.5", match="--k")
+
+
+def test_in_process_main_prints_the_library_value(capsys):
+    """(Moved from tests/test_inputs.py, for the table output.)"""
+    assert cli.main(["delta", "--eps", "0.1,0.2", "--delta", "0,1e-6", "--eps-g", "0.25", "--method", "kov"]) == 0
+    assert float(capsys.readouterr().out.splitlines()[-1].split()[2]) == optcomp.delta_g(
+        [0.1, 0.2], [0, 1e-6], eps_g=0.25, method="kov")
+    assert cli.main(["epsilon", "--eps", "0.1", "--delta", "0.5", "--k", "3", "--delta-g", "0.1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split()[2] == "inf"
 
 
 def test_in_process_main_matches(capsys):
