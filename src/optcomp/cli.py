@@ -555,6 +555,8 @@ def _cmd_split(args):
     rows = [[r.method, r.eps, r.delta, r.laplace_scale, r.laplace_std, r.vs_optimal, r.theorem] for r in table]
     caption = (f"{args.k} queries within (eps_g={args.eps_g!r}, delta_g={args.delta_g!r}), sensitivity "
                f"{args.sensitivity!r}: largest certified per-query (eps, delta), Laplace noise per query")
+    if any(r.laplace_scale is None for r in table):
+        caption += "; '-': the method certifies no positive per-query eps within this budget"
     return caption, cols, rows
 
 
@@ -652,7 +654,7 @@ def main(argv=None) -> int:
         sys.stderr.write(f"{PROG} {args.command}: error: {_one_line(exc)}\n")
         return 2
     except MemoryError:
-        sys.stderr.write(f"{PROG} {args.command}: error: out of memory (try method approx or a larger --tol)\n")
+        sys.stderr.write(f"{PROG} {args.command}: error: out of memory\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG} {args.command}: interrupted\n")
