@@ -36,7 +36,7 @@ import numpy as np
 import optcomp
 
 from . import region
-from ._inputs import check_k
+from ._inputs import check_k, mechanisms
 
 __all__ = ["privacy_curve", "PrivacyCurve", "default_grid"]
 
@@ -139,9 +139,8 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     if isinstance(num_alpha, bool) or not isinstance(num_alpha, int) or num_alpha < 2:
         raise ValueError(f"num_alpha must be an integer >= 2, got {num_alpha!r}")
     optcomp._method(method, options)
-    # validate the mechanisms once through the public API (names the bad parameter)
     e, d, c = _multiset(eps, delta, k, counts)
-    optcomp.epsilon_g(e, d, counts=c, delta_g=0.5, method="basic")
+    mechanisms(e, d, None, c)  # validate once, as the public API does (names the bad parameter)
     if eps_g is None:
         grid = default_grid(e, d, c, method, num)
     else:
