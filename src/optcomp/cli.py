@@ -150,9 +150,16 @@ def _add_output(p: argparse.ArgumentParser) -> None:
     x.add_argument("--csv", action=_OnceTrue, help="print CSV with a header line")
 
 
+def _wrap(text: str) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.fill(p, 88, break_on_hyphens=False) for p in text.split("\n"))
+
+
 def _subparser(sub, name, help_text, description, examples):
     epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
-    return sub.add_parser(name, help=help_text, description=description, epilog=epilog, formatter_class=_FORMATTER)
+    return sub.add_parser(name, help=help_text, description=_wrap(description), epilog=epilog,
+                          formatter_class=_FORMATTER)
 
 
 _SETTING = ("The theorems assume the (eps_i, delta_i) are fixed in advance (the mechanisms may be adaptive); "
@@ -162,8 +169,8 @@ _SETTING = ("The theorems assume the (eps_i, delta_i) are fixed in advance (the 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, formatter_class=_FORMATTER,
-        description="Composition of differential privacy: every theorem of Murtagh-Vadhan and "
-                    "Kairouz-Oh-Viswanath, exact and certified-approximate.\n" + _SETTING,
+        description=_wrap("Composition of differential privacy: every theorem of Murtagh-Vadhan and "
+                          "Kairouz-Oh-Viswanath, exact and certified-approximate.\n" + _SETTING),
         epilog="examples:\n  optcomp epsilon --eps 0.1 --k 100 --delta-g 1e-6\n"
                "  optcomp compare --eps 0.1 --k 100 --delta-g 1e-6\n"
                "  optcomp split --eps-g 1 --delta-g 1e-6 --k 100\n"
