@@ -7,6 +7,7 @@ must fit the budget, and a slightly larger per-query eps must not.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -54,14 +55,20 @@ def test_single_query_with_slack_in_delta_gets_more_than_eps_g():
     assert optcomp.delta_g(eps, k=1, eps_g=1.0) <= 1e-3
 
 
-def test_infeasible_budget_gives_zero_and_infinite_noise():
+def test_infeasible_budget_gives_zero_eps_and_no_noise_level():
     # 10 queries each with delta = 1e-6 cannot fit delta_g = 1e-6 (basic needs k delta <= delta_g)
     assert calibrate.per_query_epsilon(10, 1.0, 1e-6, delta=1e-6, method="basic") == 0.0
     # the optimal theorem needs 1 - (1 - delta)^k <= delta_g
     assert calibrate.per_query_epsilon(10, 1.0, 1e-6, delta=1e-6, method="optimal") == 0.0
-    # a zero global eps with delta_g = 0 allows only eps = 0
+    # a zero global eps with delta_g = 0 allows only eps = 0: no finite noise suffices
     assert calibrate.per_query_epsilon(5, 0.0, 0.0) == 0.0
-    assert calibrate.laplace_scale(5, 0.0, 0.0) == math.inf
+    with pytest.raises(ValueError, match="no finite, nonzero Laplace scale"):
+        calibrate.laplace_scale(5, 0.0, 0.0)
+    with pytest.raises(ValueError, match="drv"):  # DRV certifies nothing at delta_g = 0
+        calibrate.laplace_scale(5, 1.0, 0.0, method="drv")
+    rows = calibrate.noise_table(5, 1.0, 0.0, methods=("drv", "optimal"))
+    assert rows[0].eps == 0.0 and rows[0].laplace_scale is None and rows[0].vs_optimal is None
+    assert 0 < rows[1].laplace_scale < math.inf
 
 
 def test_approximate_dp_queries():
@@ -106,7 +113,7 @@ def test_largest_passing_finds_the_boundary_to_the_last_bit():
     assert x == 3.7
     assert calibrate.largest_passing(lambda v: v <= 1e-200, 1.0) == 1e-200
     assert calibrate.largest_passing(lambda v: False, 1.0) == 0.0
-    assert calibrate.largest_passing(lambda v: True, 1.0) == math.inf
+    assert calibrate.largest_passing(lambda v: True, 1.0) == sys.float_info.max  # never inf
 
 
 def test_bad_input_names_the_parameter():
@@ -120,3 +127,132 @@ def test_bad_input_names_the_parameter():
         calibrate.per_query_epsilon(10, 1.0, 1e-6, method="nope")
     with pytest.raises(ValueError, match="weights"):
         calibrate.split_budget([1.0, -2.0], 1.0, 1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# certified against an independent evaluation (mpmath, the theorems' formulas written here)
+
+mp = pytest.importorskip("mpmath")
+mp.mp.dps = 60
+
+
+def _optimal_delta(eps: float, k: int, eps_g: float):
+    """MV Thm 1.4 / KOV Thm 3.3 for k (eps, 0)-DP mechanisms, exactly (60 digits):
+    delta(eps_g) = sum_i C(k, i) max(0, e^{(k-i) eps} - e^{eps_g + i eps}) / (1 + e^eps)^k."""
+    e, x = mp.mpf(eps), mp.mpf(eps_g)
+    terms = [mp.binomial(k, i) * (mp.exp((k - i) * e) - mp.exp(x + i * e)) for i in range(k + 1)]
+    return mp.fsum(t for t in terms if t > 0) / (1 + mp.exp(e)) ** k
+
+
+def _closed_form_eps_g(method: str, eps: float, k: int, delta_g: float):
+    """eps_g of k (eps, 0)-DP mechanisms: MV Thm 1.2, 1.3 (DRV) and 6.1 (KOV Thm 3.4), exactly."""
+    e, d = mp.mpf(eps), mp.mpf(delta_g)
+    if method == "basic":
+        return k * e
+    if method == "drv":
+        return mp.sqrt(2 * k * mp.log(1 / d)) * e + k * e * (mp.exp(e) - 1)
+    mean = k * e * mp.tanh(e / 2)
+    return min(k * e, mean + e * mp.sqrt(2 * k * mp.log(mp.e + mp.sqrt(k * e * e) / d)),
+               mean + e * mp.sqrt(2 * k * mp.log(1 / d)))
+
+
+@pytest.mark.parametrize("k, eps_g, delta_g", [(1, 1.0, 1e-6), (10, 1.0, 1e-6), (100, 1.0, 1e-6),
+                                                (1000, 0.5, 2.0**-25), (50, 0.1, 1e-3)])
+def test_optimal_split_is_certified_by_an_independent_evaluation(k, eps_g, delta_g):
+    eps = calibrate.per_query_epsilon(k, eps_g, delta_g)
+    assert _optimal_delta(eps, k, eps_g) <= delta_g  # the split fits the budget, exactly
+    assert _optimal_delta(eps * (1 + 1e-9), k, eps_g) > delta_g  # and is the largest that does
+
+
+@pytest.mark.parametrize("method", ["basic", "drv", "kov"])
+@pytest.mark.parametrize("k, eps_g, delta_g", [(10, 1.0, 1e-6), (1000, 0.5, 2.0**-25), (10_000, 2.0, 1e-9)])
+def test_closed_form_split_is_certified_by_an_independent_evaluation(method, k, eps_g, delta_g):
+    eps = calibrate.per_query_epsilon(k, eps_g, delta_g, method=method)
+    assert _closed_form_eps_g(method, eps, k, delta_g) <= eps_g
+    assert _closed_form_eps_g(method, eps * (1 + 1e-9), k, delta_g) > eps_g
+
+
+def test_weighted_split_is_certified_by_an_independent_evaluation():
+    """Weights 1 and 3 in equal numbers: the (exact) optimal delta of the grouped split,
+    computed here by convolving the two binomial loss distributions (MV Thm 1.5)."""
+    n, eps_g, delta_g = 20, 2.0, 1e-6
+    c = calibrate.largest_scale([1.0, 3.0], eps_g, delta_g, counts=[n, n])
+
+    def delta(scale):
+        a, b = mp.mpf(c if scale is None else scale), 3 * mp.mpf(c if scale is None else scale)
+        pa, pb = mp.exp(a) / (1 + mp.exp(a)), mp.exp(b) / (1 + mp.exp(b))
+        total = mp.mpf(0)
+        for i in range(n + 1):  # i mechanisms of eps a output the "+" outcome
+            for j in range(n + 1):
+                loss = (2 * i - n) * a + (2 * j - n) * b
+                if loss > eps_g:
+                    p0 = mp.binomial(n, i) * pa**i * (1 - pa) ** (n - i) * mp.binomial(n, j) * pb**j * (1 - pb) ** (n - j)
+                    total += p0 * (1 - mp.exp(eps_g - loss))
+        return total
+
+    assert delta(c) <= delta_g
+    assert delta(c * (1 + 1e-9)) > delta_g
+    assert np.array_equal(calibrate.split_budget([1.0] * n + [3.0] * n, eps_g, delta_g), c * np.array([1.0] * n + [3.0] * n))
+
+
+def test_kov_recipe_is_corollary_4_1_and_certified():
+    k, eps_g, delta_g = 100, 0.5, 1e-6
+    r = calibrate.kov_recipe(k, eps_g, delta_g, sensitivity=2.0)
+    exact = mp.sqrt(mp.mpf(eps_g) ** 2 / (4 * k * mp.log(mp.e + mp.mpf(eps_g) / mp.mpf(delta_g))))
+    assert r.eps <= exact and r.eps == pytest.approx(float(exact), rel=1e-14)
+    assert r.delta == delta_g / (2 * k)
+    # KOV Thm 4.2: variance 8 k sensitivity^2 log(e + eps/delta) / eps^2
+    assert 2 * r.laplace_scale**2 == pytest.approx(8 * k * 4.0 * math.log(math.e + eps_g / delta_g) / eps_g**2, rel=1e-12)
+    assert r.laplace_std == pytest.approx(math.sqrt(2) * r.laplace_scale, rel=1e-15)
+    # the corollary's guarantee, checked with the exact theorem (and the optimum does better)
+    assert optcomp.epsilon_g(r.eps, r.delta, k=k, delta_g=delta_g) <= eps_g
+    assert r.eps < calibrate.per_query_epsilon(k, eps_g, delta_g)
+    for bad in [dict(eps_g=1.0), dict(eps_g=0.0), dict(delta_g=0.0)]:
+        args = dict(k=k, eps_g=eps_g, delta_g=delta_g) | bad
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            calibrate.kov_recipe(**args)
+
+
+def test_noise_table_what_tighter_accounting_buys():
+    rows = calibrate.noise_table(1000, 0.5, 1e-6, sensitivity=3.0)
+    by = {r.method: r for r in rows}
+    assert list(by) == ["basic", "drv", "kov", "optimal", "kov_cor4.1"]
+    assert by["optimal"].vs_optimal == 1.0
+    # noise: basic > DRV > KOV > optimal (the ordering MV Figure 2 shows for eps_g)
+    assert by["basic"].laplace_scale > by["drv"].laplace_scale > by["kov"].laplace_scale > by["optimal"].laplace_scale
+    for r in rows:
+        assert r.laplace_scale == 3.0 / r.eps and r.laplace_std == math.sqrt(2.0) * r.laplace_scale
+        assert r.theorem
+    # eps_g above Cor. 4.1's range: no recipe row
+    assert [r.method for r in calibrate.noise_table(10, 1.0, 1e-6)] == list(calibrate.TABLE_METHODS)
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(1, 10_000), eps_g=st.floats(1e-6, 1e3), delta_g=st.sampled_from([0.0, 1e-12, 1e-6, 0.1]),
+       method=st.sampled_from(["basic", "kov", "optimal"]))
+def test_finite_budget_never_gives_infinite_or_zero_noise(k, eps_g, delta_g, method):
+    scale = calibrate.laplace_scale(k, eps_g, delta_g, method=method)
+    assert 0.0 < scale < math.inf
+
+
+def test_huge_budget_gives_a_finite_eps():
+    eps = calibrate.per_query_epsilon(1, 1e308, 1e-6, method="basic")
+    assert math.isfinite(eps) and eps >= 1e308 * (1 - 1e-15)
+    assert 0.0 < calibrate.laplace_scale(1, 1e308, 1e-6, method="basic") < math.inf
+
+
+def test_more_bad_input():
+    with pytest.raises(TypeError, match="sensitivity"):
+        calibrate.laplace_scale(10, 1.0, 1e-6, sensitivity="1")
+    with pytest.raises(ValueError, match="weights"):
+        calibrate.largest_scale([], 1.0, 1e-6)
+    with pytest.raises(TypeError, match="weights"):
+        calibrate.largest_scale("1,2", 1.0, 1e-6)
+    with pytest.raises(ValueError, match="counts"):
+        calibrate.largest_scale([1.0, 2.0], 1.0, 1e-6, counts=[1])
+    with pytest.raises(ValueError, match="k must be"):
+        calibrate.largest_scale([1.0], 1.0, 1e-6, counts=[0])
+    with pytest.raises(ValueError, match="k must be"):
+        calibrate.noise_table(0, 1.0, 1e-6)
+    with pytest.raises(ValueError, match="method"):
+        calibrate.noise_table(10, 1.0, 1e-6, methods=("nope",))

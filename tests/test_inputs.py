@@ -1,16 +1,13 @@
-"""Bad input gets a ValueError naming the parameter (library) or one line and exit 2 (CLI)."""
+"""Bad input gets a ValueError naming the parameter (the command line's checks: tests/test_cli.py)."""
 
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import optcomp
-from optcomp.cli import main
 
 ALL = optcomp.METHODS
 
@@ -88,37 +85,3 @@ def test_unattainable_returns_inf_not_nan():
         assert math.isinf(v) and v > 0, method
         d = optcomp.delta_g(0.1, 0.0, k=10, eps_g=0.0, method=method)
         assert 0.0 <= d <= 1.0
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def test_cli_prints_the_library_value(capsys):
-    assert main(["epsilon", "--eps", "0.1", "--k", "100", "--delta-g", "1e-6"]) == 0
-    out = capsys.readouterr().out.strip()
-    assert float(out) == optcomp.epsilon_g(0.1, k=100, delta_g=1e-6)
-    assert main(["delta", "--eps", "0.1,0.2", "--delta", "0,1e-6", "--eps-g", "0.25", "--method", "kov"]) == 0
-    out = capsys.readouterr().out.strip()
-    assert float(out) == optcomp.delta_g([0.1, 0.2], [0, 1e-6], eps_g=0.25, method="kov")
-    assert main(["epsilon", "--eps", "0.1", "--delta", "0.5", "--k", "3", "--delta-g", "0.1"]) == 0
-    assert capsys.readouterr().out.strip() == "inf"
-
-
-@pytest.mark.parametrize(
-    "argv, name",
-    [
-        (["epsilon", "--eps", "-1", "--k", "3", "--delta-g", "0.1"], "eps"),
-        (["epsilon", "--eps", "0.1", "--k", "0", "--delta-g", "0.1"], "k"),
-        (["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "2"], "delta_g"),
-        (["delta", "--eps", "0.1", "--k", "3", "--eps-g", "nan"], "eps_g"),
-        (["epsilon", "--eps", "abc", "--k", "3", "--delta-g", "0.1"], "eps"),
-        (["epsilon", "--eps", "0.1", "--k", "3"], "delta-g"),
-        (["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "0.1", "--method", "x"], "method"),
-    ],
-)
-def test_cli_bad_input_one_line_exit_2(argv, name):
-    proc = subprocess.run([sys.executable, "-m", "optcomp", *argv], capture_output=True, text=True)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and name in lines[0], proc.stderr
-    assert proc.stdout == ""

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import doctest
+import math
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -28,3 +32,43 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "test-command:start" in ci  # .ci/run extracts and runs exactly that block
     assert "snakemake" in _block("figures-command")
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _same_output(got: str, want: str) -> bool:
+    """Equal text, numbers equal to 1e-9 relative (the core may move the last ulps)."""
+    if _NUMBER.sub("#", got) != _NUMBER.sub("#", want):
+        return False
+    return all(math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-300)
+               for a, b in zip(_NUMBER.findall(got), _NUMBER.findall(want)))
+
+
+def _console_sessions():
+    text = (ROOT / "README.md").read_text()
+    for block in re.findall(r"```console\n(.*?)```", text, re.S):
+        commands = []
+        for line in block.splitlines(keepends=True):
+            if line.startswith("$ "):
+                commands.append([line[2:].rstrip("\n"), ""])
+            else:
+                commands[-1][1] += line
+        yield commands
+
+
+def test_readme_command_line_session(tmp_path):
+    """Every ``$ optcomp ...`` line of the README's console blocks prints what the README shows
+    (stdout and stderr together; ``optcomp`` run as ``python -m optcomp`` from this checkout)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    sessions = list(_console_sessions())
+    assert sessions and sum(len(s) for s in sessions) >= 6
+    seen = set()
+    for session in sessions:
+        for command, want in session:
+            shell = re.sub(r"(^|\| )optcomp ", rf"\g<1>{sys.executable} -m optcomp ", command)
+            r = subprocess.run(shell, shell=True, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+            assert _same_output(r.stdout + r.stderr, want), f"$ {command}\n{r.stdout}{r.stderr}"
+            if command.startswith("optcomp "):
+                seen.add(command.split()[1])
+    assert {"epsilon", "delta", "bounds", "compare", "split", "curve"} <= seen

@@ -201,3 +201,57 @@ def test_exact_fraction_kov_delta_sanity():
     exact = 1 - (1 - (sum(math.comb(k, l) * (x ** (k - l) - x ** (k - 2 * i + l)) for l in range(i)) / (1 + x) ** k))
     assert kov_delta_i(math.log(1.5), 0.0, k, i) == pytest.approx(float(exact), rel=1e-14)
     assert optcomp.delta_g(math.log(1.5), k=k, eps_g=(k - 2 * i) * math.log(1.5)) == pytest.approx(float(exact), rel=1e-9)
+
+
+# ------------------------------------------------------------------------------ optcomp.privacy_curve
+
+
+def test_privacy_curve_optimal_homogeneous_is_the_exact_region():
+    """Identical mechanisms: the default grid holds KOV Thm 3.3's corners, so the region of
+    the curve is the optimal one -- the Neyman-Pearson curve of the randomized responses."""
+    for eps, delta, k in [(0.4, 0.0, 5), (0.4, 0.1, 3), (0.7, 0.01, 6)]:
+        c = optcomp.privacy_curve(eps, delta, k=k)
+        assert c.method == "optimal" and c.delta_lower is None
+        corners = (k - 2 * np.arange(k // 2 + 1)) * eps
+        assert np.all(np.isin(corners, c.eps_g))
+        for i, x in enumerate(corners):
+            assert c.delta[np.searchsorted(c.eps_g, x)] == pytest.approx(kov_delta_i(eps, delta, k, i), rel=1e-12, abs=1e-300)
+        ref = region.randomized_response_tradeoff(c.alpha, eps, delta, k=k)
+        np.testing.assert_allclose(c.beta, ref, atol=1e-12)
+        np.testing.assert_allclose(c.beta_upper, 1.0 - region.randomized_response_tradeoff(1.0 - c.alpha, eps, delta, k=k),
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["basic", "drv", "kov", "advanced_pure", "optimal", "approx"])
+def test_privacy_curve_region_contains_the_true_region(method):
+    """Every method's region is certified: it contains the true (optimal) region, i.e. its
+    trade-off curve lies on or below the Neyman-Pearson curve (heterogeneous, k = 4)."""
+    eps, delta = [0.1, 0.3, 0.3, 0.6], [0.0, 1e-3, 1e-3, 0.0]
+    c = optcomp.privacy_curve(eps, delta, method=method, num=41)
+    ref = region.randomized_response_tradeoff(c.alpha, eps, delta)
+    assert np.all(c.beta <= ref + 1e-12)
+    assert np.all(c.beta_upper >= 1.0 - region.randomized_response_tradeoff(1.0 - c.alpha, eps, delta) - 1e-12)
+    assert np.all(np.diff(c.delta) <= 1e-15)  # delta(eps_g) is nonincreasing
+    exact = [optcomp.delta_g(eps, delta, eps_g=float(x)) for x in c.eps_g]
+    assert np.all(c.delta >= np.array(exact) * (1 - 1e-12))  # never below the optimum
+    if method == "approx":
+        assert np.all(c.delta_lower <= np.array(exact) * (1 + 1e-12))
+
+
+def test_privacy_curve_counts_grid_and_errors():
+    grouped = optcomp.privacy_curve([0.1, 0.2], counts=[30, 10], eps_g=[3.0, 1.0, 2.0], method="kov")
+    written = optcomp.privacy_curve([0.1] * 30 + [0.2] * 10, eps_g=[1.0, 2.0, 3.0], method="kov")
+    np.testing.assert_array_equal(grouped.eps_g, [1.0, 2.0, 3.0])  # sorted
+    np.testing.assert_allclose(grouped.delta, written.delta, rtol=1e-12)
+    big = optcomp.privacy_curve(0.01, k=10**6, num=3)
+    assert big.eps_g[0] == 0.0 and 50 < big.eps_g[-1] < 200 and big.delta[-1] < 1e-10
+    with pytest.raises(ValueError, match="eps_g"):
+        optcomp.privacy_curve(0.1, k=10, eps_g=[1.0, -1.0])
+    with pytest.raises(ValueError, match="num"):
+        optcomp.privacy_curve(0.1, k=10, num=1)
+    with pytest.raises(ValueError, match="method"):
+        optcomp.privacy_curve(0.1, k=10, method="nope")
+    with pytest.raises(ValueError, match="eps"):
+        optcomp.privacy_curve(-0.1, k=10)
+    with pytest.raises(ValueError, match="k"):
+        optcomp.privacy_curve(0.1, k=0)

@@ -9,24 +9,39 @@ largest per-query eps such that the composition theorem certifies
 and from it the Laplace noise each query needs (sensitivity s: scale b = s / eps, standard
 deviation sqrt(2) b).  A tighter theorem certifies a larger per-query eps, hence less
 noise for the same global guarantee: that difference is what the optimal composition
-theorem buys in practice.
+theorem buys in practice (:func:`noise_table`).
+
+Functions:
+
+* :func:`per_query_epsilon` -- the largest eps for k identical (eps, delta)-DP queries;
+* :func:`largest_scale` / :func:`split_budget` -- the largest common scale c for given
+  weights (query i gets eps_i = c w_i);
+* :func:`laplace_scale` -- the Laplace scale per query for a given sensitivity;
+* :func:`kov_recipe` -- the closed-form recipe of KOV Corollary 4.1 / Theorem 4.2;
+* :func:`noise_table` -- per-query eps and Laplace noise under basic / DRV / KOV /
+  optimal composition, with the KOV recipe beside them.
 
 How it is computed: a bisection over the public API (:func:`optcomp.epsilon_g`), which is
 nondecreasing in eps for every method.  The answer is *certified on the safe side*: the
 returned eps is always one at which the check above was evaluated and passed (the library's
-eps_g values are themselves rounded up), so using it never exceeds the budget; the
-bisection runs until the bracket is narrower than ``rtol`` relative to the answer (default
-0: until its ends are adjacent floats), so the answer is the largest admissible value to
-that precision.
+eps_g values are themselves rounded up), so using it never exceeds the budget under that
+method; the bisection runs until the bracket is narrower than ``rtol`` relative to the
+answer (default 0: until its ends are adjacent floats), so the answer is the largest
+admissible value to that precision.  Identical queries are passed to the library as one
+(eps, delta) pair with its count, never as k copies.
 
-Heterogeneous splits: with ``weights`` w_1..w_k the queries get eps_i = c w_i and the
-largest admissible scale c is returned (:func:`split_budget`).
+Setting: the composition theorems (and so every split here) assume that the per-query
+parameters are fixed in advance, before any query runs; the queries themselves may be chosen
+adaptively.  Choosing the parameters adaptively (e.g. spending more on a query because of
+an earlier answer) needs a privacy filter (Rogers et al. 2016; Whitehouse et al. 2023),
+which optcomp does not provide.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+import sys
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -34,32 +49,49 @@ import optcomp
 
 from ._inputs import check_delta_g, check_eps_g, check_k
 
-__all__ = ["per_query_epsilon", "laplace_scale", "split_budget", "largest_passing"]
+__all__ = [
+    "per_query_epsilon",
+    "largest_scale",
+    "split_budget",
+    "laplace_scale",
+    "kov_recipe",
+    "noise_table",
+    "NoiseRow",
+    "Recipe",
+    "TABLE_METHODS",
+    "largest_passing",
+]
 
 _RTOL = 0.0  # bisect down to adjacent floats
 _MAX_DOUBLINGS = 2100  # from 2^-1074 to 2^1024 and then some
+_MAX = sys.float_info.max
+TABLE_METHODS = ("basic", "drv", "kov", "optimal")  # the default rows of noise_table
 
 
 def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: float = _RTOL) -> float:
-    """Largest x >= 0 (to relative precision ``rtol``) with ``passes(x)`` true, for a
-    predicate that is true on [0, x*] and false above (monotone).  Returns a point where
-    ``passes`` was evaluated true, or 0.0 if it fails at 0 as well (then nothing passes);
-    ``math.inf`` if it never fails.  ``start`` is a first guess of the scale (> 0).
+    """Largest x >= 0 (to relative precision ``rtol``) with ``passes(x)`` true.
+
+    For a predicate that is true on [0, x*] and false above (monotone).  Returns a point
+    where ``passes`` was evaluated true, or 0.0 if it fails at 0 as well (then nothing
+    passes); the largest finite float if it never fails (``passes`` is never called
+    with an infinite argument).  ``start`` is a first guess of the scale (> 0).
     """
+    if not (isinstance(start, (int, float)) and start > 0 and math.isfinite(start)):
+        raise ValueError(f"start must be a finite number > 0, got {start!r}")
+    if not (isinstance(rtol, (int, float)) and rtol >= 0 and math.isfinite(rtol)):
+        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
     if not passes(0.0):
         return 0.0
     lo, hi = 0.0, float(start)
-    if not (hi > 0 and math.isfinite(hi)):
-        raise ValueError(f"start must be a finite number > 0, got {start!r}")
     # bracket: find hi with passes(hi) false
     for _ in range(_MAX_DOUBLINGS):
         if not passes(hi):
             break
-        lo, hi = hi, hi * 2.0
-        if not math.isfinite(hi):
-            return math.inf
+        if hi == _MAX:
+            return _MAX
+        lo, hi = hi, min(hi * 2.0, _MAX)
     else:  # pragma: no cover - would need > 2^2100
-        return math.inf
+        return lo
     if lo == 0.0:
         # shrink until something passes (a tiny positive eps passes for every method
         # that passes at 0, unless the budget is exactly 0)
@@ -73,7 +105,7 @@ def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: floa
             hi = mid
     # bisection: passes(lo) true, passes(hi) false
     while hi - lo > rtol * lo:
-        mid = 0.5 * (lo + hi)
+        mid = lo + 0.5 * (hi - lo)
         if mid <= lo or mid >= hi:
             break
         if passes(mid):
@@ -83,40 +115,99 @@ def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: floa
     return lo
 
 
-def split_budget(weights, eps_g: float, delta_g: float, *, delta=0.0, method: str = "optimal",
-                 rtol: float = _RTOL, **options) -> np.ndarray:
-    """Per-query eps_i = c w_i with the largest c such that ``method`` certifies the
-    composition of the (eps_i, delta_i)-DP queries to be (eps_g, delta_g)-DP.
+def _grouped(values: np.ndarray, delta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (value, delta) pairs with counts (the library's multiset input)."""
+    d = np.broadcast_to(np.asarray(delta, dtype=float), values.shape)
+    pairs, counts = np.unique(np.stack([values, d], axis=1), axis=0, return_counts=True)
+    return pairs[:, 0].copy(), pairs[:, 1].copy(), counts
 
-    ``weights``: positive relative budgets (one per query); ``delta``: per-query delta_i
-    (number or array; 0 for pure-DP mechanisms such as Laplace).  Returns the array of
-    eps_i (all zeros if even eps_i = 0 does not fit, i.e. delta_g is too small for the
-    delta_i).  Certified: ``optcomp.epsilon_g(result, delta, delta_g=delta_g, method=method)
-    <= eps_g`` was checked for exactly this c.
-    """
-    w = np.asarray(weights, dtype=float)
+
+def _check_weights(weights, counts=None) -> tuple[np.ndarray, np.ndarray | None]:
+    if isinstance(weights, (str, bytes)):
+        raise TypeError(f"weights must be a 1-D sequence of numbers, got {weights!r}")
+    try:
+        w = np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"weights must be a 1-D sequence of numbers, got {weights!r}") from None
     if w.ndim != 1 or w.size < 1:
         raise ValueError(f"weights must be a non-empty 1-D sequence, got shape {w.shape}")
-    if np.any(~(w > 0)) or np.any(~np.isfinite(w)):
-        raise ValueError(f"weights must be finite and > 0, got {w[~((w > 0) & np.isfinite(w))][0]!r}")
+    bad = ~((w > 0) & np.isfinite(w))
+    if bad.any():
+        raise ValueError(f"weights must be finite and > 0, got weights[{int(np.argmax(bad))}]={w[bad][0]!r}")
+    if counts is None:
+        return w, None
+    c = [check_k(x) for x in np.atleast_1d(np.asarray(counts, dtype=object)).tolist()]
+    if len(c) != w.size:
+        raise ValueError(f"counts has length {len(c)} but weights has {w.size}")
+    return w, np.array(c, dtype=np.int64)
+
+
+def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=None, method: str = "optimal",
+                  rtol: float = _RTOL, **options) -> float:
+    """Largest c such that queries with eps_i = c * weights[i] (and per-query ``delta``)
+    compose to (eps_g, delta_g)-DP under ``method``.
+
+    Args:
+        weights: positive relative budgets, one per query (or per kind of query with
+            ``counts``).
+        eps_g, delta_g: the global budget.
+        delta: per-query delta_i (a number, or one per weight); 0 for pure-DP mechanisms
+            such as Laplace.
+        counts: optional multiplicities: ``weights[i]`` stands for ``counts[i]`` queries.
+        method: a name of :data:`optcomp.METHODS`; ``options`` are passed on to it.
+        rtol: relative precision of the bisection (0: to adjacent floats).
+
+    Returns:
+        c, certified: ``optcomp.epsilon_g(c * weights, delta, counts=counts,
+        delta_g=delta_g, method=method) <= eps_g`` was evaluated at exactly this c.
+        0.0 if not even c = 0 fits (delta_g too small for the delta_i).
+    """
+    w, c = _check_weights(weights, counts)
     eps_g = check_eps_g(eps_g)
     delta_g = check_delta_g(delta_g)
-    optcomp.epsilon_g(w, delta, delta_g=delta_g, method=method, **options)  # validate the rest once
+    d = np.broadcast_to(np.asarray(delta, dtype=float), w.shape) if np.ndim(delta) == 0 else np.asarray(delta, float)
+    if d.shape != w.shape:
+        raise ValueError(f"delta has length {d.size} but weights has {w.size}")
+    if c is None:  # group equal (weight, delta) pairs: the library gets a multiset
+        w, d, c = _grouped(w, d)
+    optcomp.epsilon_g(w, d, counts=c, delta_g=delta_g, method=method, **options)  # validate the rest once
 
-    def passes(c: float) -> bool:
-        return optcomp.epsilon_g(c * w, delta, delta_g=delta_g, method=method, **options) <= eps_g
+    def passes(scale: float) -> bool:
+        return optcomp.epsilon_g(scale * w, d, counts=c, delta_g=delta_g, method=method, **options) <= eps_g
 
-    start = max(eps_g, 1e-3) / float(np.sum(w))  # basic composition's answer (>= 1e-3 scale)
-    c = largest_passing(passes, start, rtol=rtol)
-    return c * w
+    start = max(eps_g, 1e-3) / float(np.dot(w, c.astype(float)))  # basic composition's answer
+    return largest_passing(passes, start, rtol=rtol)
+
+
+def split_budget(weights, eps_g: float, delta_g: float, *, delta=0.0, method: str = "optimal",
+                 rtol: float = _RTOL, **options) -> np.ndarray:
+    """Per-query eps_i = c * weights[i] with the largest c of :func:`largest_scale`.
+
+    Returns the array of eps_i (all zeros if even eps_i = 0 does not fit, i.e. delta_g is
+    too small for the delta_i).  Certified: ``optcomp.epsilon_g(result, delta,
+    delta_g=delta_g, method=method) <= eps_g`` was checked for exactly this c.
+    """
+    w, _ = _check_weights(weights)
+    return largest_scale(w, eps_g, delta_g, delta=delta, method=method, rtol=rtol, **options) * w
 
 
 def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.0, method: str = "optimal",
                       rtol: float = _RTOL, **options) -> float:
-    """Largest eps such that k (eps, delta)-DP queries compose to (eps_g, delta_g)-DP under
-    ``method`` (to relative precision ``rtol``; certified: the check passed at the value
-    returned).  0.0 when no eps works (delta_g < 1 - (1 - delta)^k for the optimal method,
-    < k delta for the others)."""
+    """Largest eps such that k (eps, delta)-DP queries compose to (eps_g, delta_g)-DP.
+
+    Args:
+        k: number of queries (an integer >= 1).
+        eps_g, delta_g: the global budget.
+        delta: the per-query delta (0 for pure-DP mechanisms such as Laplace).
+        method: a name of :data:`optcomp.METHODS`; ``options`` are passed on to it.
+        rtol: relative precision of the bisection (0: to adjacent floats).
+
+    Returns:
+        The largest eps to precision ``rtol``, certified: ``optcomp.epsilon_g(eps, delta,
+        k=k, delta_g=delta_g, method=method) <= eps_g`` was evaluated at this value.  0.0
+        when no eps works (delta_g < 1 - (1 - delta)^k for the optimal method, < k delta
+        for the others; or a zero budget).
+    """
     k = check_k(k)
     eps_g = check_eps_g(eps_g)
     delta_g = check_delta_g(delta_g)
@@ -128,12 +219,119 @@ def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.
     return largest_passing(passes, max(eps_g, 1e-3) / k, rtol=rtol)
 
 
+def _check_sensitivity(sensitivity) -> float:
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, float, np.integer, np.floating)):
+        raise TypeError(f"sensitivity must be a number, got {sensitivity!r}")
+    s = float(sensitivity)
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
+    return s
+
+
+def _noise(sensitivity: float, eps: float, what: str) -> float:
+    """sensitivity / eps, refusing an infinite or zero scale (no usable noise level)."""
+    scale = sensitivity / eps if eps > 0 else math.inf
+    if not (0.0 < scale < math.inf):
+        raise ValueError(f"no finite, nonzero Laplace scale for {what}: per-query eps = {eps!r}, "
+                         f"sensitivity = {sensitivity!r}")
+    return scale
+
+
 def laplace_scale(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0, method: str = "optimal",
                   **options) -> float:
-    """Laplace noise scale b = sensitivity / eps per query (variance 2 b^2) so that k queries
-    of that sensitivity, each answered with Lap(b) noise (an (eps, 0)-DP mechanism), are
-    (eps_g, delta_g)-DP under ``method``.  ``math.inf`` if no noise level suffices."""
-    if not (isinstance(sensitivity, (int, float)) and math.isfinite(sensitivity) and sensitivity > 0):
-        raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
+    """Laplace noise scale b = sensitivity / eps per query (variance 2 b^2).
+
+    k queries of that sensitivity, each answered with Lap(b) noise (an (eps, 0)-DP
+    mechanism), are (eps_g, delta_g)-DP under ``method``; eps from
+    :func:`per_query_epsilon` (certified).  Raises ``ValueError`` when the budget admits no
+    positive per-query eps under the method (e.g. eps_g = 0 with delta_g = 0, or DRV with
+    delta_g = 0): no finite noise level suffices.
+    """
+    sensitivity = _check_sensitivity(sensitivity)
     eps = per_query_epsilon(k, eps_g, delta_g, delta=0.0, method=method, **options)
-    return math.inf if eps == 0.0 else sensitivity / eps
+    return _noise(sensitivity, eps, f"k={k} queries within (eps_g={eps_g!r}, delta_g={delta_g!r}) under {method!r}")
+
+
+class Recipe(NamedTuple):
+    """A per-query (eps, delta) and the Laplace noise that realises it."""
+
+    eps: float
+    delta: float
+    laplace_scale: float
+    laplace_std: float
+
+
+def kov_recipe(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0) -> Recipe:
+    """KOV Corollary 4.1 and Theorem 4.2: a closed-form per-query budget.
+
+    For eps_g in (0, 0.9] and delta_g in (0, 1], k queries, each
+    (sqrt(eps_g^2 / (4 k log(e + eps_g/delta_g))), delta_g/(2k))-DP, compose to
+    (eps_g, delta_g)-DP; Laplace noise of variance 8 k sensitivity^2 log(e + eps_g/delta_g)
+    / eps_g^2 per query (scale sensitivity / eps) achieves it.  The eps is rounded down
+    (a few ulps) so that floating point never leaves the corollary's guarantee.
+
+    Raises ``ValueError`` outside the corollary's range (eps_g > 0.9, eps_g = 0 or
+    delta_g = 0).
+    """
+    k = check_k(k)
+    eps_g = check_eps_g(eps_g)
+    delta_g = check_delta_g(delta_g)
+    sensitivity = _check_sensitivity(sensitivity)
+    if not 0.0 < eps_g <= 0.9:
+        raise ValueError(f"eps_g must lie in (0, 0.9] for KOV Corollary 4.1, got {eps_g!r}")
+    if not delta_g > 0.0:
+        raise ValueError(f"delta_g must be > 0 for KOV Corollary 4.1, got {delta_g!r}")
+    eps = eps_g / math.sqrt(4.0 * k * math.log(math.e + eps_g / delta_g))
+    for _ in range(4):  # round down: sqrt, log, division and product each err by <= 1 ulp
+        eps = math.nextafter(eps, 0.0)
+    scale = _noise(sensitivity, eps, f"KOV Cor. 4.1 with k={k}")
+    return Recipe(eps, delta_g / (2 * k), scale, math.sqrt(2.0) * scale)
+
+
+class NoiseRow(NamedTuple):
+    """One row of :func:`noise_table`.
+
+    ``eps``/``delta``: the per-query budget; ``laplace_scale``/``laplace_std``: the
+    Laplace noise per query (None where the method certifies no positive eps);
+    ``vs_optimal``: noise relative to the optimal row (None without one).
+    """
+
+    method: str
+    theorem: str
+    eps: float
+    delta: float
+    laplace_scale: float | None
+    laplace_std: float | None
+    vs_optimal: float | None
+
+
+def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0, delta: float = 0.0,
+                methods=TABLE_METHODS, recipe: bool = True, **options) -> list[NoiseRow]:
+    """What tighter accounting buys: per-query eps and Laplace noise under each method.
+
+    One row per name in ``methods`` (:func:`per_query_epsilon` with per-query ``delta``,
+    certified) and, with ``recipe=True`` and where it applies (eps_g <= 0.9, delta_g > 0),
+    a row ``"kov_cor4.1"`` for KOV Corollary 4.1 (:func:`kov_recipe`, its per-query delta is
+    delta_g/(2k)).  Options are passed to every method that accepts them.  A method that
+    certifies no positive eps gets eps 0.0 and no noise (None).
+    """
+    k = check_k(k)
+    sensitivity = _check_sensitivity(sensitivity)
+    if isinstance(methods, str):
+        methods = (methods,)
+    rows = []
+    for m in methods:
+        info = optcomp._method(m, {})
+        opts = {key: v for key, v in options.items() if key in info.options}
+        eps = per_query_epsilon(k, eps_g, delta_g, delta=delta, method=m, **opts)
+        scale = sensitivity / eps if eps > 0 and math.isfinite(sensitivity / eps) else None
+        rows.append(NoiseRow(m, info.theorem, eps, float(delta), scale,
+                             None if scale is None else math.sqrt(2.0) * scale, None))
+    if recipe and 0.0 < eps_g <= 0.9 and delta_g > 0.0:
+        r = kov_recipe(k, eps_g, delta_g, sensitivity=sensitivity)
+        rows.append(NoiseRow("kov_cor4.1", "KOV Cor. 4.1 / Thm 4.2 (closed-form recipe, eps_g <= 0.9)",
+                             r.eps, r.delta, r.laplace_scale, r.laplace_std, None))
+    best = next((r.laplace_scale for r in rows if r.method == "optimal"), None)
+    if best is not None:
+        rows = [r._replace(vs_optimal=None if r.laplace_scale is None else r.laplace_scale / best) for r in rows]
+    return rows

@@ -1,0 +1,265 @@
+"""A privacy accountant: compose as you go, ask for the guarantee at any time.
+
+:class:`Accountant` is a ledger of the mechanisms run so far, held as a *multiset*:
+distinct (eps, delta) pairs with their counts, so a million identical steps are one
+entry.  Every question it answers is one call of the public API (:func:`optcomp.epsilon_g`,
+:func:`optcomp.delta_g`, :func:`optcomp.epsilon_bounds`, :func:`optcomp.delta_bounds`)
+with the grouped pairs and ``counts=``; the methods and their certificates are those of
+:data:`optcomp.METHODS`.  The method names follow Google's ``dp_accounting``
+``PrivacyAccountant`` (``compose``, ``get_epsilon``, ``get_delta``) where that fits.
+
+Setting (read this before using the accountant to decide what to run next): the
+guarantees hold for a sequence of mechanisms whose parameters (eps_i, delta_i) are
+fixed in advance -- the mechanisms themselves may be chosen adaptively, each depending
+on the outputs of the earlier ones (KOV Sec. 3; MV Sec. 1).  If the *parameters* of the
+next mechanism are chosen based on earlier outputs (e.g. "run one more query because the
+last answer looked interesting"), the composition theorems do not apply as stated; that
+fully adaptive setting needs a privacy filter (Rogers, Roth, Ullman and Vadhan 2016;
+Whitehouse, Ramdas, Rogers and Wu 2023), which optcomp does not provide.  Using
+:meth:`Accountant.remaining` / :meth:`Accountant.can_afford` to plan a sequence before
+running it is within the setting.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+import optcomp
+
+from ._inputs import check_delta_g, check_eps_g
+
+__all__ = ["Accountant"]
+
+_FORMAT = "optcomp.Accountant"
+_FORMAT_VERSION = 1
+
+
+def _check_pair(eps, delta) -> tuple[float, float]:
+    for name, value in (("eps", eps), ("delta", delta)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {value!r}")
+    e, d = float(eps), float(delta)
+    if not (math.isfinite(e) and e >= 0.0):
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    if not (0.0 <= d < 1.0):
+        raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+    return e + 0.0, d + 0.0  # -0.0 -> 0.0: one key per pair
+
+
+def _check_count(count) -> int:
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+        raise TypeError(f"count must be an integer >= 1, got {count!r}")
+    if int(count) < 1:
+        raise ValueError(f"count must be an integer >= 1, got {count!r}")
+    return int(count)
+
+
+class Accountant:
+    """A ledger of (eps_i, delta_i)-DP mechanisms and the guarantee of their composition.
+
+    Example::
+
+        acc = optcomp.Accountant().compose(0.1, count=100).compose(0.5, 1e-6)
+        acc.get_epsilon(1e-5)               # least certified eps_g at delta_g = 1e-5
+        acc.can_afford(0.2, eps_g=6.0, delta_g=1e-5)
+
+    The ledger is a multiset: composing a pair already present adds to its count.  Order
+    does not matter (composition is commutative), but the ledger lists pairs in the order
+    they first appeared.  The parameters must be fixed in advance (see the module
+    docstring: adaptively chosen parameters need a privacy filter, not provided here).
+    """
+
+    __slots__ = ("_counts",)
+
+    def __init__(self, mechanisms=()):
+        """Start empty, or from an iterable of ``(eps, delta)`` or ``(eps, delta, count)``."""
+        self._counts: dict[tuple[float, float], int] = {}
+        for item in mechanisms:
+            self.compose(*item)
+
+    # ------------------------------------------------------------------ the ledger
+    def compose(self, eps, delta=0.0, count=1) -> "Accountant":
+        """Add ``count`` mechanisms, each (eps, delta)-DP; returns the accountant (chainable).
+
+        Raises ``ValueError``/``TypeError`` naming the parameter: eps finite and >= 0,
+        delta in [0, 1), count an integer >= 1.
+        """
+        pair = _check_pair(eps, delta)
+        n = _check_count(count)
+        self._counts[pair] = self._counts.get(pair, 0) + n
+        return self
+
+    @property
+    def mechanisms(self) -> tuple[tuple[float, float, int], ...]:
+        """The ledger: ``(eps, delta, count)`` per distinct pair, in order of first appearance."""
+        return tuple((e, d, n) for (e, d), n in self._counts.items())
+
+    @property
+    def k(self) -> int:
+        """Number of mechanisms composed (the sum of the counts)."""
+        return sum(self._counts.values())
+
+    def __len__(self) -> int:
+        return self.k
+
+    def __bool__(self) -> bool:
+        return bool(self._counts)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Accountant):
+            return NotImplemented
+        return self._counts == other._counts
+
+    __hash__ = None  # mutable
+
+    def __repr__(self) -> str:
+        if not self._counts:
+            return "Accountant(k=0)"
+        items = [f"{n} x (eps={e!r}, delta={d!r})" for (e, d), n in list(self._counts.items())[:6]]
+        if len(self._counts) > 6:
+            items[-1] = f"... {len(self._counts) - 5} more pairs"
+        return f"Accountant(k={self.k}: {', '.join(items)})"
+
+    def copy(self) -> "Accountant":
+        """An independent copy of the ledger."""
+        new = Accountant()
+        new._counts = dict(self._counts)
+        return new
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict:
+        """A JSON-serialisable record of the ledger (floats survive ``json`` exactly).
+
+        ``{"format": "optcomp.Accountant", "version": 1, "mechanisms": [{"eps": ...,
+        "delta": ..., "count": ...}, ...]}`` -- the same ``mechanisms`` list the command
+        line reads with ``--file``.
+        """
+        return {
+            "format": _FORMAT,
+            "version": _FORMAT_VERSION,
+            "mechanisms": [{"eps": e, "delta": d, "count": n} for (e, d), n in self._counts.items()],
+        }
+
+    @classmethod
+    def from_dict(cls, data) -> "Accountant":
+        """Rebuild an accountant from :meth:`to_dict`'s record (validated: ``ValueError``
+        naming the bad field)."""
+        if not isinstance(data, dict):
+            raise TypeError(f"from_dict expects a dict, got {type(data).__name__}")
+        if data.get("format", _FORMAT) != _FORMAT:
+            raise ValueError(f"format must be {_FORMAT!r}, got {data.get('format')!r}")
+        if data.get("version", _FORMAT_VERSION) != _FORMAT_VERSION:
+            raise ValueError(f"version must be {_FORMAT_VERSION}, got {data.get('version')!r}")
+        unknown = sorted(set(data) - {"format", "version", "mechanisms"})
+        if unknown:
+            raise ValueError(f"unknown field {unknown[0]!r} (expected format, version, mechanisms)")
+        items = data.get("mechanisms")
+        if not isinstance(items, list):
+            raise ValueError(f"mechanisms must be a list, got {items!r}")
+        acc = cls()
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or "eps" not in item:
+                raise ValueError(f"mechanisms[{i}] must be an object with eps, delta, count, got {item!r}")
+            extra = sorted(set(item) - {"eps", "delta", "count"})
+            if extra:
+                raise ValueError(f"mechanisms[{i}]: unknown field {extra[0]!r} (expected eps, delta, count)")
+            try:
+                acc.compose(item["eps"], item.get("delta", 0.0), item.get("count", 1))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"mechanisms[{i}]: {exc}") from None
+        return acc
+
+    # ------------------------------------------------------------------ questions
+    def _arrays(self, extra=None):
+        counts = dict(self._counts)
+        if extra is not None:
+            pair, n = extra
+            counts[pair] = counts.get(pair, 0) + n
+        eps = np.array([e for e, _ in counts], dtype=float)
+        delta = np.array([d for _, d in counts], dtype=float)
+        return eps, delta, np.array(list(counts.values()), dtype=np.int64)
+
+    def get_epsilon(self, delta_g, method: str = "optimal", **options) -> float:
+        """Least eps_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
+
+        As :func:`optcomp.epsilon_g` (``math.inf`` when nothing is certified at this
+        delta_g); 0.0 for an empty ledger.
+        """
+        delta_g = check_delta_g(delta_g)
+        optcomp._method(method, options)
+        if not self._counts:
+            return 0.0
+        eps, delta, counts = self._arrays()
+        return optcomp.epsilon_g(eps, delta, counts=counts, delta_g=delta_g, method=method, **options)
+
+    def get_delta(self, eps_g, method: str = "optimal", **options) -> float:
+        """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
+
+        As :func:`optcomp.delta_g` (1.0 when nothing better is certified); 0.0 for an
+        empty ledger.
+        """
+        eps_g = check_eps_g(eps_g)
+        optcomp._method(method, options)
+        if not self._counts:
+            return 0.0
+        eps, delta, counts = self._arrays()
+        return optcomp.delta_g(eps, delta, counts=counts, eps_g=eps_g, method=method, **options)
+
+    def bounds(self, *, delta_g=None, eps_g=None, **options):
+        """The certified bracket on the optimum: exactly one of ``delta_g`` / ``eps_g``.
+
+        ``delta_g=`` gives :func:`optcomp.epsilon_bounds` (``lower <= OptComp(delta_g) <=
+        upper``); ``eps_g=`` gives :func:`optcomp.delta_bounds`.  ``options``: ``eta``,
+        ``tol``, ``max_points``.
+        """
+        if (delta_g is None) == (eps_g is None):
+            raise ValueError("give exactly one of delta_g= (bounds on eps_g) or eps_g= (bounds on delta_g)")
+        from .lattice import Bounds
+
+        if not self._counts:
+            if delta_g is not None:
+                check_delta_g(delta_g)
+            else:
+                check_eps_g(eps_g)
+            return Bounds(0.0, 0.0)
+        eps, delta, counts = self._arrays()
+        if delta_g is not None:
+            return optcomp.epsilon_bounds(eps, delta, counts=counts, delta_g=delta_g, **options)
+        return optcomp.delta_bounds(eps, delta, counts=counts, eps_g=eps_g, **options)
+
+    def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "optimal", **options) -> bool:
+        """Whether ``count`` more (eps, delta)-DP mechanisms keep the ledger within the
+        budget (eps_g, delta_g) under ``method`` (certified: True only if the method
+        certifies the extended composition)."""
+        pair = _check_pair(eps, delta)
+        n = _check_count(count)
+        eps_g = check_eps_g(eps_g)
+        delta_g = check_delta_g(delta_g)
+        e, d, c = self._arrays((pair, n))
+        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options) <= eps_g
+
+    def remaining(self, eps_g, delta_g, *, delta=0.0, count=1, method: str = "optimal", rtol: float = 0.0,
+                  **options) -> float:
+        """Largest eps such that ``count`` more (eps, delta)-DP mechanisms fit the budget.
+
+        Certified: :meth:`can_afford` holds at the value returned (a bisection over
+        :func:`optcomp.epsilon_g`, as in :mod:`optcomp.calibrate`, to relative precision
+        ``rtol``; 0 = adjacent floats).  Returns 0.0 when no positive eps fits -- check
+        ``can_afford(0.0, delta, ...)`` to tell "only eps = 0 fits" from "the budget is
+        already spent".
+        """
+        from .calibrate import largest_passing
+
+        _check_pair(0.0, delta)
+        _check_count(count)
+        eps_g = check_eps_g(eps_g)
+        delta_g = check_delta_g(delta_g)
+        optcomp._method(method, options)
+
+        def passes(x: float) -> bool:
+            return self.can_afford(x, delta, eps_g=eps_g, delta_g=delta_g, count=count, method=method, **options)
+
+        return largest_passing(passes, max(eps_g, 1e-3) / count, rtol=rtol)

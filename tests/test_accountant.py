@@ -1,0 +1,163 @@
+"""optcomp.Accountant: a multiset ledger whose answers are those of the public API.
+
+The references are independent of the accountant's bookkeeping: the same mechanisms
+written out one by one (a plain list, no counts), closed forms computed here, and the
+JSON text of the ledger parsed back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import optcomp
+from optcomp import Accountant
+
+
+def test_compose_is_chainable_and_merges_equal_pairs():
+    acc = Accountant()
+    assert acc.compose(0.1) is acc
+    acc.compose(0.2, 1e-6, count=3).compose(0.1, count=4).compose(0.1, 0.0)
+    assert acc.mechanisms == ((0.1, 0.0, 6), (0.2, 1e-6, 3))
+    assert len(acc) == acc.k == 9
+    assert Accountant([(0.1, 0.0, 6), (0.2, 1e-6, 3)]) == acc
+    assert Accountant([(0.2, 1e-6, 3), (0.1, 0.0, 6)]) == acc  # order does not matter
+    assert Accountant().compose(-0.0) == Accountant().compose(0.0)
+
+
+def test_answers_equal_the_mechanisms_written_out():
+    acc = Accountant().compose(0.1, count=7).compose(0.3, 1e-7, count=2).compose(0.05)
+    eps = [0.1] * 7 + [0.3] * 2 + [0.05]
+    delta = [0.0] * 7 + [1e-7] * 2 + [0.0]
+    # grouped and written-out inputs may round differently in the last ulps (both certified)
+    for method in ("basic", "drv", "kov", "advanced_pure", "optimal"):
+        assert acc.get_epsilon(1e-6, method=method) == pytest.approx(
+            optcomp.epsilon_g(eps, delta, delta_g=1e-6, method=method), rel=1e-12)
+        assert acc.get_delta(1.0, method=method) == pytest.approx(
+            optcomp.delta_g(eps, delta, eps_g=1.0, method=method), rel=1e-12)
+    b = acc.bounds(delta_g=1e-6, tol=1e-6)
+    assert b.lower <= optcomp.epsilon_g(eps, delta, delta_g=1e-6) <= b.upper and b.gap <= 1e-6
+    b = acc.bounds(eps_g=1.0)
+    assert b.lower <= optcomp.delta_g(eps, delta, eps_g=1.0) <= b.upper
+
+
+def test_homogeneous_ledger_matches_basic_composition_closed_form():
+    acc = Accountant().compose(0.25, 1e-8, count=40)
+    assert acc.get_epsilon(0.5, method="basic") == pytest.approx(10.0, rel=1e-14)
+    assert acc.get_epsilon(40e-8 * 0.999, method="basic") == math.inf  # basic needs delta_g >= sum delta_i
+
+
+def test_a_million_identical_steps():
+    acc = Accountant()
+    for _ in range(10):
+        acc.compose(0.01, count=100_000)
+    assert acc.mechanisms == ((0.01, 0.0, 10**6),)
+    assert acc.get_epsilon(2.0**-25) == pytest.approx(optcomp.epsilon_g(0.01, k=10**6, delta_g=2.0**-25), rel=1e-12)
+
+
+def test_empty_ledger():
+    acc = Accountant()
+    assert len(acc) == 0 and not acc
+    assert acc.get_epsilon(1e-6) == 0.0 and acc.get_delta(0.0) == 0.0
+    assert repr(acc) == "Accountant(k=0)"
+    assert acc.remaining(1.0, 1e-6, method="basic") == 1.0
+
+
+def test_repr_is_readable():
+    acc = Accountant().compose(0.1, count=1000).compose(0.5, 1e-6)
+    assert repr(acc) == "Accountant(k=1001: 1000 x (eps=0.1, delta=0.0), 1 x (eps=0.5, delta=1e-06))"
+    many = Accountant([(0.01 * i, 0.0) for i in range(1, 21)])
+    assert "15 more pairs" in repr(many) and len(repr(many)) < 300
+
+
+def test_json_round_trip_is_exact():
+    acc = Accountant().compose(0.1, count=10**12).compose(1 / 3, 1e-300).compose(math.nextafter(0.1, 1.0), count=2)
+    text = json.dumps(acc.to_dict())
+    back = Accountant.from_dict(json.loads(text))
+    assert back == acc and back.mechanisms == acc.mechanisms
+    assert back is not acc and back.copy() == back
+    # a list of mechanisms without format/version (what the CLI's --file reads) also loads
+    assert Accountant.from_dict({"mechanisms": [{"eps": 0.1}]}) == Accountant().compose(0.1)
+
+
+@pytest.mark.parametrize("data, error, match", [
+    ([], TypeError, "dict"),
+    ({"format": "other"}, ValueError, "format"),
+    ({"mechanisms": [], "version": 2}, ValueError, "version"),
+    ({"mechanisms": [], "extra": 1}, ValueError, "extra"),
+    ({"mechanisms": "x"}, ValueError, "mechanisms must be a list"),
+    ({"mechanisms": [{"eps": 0.1, "delta": 0.0, "cnt": 1}]}, ValueError, "cnt"),
+    ({"mechanisms": [{"delta": 0.0}]}, ValueError, r"mechanisms\[0\]"),
+    ({"mechanisms": [{"eps": 0.1}, {"eps": -1}]}, ValueError, r"mechanisms\[1\]: eps"),
+    ({"mechanisms": [{"eps": 0.1, "count": 0}]}, ValueError, "count"),
+    ({"mechanisms": [{"eps": 0.1, "count": 1.5}]}, TypeError, "count"),
+])
+def test_from_dict_rejects_bad_records(data, error, match):
+    with pytest.raises(error, match=match):
+        Accountant.from_dict(data)
+
+
+def test_bad_input_names_the_parameter():
+    acc = Accountant()
+    with pytest.raises(ValueError, match="eps"):
+        acc.compose(math.inf)
+    with pytest.raises(ValueError, match="delta"):
+        acc.compose(0.1, 1.0)
+    with pytest.raises(TypeError, match="eps"):
+        acc.compose("0.1")
+    with pytest.raises(TypeError, match="count"):
+        acc.compose(0.1, count=2.0)
+    with pytest.raises(ValueError, match="count"):
+        acc.compose(0.1, count=0)
+    acc.compose(0.1)
+    with pytest.raises(ValueError, match="delta_g"):
+        acc.get_epsilon(1.5)
+    with pytest.raises(ValueError, match="eps_g"):
+        acc.get_delta(-1.0)
+    with pytest.raises(ValueError, match="method"):
+        acc.get_epsilon(1e-6, method="nope")
+    with pytest.raises(ValueError, match="exactly one"):
+        acc.bounds()
+    with pytest.raises(ValueError, match="eta"):
+        acc.get_epsilon(1e-6, eta=0.1)  # optimal takes max_atoms only
+    assert acc.mechanisms == ((0.1, 0.0, 1),)  # failed calls left the ledger alone
+
+
+def test_can_afford_and_remaining_are_certified():
+    acc = Accountant().compose(0.1, count=100)
+    eps_g, delta_g = 6.0, 1e-6
+    for method in ("kov", "optimal"):
+        r = acc.remaining(eps_g, delta_g, method=method)
+        assert r > 0
+        assert acc.can_afford(r, eps_g=eps_g, delta_g=delta_g, method=method)
+        assert not acc.can_afford(r * (1 + 1e-9), eps_g=eps_g, delta_g=delta_g, method=method)
+        # the ledger plus that mechanism, written out, is certified within budget
+        assert optcomp.epsilon_g([0.1] * 100 + [r], delta_g=delta_g, method=method) <= eps_g
+    assert acc.mechanisms == ((0.1, 0.0, 100),)  # asking does not compose
+    # several more mechanisms of the same size
+    r5 = acc.remaining(eps_g, delta_g, count=5)
+    assert r5 < acc.remaining(eps_g, delta_g)
+    assert acc.can_afford(r5, eps_g=eps_g, delta_g=delta_g, count=5)
+    # a spent budget: nothing fits, not even eps = 0 with a delta that breaks delta_g
+    spent = Accountant().compose(0.1, count=100)
+    assert spent.remaining(1.0, 1e-6) == 0.0
+    assert not spent.can_afford(0.0, eps_g=1.0, delta_g=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(pairs=st.lists(st.tuples(st.sampled_from([0.01, 0.05, 0.1, 0.3]), st.sampled_from([0.0, 1e-8]),
+                                st.integers(1, 50)), min_size=1, max_size=6),
+       delta_g=st.sampled_from([1e-6, 1e-3]))
+def test_property_ledger_equals_expanded_list(pairs, delta_g):
+    acc = Accountant(pairs)
+    eps = [e for e, _, n in pairs for _ in range(n)]
+    delta = [d for _, d, n in pairs for _ in range(n)]
+    assert len(acc) == len(eps)
+    for method in ("drv", "kov", "optimal"):
+        assert acc.get_epsilon(delta_g, method=method) == pytest.approx(
+            optcomp.epsilon_g(eps, delta, delta_g=delta_g, method=method), rel=1e-12)
+    assert Accountant.from_dict(json.loads(json.dumps(acc.to_dict()))) == acc

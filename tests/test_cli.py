@@ -1,0 +1,317 @@
+"""The command line end to end, through a subprocess (``python -m optcomp``).
+
+Every subcommand runs once per output format that matters and its output is parsed back
+(table, JSON, CSV) and compared with the library; bad input must give exit status 2, one
+line on stderr, nothing on stdout and no traceback.  The parser itself is checked in
+process (help text on every flag, an example in every subcommand's help).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import optcomp
+from optcomp import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+COMMANDS = ("epsilon", "delta", "bounds", "compare", "split", "curve", "methods")
+
+
+def run(*args, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "optcomp", *args], input=stdin, capture_output=True, text=True,
+                          env=ENV, cwd=cwd, timeout=120)
+
+
+def ok(*args, **kw) -> str:
+    r = run(*args, **kw)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    return r.stdout
+
+
+def rows_json(*args, **kw) -> list[dict]:
+    data = json.loads(ok(*args, "--json", **kw))
+    assert data["command"] == args[0]
+    return data["rows"]
+
+
+def inproc_json(*args) -> list[dict]:
+    """cli.main in this process (no start-up cost: for the checks of the numbers; every
+    subcommand also runs through a subprocess, here and in tests/test_readme.py)."""
+    out = io.StringIO()
+    saved, sys.stdout = sys.stdout, out
+    try:
+        assert cli.main([*args, "--json"]) == 0
+    finally:
+        sys.stdout = saved
+    data = json.loads(out.getvalue())
+    assert data["command"] == args[0]
+    return data["rows"]
+
+
+def rows_csv(*args, **kw) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(ok(*args, "--csv", **kw))))
+
+
+def fails(*args, stdin=None, match: str = "") -> str:
+    r = run(*args, stdin=stdin)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == ""  # nothing half-written
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    assert lines[0].startswith("optcomp")
+    assert match in lines[0], lines[0]
+    return lines[0]
+
+
+def fails_in_process(args, match, capsys, monkeypatch, stdin: str | None = None) -> str:
+    """cli.main on bad input: status 2 (returned, or argparse's SystemExit), one line on stderr."""
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        status = cli.main(list(args))
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    assert status == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("optcomp"), err
+    assert match in err, err
+    return err
+
+
+# ------------------------------------------------------------------------- the basics
+
+
+def test_version_and_bare_usage():
+    assert ok("--version").strip() == f"optcomp {optcomp.__version__}"
+    r = run()
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("usage: optcomp")
+    for command in COMMANDS:
+        assert command in r.stderr
+
+
+def test_every_subcommand_has_help_with_an_example(capsys):
+    assert "examples:\n  optcomp epsilon --eps" in ok("epsilon", "--help")
+    for command in COMMANDS:  # in process (each subprocess costs a Python start-up)
+        with pytest.raises(SystemExit) as exc:
+            cli.main([command, "--help"])
+        assert exc.value.code == 0
+        text = capsys.readouterr().out
+        assert text.startswith(f"usage: optcomp {command}")
+        assert f"optcomp {command} " in text.split("examples:")[1], command
+
+
+def test_every_flag_has_help_text():
+    parser = cli._parser()
+    subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert set(subparsers.choices) == set(COMMANDS)
+    for name, sub in subparsers.choices.items():
+        for action in sub._actions:
+            assert action.help and action.help.strip(), (name, action.option_strings)
+
+
+# ------------------------------------------------------------------------- answers, parsed back
+
+
+def test_epsilon_all_formats_agree_with_the_library():
+    args = ("epsilon", "--eps", "0.1", "--k", "100", "--delta-g", "1e-6")
+    want = optcomp.epsilon_g(0.1, k=100, delta_g=1e-6)
+    assert rows_json(*args) == [{"method": "optimal", "delta_g": 1e-6, "eps_g": want}]
+    # the other formats with a closed form (numpy only: a fast start)
+    args += ("--method", "kov")
+    want = optcomp.epsilon_g(0.1, k=100, delta_g=1e-6, method="kov")
+    table = ok(*args).splitlines()
+    assert table[0].startswith("# 100 mechanisms")
+    assert table[1].split() == ["method", "delta_g", "eps_g"]
+    assert float(table[2].split()[2]) == want  # shortest round-trip repr: exact
+    (row,) = rows_csv(*args)
+    assert float(row["eps_g"]) == want and row["method"] == "kov"
+
+
+def test_delta_with_counts_and_options():
+    got = inproc_json("delta", "--eps", "0.1,0.2", "--delta", "1e-7", "--count", "50,20", "--eps-g", "5",
+                      "--method", "approx", "--tol", "1e-4", "--max-points", "1000000")
+    want = optcomp.delta_g([0.1, 0.2], 1e-7, counts=[50, 20], eps_g=5.0, method="approx", tol=1e-4,
+                           max_points=10**6)
+    assert got[0]["delta_g"] == want
+    got = rows_json("delta", "--eps", "0.1,0.2", "--delta", "1e-7", "--count", "50,20", "--eps-g", "5", "--method", "drv")
+    assert got[0]["delta_g"] == optcomp.delta_g([0.1, 0.2], 1e-7, counts=[50, 20], eps_g=5.0, method="drv")
+
+
+def test_inf_is_spelled_inf_everywhere():
+    args = ("epsilon", "--eps", "0.1", "--delta", "0.01", "--k", "10", "--delta-g", "0.05", "--method", "basic")
+    assert rows_json(*args)[0]["eps_g"] == "inf"
+    assert rows_csv(*args)[0]["eps_g"] == "inf"
+    assert ok(*args).splitlines()[2].split()[2] == "inf"
+
+
+def test_bounds_bracket_the_optimum():
+    (row,) = inproc_json("bounds", "--eps", "0.1,0.2", "--count", "30,20", "--delta-g", "1e-6", "--tol", "1e-5")
+    opt = optcomp.epsilon_g([0.1, 0.2], counts=[30, 20], delta_g=1e-6)
+    assert row["eps_g_lower"] <= opt <= row["eps_g_upper"]
+    assert row["gap"] <= 1e-5
+
+
+def test_compare_lists_every_method_with_its_theorem():
+    rows = inproc_json("compare", "--eps", "0.1", "--k", "100", "--delta-g", "1e-6")
+    assert [r["method"] for r in rows] == list(optcomp.METHODS)
+    by = {r["method"]: r for r in rows}
+    for m in optcomp.METHODS:
+        assert by[m]["theorem"] == optcomp.METHOD_INFO[m].theorem
+        if m != "approx":
+            assert by[m]["eps_g"] == optcomp.epsilon_g(0.1, k=100, delta_g=1e-6, method=m)
+    assert by["optimal"]["vs_optimal"] == 1.0
+    assert by["basic"]["vs_optimal"] > by["drv"]["vs_optimal"] > by["kov"]["vs_optimal"] > 1.0
+    assert by["approx"]["certified_lower"] <= by["optimal"]["eps_g"] <= by["approx"]["eps_g"]
+    table = ok("compare", "--eps", "0.1", "--k", "100", "--eps-g", "4", "--methods", "basic,kov")
+    assert [line.split()[0] for line in table.splitlines()[2:]] == ["basic", "kov"]
+
+
+def test_compare_reports_an_exact_computation_that_is_too_large():
+    eps = ",".join(str(0.01 + 0.001 * i) for i in range(60))  # 60 distinct values: 2^30 atoms per half
+    rows = inproc_json("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "kov,optimal")
+    assert rows[0]["eps_g"] > 0 and rows[1]["eps_g"] is None and "approx" in rows[1]["note"]
+
+
+def test_split_table_and_weights():
+    rows = inproc_json("split", "--eps-g", "0.5", "--delta-g", "1e-6", "--k", "100", "--sensitivity", "2")
+    by = {r["method"]: r for r in rows}
+    assert list(by) == ["basic", "drv", "kov", "optimal", "kov_cor4.1"]
+    for m in ("basic", "drv", "kov", "optimal"):
+        assert by[m]["eps"] == optcomp.calibrate.per_query_epsilon(100, 0.5, 1e-6, method=m)
+        assert by[m]["laplace_scale"] == 2.0 / by[m]["eps"]
+        assert optcomp.epsilon_g(by[m]["eps"], k=100, delta_g=1e-6, method=m) <= 0.5
+    assert by["optimal"]["noise_vs_optimal"] == 1.0
+    assert all(by[m]["noise_vs_optimal"] > 1.0 for m in ("basic", "drv", "kov", "kov_cor4.1"))
+    assert by["kov_cor4.1"]["delta"] == 1e-6 / 200
+    rows = rows_csv("split", "--eps-g", "1", "--delta-g", "1e-6", "--weights", "1,2", "--count", "10,5",
+                    "--method", "kov")
+    eps = [float(r["eps"]) for r in rows]
+    assert eps[1] == 2 * eps[0]
+    assert optcomp.epsilon_g(eps, counts=[10, 5], delta_g=1e-6, method="kov") <= 1.0
+    assert optcomp.epsilon_g([e * (1 + 1e-9) for e in eps], counts=[10, 5], delta_g=1e-6, method="kov") > 1.0
+
+
+def test_curve_and_tradeoff():
+    rows = rows_csv("curve", "--eps", "0.1", "--k", "100", "--eps-g", "2,4,6", "--method", "kov")
+    assert [float(r["eps_g"]) for r in rows] == [2.0, 4.0, 6.0]
+    for r in rows:
+        assert float(r["delta"]) == optcomp.delta_g(0.1, k=100, eps_g=float(r["eps_g"]), method="kov")
+    rows = rows_json("curve", "--eps", "0.4", "--k", "5", "--tradeoff", "--num-alpha", "11", "--method", "drv")
+    assert rows[0]["alpha"] == 0.0 and rows[-1]["alpha"] == 1.0 and rows[-1]["beta"] == 0.0
+    assert all(0.0 <= r["beta"] <= r["beta_upper"] <= 1.0 for r in rows)
+    rows = inproc_json("curve", "--eps", "0.1,0.2", "--count", "20,10", "--num", "3", "--method", "approx")
+    assert all(r["delta_lower"] <= r["delta"] for r in rows) and len(rows) == 3
+
+
+def test_methods():
+    rows = rows_json("methods")
+    assert [r["method"] for r in rows] == list(optcomp.METHODS)
+    assert rows[4]["options"] == "max_atoms"
+
+
+# ------------------------------------------------------------------------- files and stdin
+
+
+def test_file_csv_json_and_stdin_agree(tmp_path):
+    want = optcomp.epsilon_g([0.1, 0.5], [0.0, 1e-6], counts=[100, 1], delta_g=1e-5)
+    (tmp_path / "m.csv").write_text("eps,delta,count\n0.1,0,100\n0.5,1e-6,1\n")
+    (tmp_path / "m.json").write_text(json.dumps([{"eps": 0.1, "delta": 0, "count": 100}, {"eps": 0.5, "delta": 1e-6}]))
+    acc = optcomp.Accountant().compose(0.1, count=100).compose(0.5, 1e-6)
+    (tmp_path / "ledger.json").write_text(json.dumps(acc.to_dict()))
+    got = [rows_json("epsilon", "--file", name, "--delta-g", "1e-5", cwd=tmp_path)[0]["eps_g"]
+           for name in ("m.csv",)]
+    for name in ("m.json", "ledger.json"):  # the rest with a closed form: the same mechanisms?
+        got.append(rows_json("epsilon", "--file", name, "--delta-g", "1e-5", "--method", "kov", cwd=tmp_path)[0]["eps_g"])
+    for name in ("m.csv", "m.json"):
+        got.append(rows_json("epsilon", "--file", "-", "--delta-g", "1e-5", "--method", "kov",
+                             stdin=(tmp_path / name).read_text())[0]["eps_g"])
+    kov = optcomp.epsilon_g([0.1, 0.5], [0.0, 1e-6], counts=[100, 1], delta_g=1e-5, method="kov")
+    assert got == [want] + [kov] * 4
+
+
+# ------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("args, match", [
+    (("epsilon", "--eps", "0.1,,0.2", "--delta-g", "1e-6"), "empty item 2"),
+    (("epsilon", "--eps", "0.1,", "--delta-g", "1e-6"), "empty item 2"),
+    (("epsilon", "--eps", "0.1", "--k", "2.5", "--delta-g", "1e-6"), "--k"),
+    (("epsilon", "--eps", "0.1", "--k", "10", "--eps", "0.2", "--delta-g", "1e-6"), "more than once"),
+    (("epsilon", "--eps", "0.1", "--k", "10", "--file", "m.csv", "--delta-g", "1e-6"), "not both"),
+    (("epsilon", "--eps", "-0.1", "--k", "10", "--delta-g", "1e-6"), "eps must be"),
+    (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1.5"), "delta_g"),
+    (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--eta", "0.1"), "--eta"),
+    (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--method", "nope"), "--method"),
+    (("epsilon", "--eps", "0.1", "--k", "10"), "--delta-g"),
+    (("epsilon", "--eps", "0.1,0.2", "--delta", "0,0,0", "--delta-g", "1e-6"), "--delta has 3 items"),
+    (("epsilon", "--delta-g", "1e-6"), "no mechanisms"),
+    (("epsilon", "--file", "/nonexistent/m.csv", "--delta-g", "1e-6"), "/nonexistent/m.csv"),
+    (("delta", "--eps", "0.1", "--k", "10", "--eps-g", "1", "--json", "--csv"), "--csv"),
+    (("bounds", "--eps", "0.1", "--k", "10", "--eps-g", "1", "--delta-g", "1e-6"), "not allowed"),
+    (("compare", "--eps", "0.1", "--k", "10", "--eps-g", "1", "--methods", "kov,nope"), "nope"),
+    (("split", "--eps-g", "1", "--delta-g", "1e-6"), "--k"),
+    (("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "10", "--sensitivity", "0"), "sensitivity"),
+    (("curve", "--eps", "0.1", "--k", "10", "--eps-g", "1,nan"), "--eps-g"),
+    (("frobnicate",), "invalid choice"),
+    # moved from tests/test_inputs.py (the CLI's checks now live here)
+    (("epsilon", "--eps", "0.1", "--k", "0", "--delta-g", "0.1"), "--k"),
+    (("delta", "--eps", "0.1", "--k", "3", "--eps-g", "nan"), "--eps-g"),
+    (("epsilon", "--eps", "abc", "--k", "3", "--delta-g", "0.1"), "--eps"),
+    (("epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "0.1", "--method", "x"), "--method"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, match, capsys, monkeypatch):
+    fails_in_process(args, match, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("eps,epsilon\n0.1,0.2\n", "unknown column 'epsilon'"),
+    ("eps,delta\n0.1,\n", "line 2: empty delta"),
+    ("eps,delta\n0.1,0,5\n", "line 2"),
+    ("delta\n0.1\n", "eps column"),
+    ("eps\n", "no mechanisms"),
+    ('[{"eps": 0.1, "foo": 1}]', "unknown field 'foo'"),
+    ('[{"eps": 0.1, "count": 2.5}]', "count"),
+    ('[{"eps": 0.1', "invalid JSON"),
+    ("", "empty"),
+])
+def test_bad_files_are_one_line_and_exit_2(text, match, capsys, monkeypatch):
+    fails_in_process(("epsilon", "--file", "-", "--delta-g", "1e-6"), match, capsys, monkeypatch, stdin=text)
+
+
+def test_bad_input_through_a_subprocess():
+    """The same checks end to end (a few representative cases; the rest run in process)."""
+    fails("epsilon", "--eps", "0.1,,0.2", "--delta-g", "1e-6", match="empty item 2")
+    fails("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1.5", match="delta_g must lie in [0, 1)")
+    fails("epsilon", "--eps", "0.1", "--k", "10", "--file", "-", "--delta-g", "1e-6", match="not both")
+    fails("epsilon", "--file", "-", "--delta-g", "1e-6", stdin="eps,epsilon\n0.1,0.2\n", match="unknown column")
+    fails("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "1e3.5", match="--k")
+
+
+def test_in_process_main_prints_the_library_value(capsys):
+    """(Moved from tests/test_inputs.py, for the table output.)"""
+    assert cli.main(["delta", "--eps", "0.1,0.2", "--delta", "0,1e-6", "--eps-g", "0.25", "--method", "kov"]) == 0
+    assert float(capsys.readouterr().out.splitlines()[-1].split()[2]) == optcomp.delta_g(
+        [0.1, 0.2], [0, 1e-6], eps_g=0.25, method="kov")
+    assert cli.main(["epsilon", "--eps", "0.1", "--delta", "0.5", "--k", "3", "--delta-g", "0.1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split()[2] == "inf"
+
+
+def test_in_process_main_matches(capsys):
+    assert cli.main(["epsilon", "--eps", "0.1", "--k", "100", "--delta-g", "1e-6", "--method", "kov", "--csv"]) == 0
+    out = capsys.readouterr().out
+    assert float(out.splitlines()[1].split(",")[2]) == optcomp.epsilon_g(0.1, k=100, delta_g=1e-6, method="kov")
+    assert cli.main(["epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "2"]) == 2
+    assert math.isfinite(len(capsys.readouterr().err))
