@@ -67,7 +67,7 @@ _LAZY = {
 }
 # modules a user may reach as optcomp.<name> (imported on first use); the pipeline's
 # experiments and figures (which need the `pipeline` extra) are reachable but not listed
-_SUBMODULES = ("accountant", "approx", "bounds", "calibrate", "cli", "curves", "lattice", "loss", "optimal", "region")
+_SUBMODULES = ("accountant", "approx", "bounds", "calibrate", "cli", "curves", "hardness", "lattice", "loss", "optimal", "region")
 _PIPELINE = ("experiments", "figures")
 
 

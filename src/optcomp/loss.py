@@ -434,6 +434,23 @@ class LossDistribution:
         h = float(D[j]) + float(W[j]) * -math.expm1(-v)
         return self._unscale(h * (1.0 + self.error) + self._abs() + self.slack, True)
 
+    def excess_many(self, xs) -> np.ndarray:
+        """:meth:`excess` at every x of ``xs`` (upper bounds), from one pass over the atoms."""
+        xs = np.asarray(xs, dtype=float)
+        out = np.empty(xs.size)
+        D, W = self._suffix(True)
+        for i, x in enumerate(xs.tolist()):
+            if x < self.exact_from:
+                raise ValueError("excess evaluated below the distribution's exact range")
+            j = self._first_above(x)
+            if j >= self.size:
+                out[i] = self._unscale(self.slack, True)
+                continue
+            v = self._distance(j, x, True)
+            h = float(D[j]) + float(W[j]) * -math.expm1(-v)
+            out[i] = self._unscale(h * (1.0 + self.error) + self._abs() + self.slack, True)
+        return out
+
     def excess_lower(self, x: float) -> float:
         """A lower bound on H(x) from the lower-bound masses (slack dropped)."""
         j = self._first_above_lower(x)

@@ -132,6 +132,9 @@ def boundary_alphas(eps, delta=0.0, num: int = 1001) -> np.ndarray:
 # families of guarantees of a composition
 
 
+MAX_CORNERS = 10**6  # KOV Thm 3.3 lists floor(k/2) + 1 corners
+
+
 def optimal_family(eps: float, delta: float = 0.0, *, k: int) -> tuple[np.ndarray, np.ndarray]:
     """KOV Thm 3.3 (MV Thm 1.4): the k-fold composition of (eps, delta)-DP mechanisms is
     ((k - 2i) eps, 1 - (1 - delta)^k (1 - delta_i))-DP for i = 0, ..., floor(k/2), with
@@ -145,11 +148,26 @@ def optimal_family(eps: float, delta: float = 0.0, *, k: int) -> tuple[np.ndarra
     if not m.homogeneous:  # pragma: no cover - mechanisms() with a scalar eps is homogeneous
         raise ValueError("optimal_family needs k identical mechanisms; use family_from_eps_grid")
     k = m.k
+    if k > MAX_CORNERS:
+        raise ValueError(f"optimal_family lists floor(k/2) + 1 corners and is limited to k <= {MAX_CORNERS:,}, "
+                         f"got k={k:,}; use optcomp.privacy_curve (a grid of eps_g) instead")
     e = float(m.eps[0])
     i = np.arange(k // 2 + 1)
-    eps_g = (k - 2 * i) * e
-    delta_g = np.array([optcomp.delta_g(e, float(m.delta[0]), k=k, eps_g=float(x)) for x in eps_g])
-    return eps_g.astype(float), delta_g
+    eps_g = ((k - 2 * i) * e).astype(float)
+    if e == 0.0:
+        delta_g = np.array([optcomp.delta_g(e, float(m.delta[0]), k=k, eps_g=float(x)) for x in eps_g])
+        return eps_g, delta_g
+    # one pass over all k + 1 atoms: H at every corner (each within ulps of an atom: the
+    # distance to the first atom above it is taken exactly, see optcomp.loss)
+    from .loss import delta_from_excess
+    from .optimal import BIG_EPS, binomial_window
+
+    if e >= BIG_EPS:
+        delta_g = np.array([optcomp.delta_g(e, float(m.delta[0]), k=k, eps_g=float(x)) for x in eps_g])
+        return eps_g, delta_g
+    h = binomial_window(e, k, 0, k).excess_many(eps_g)
+    delta_g = np.array([delta_from_excess(m, float(x)) for x in h])
+    return eps_g, delta_g
 
 
 def basic_family(eps, delta=0.0, *, k=None, counts=None) -> tuple[np.ndarray, np.ndarray]:
