@@ -115,3 +115,32 @@ def test_uniform_lattice_path_equals_general(n):
     bound = 2 * rounding_bound(n)
     assert np.all(np.abs(W1 - W2) <= bound * W1 + 1e-300)
     assert np.all(np.abs(D1 - D2) <= bound * D1 + 1e-300)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_block_store_agrees_with_full_arrays(uniform, monkeypatch):
+    """Beyond _FULL atoms only block totals are stored and atoms are recomputed from their
+    block: the same H and eps_g as with every D, W stored (within the shared bound)."""
+    import optcomp.loss as L
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    loss = np.arange(n, dtype=float) if uniform else np.sort(rng.uniform(0, 2000, n))
+    p = rng.exponential(size=n) * 10.0 ** rng.uniform(-12, 0, n)
+    p /= p.sum()
+    kw = dict(unit=0.01, step=1.0) if uniform else {}
+    scale = 0.01 if uniform else 1.0
+    blocks = LossDistribution(loss, p, p0_lower=p, **kw)
+    monkeypatch.setattr(L, "_FULL", 10**9)
+    full = LossDistribution(loss, p, p0_lower=p, **kw)
+    tol = 4 * rounding_bound(n)
+    for x in np.linspace(0, float(loss[-1]) * scale, 37)[:-1].tolist():
+        a, b = blocks.excess(x), full.excess(x)
+        assert abs(a - b) <= tol * b + 1e-300
+        a, b = blocks.excess_lower(x), full.excess_lower(x)
+        assert abs(a - b) <= tol * b + 1e-300
+    for t in (1e-3, 1e-9, 1e-30):
+        a, b = blocks.epsilon(t), full.epsilon(t)
+        assert abs(a - b) <= 1e-12 * b
+        a, b = blocks.epsilon_lower(t), full.epsilon_lower(t)
+        assert abs(a - b) <= 1e-12 * b

@@ -134,17 +134,22 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
     """Lower and upper bounds on 2^s P[M = m] for m in [m_lo, m_hi], and s.
 
     ``log2_scale`` s: the masses are returned multiplied by 2^s (exactly: a power of two);
-    ``None`` picks s >= 0 so that the largest mass of the window is about 1 (at most
-    2^1000), so that masses down to ~1e-600 stay normal floats."""
-    m = np.arange(m_lo, m_hi + 1, dtype=np.int64)
-    logp, err = binomial_log_pmf(eps, k, m)
-    if log2_scale is None:
-        top = float(np.max(logp)) if logp.size else 0.0
-        log2_scale = int(min(1000, max(0, math.floor(-top / math.log(2.0)))))
-    shift = log2_scale * math.log(2.0)  # rounding of the product: u |shift|, charged below
-    y = logp + shift
-    err = err + 2.0 * _U * (abs(shift) + np.abs(y))
-    with np.errstate(under="ignore", over="ignore"):
-        p_up = np.exp(y + err) * (1.0 + 4.0 * _U)
-        p_lo = np.exp(y - err) * (1.0 - 4.0 * _U)
+    ``None`` picks s >= 0 so that the largest mass of the window's first 2^18 atoms is
+    about 1 (s <= 1000), so that masses down to ~1e-600 stay normal floats; a mass that
+    would overflow after scaling is +inf (an upper bound still)."""
+    n = m_hi - m_lo + 1
+    p_lo, p_up = np.empty(n), np.empty(n)
+    chunk = 1 << 18  # bounded temporaries whatever the window
+    for a in range(0, n, chunk):
+        m = np.arange(m_lo + a, min(m_lo + a + chunk, m_hi + 1), dtype=np.int64)
+        logp, err = binomial_log_pmf(eps, k, m)
+        if log2_scale is None:  # from the first chunk's largest mass (windows start near the mode)
+            top = float(np.max(logp))
+            log2_scale = int(min(1000, max(0, math.floor(-top / math.log(2.0)))))
+        shift = log2_scale * math.log(2.0)  # rounding of the product: u |shift|, charged below
+        y = logp + shift
+        err += 2.0 * _U * (abs(shift) + np.abs(y))
+        with np.errstate(under="ignore", over="ignore"):
+            p_up[a:a + m.size] = np.exp(y + err) * (1.0 + 4.0 * _U)
+            p_lo[a:a + m.size] = np.exp(y - err) * (1.0 - 4.0 * _U)
     return p_lo, p_up, log2_scale

@@ -294,6 +294,94 @@ def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) ->
     return max(0.0, down(value - err, 1))
 
 
+# --------------------------------------------------------------------------- suffix store
+
+_FULL = 4096  # up to this many atoms the per-atom D, W are stored; beyond, block totals only
+
+
+class _Suffix:
+    """D_j, W_j of a distribution's atoms on demand.  Up to ``_FULL`` atoms both arrays are
+    stored; beyond, only the totals at the start of every block of ``_BLOCK`` atoms (the
+    recurrences run row by row, keeping one row), and an atom's values are recomputed from
+    its block's end (at most 32 steps, the same error bound): memory O(n / 32)."""
+
+    def __init__(self, p: np.ndarray, pos: np.ndarray, unit: float, pos_err: float, upward: bool,
+                 step: float | None):
+        self.n = n = p.size
+        self.p, self.pos, self.unit, self.pos_err, self.upward, self.step = p, pos, unit, pos_err, upward, step
+        if n <= _FULL:
+            self.D, self.W = suffix_dw(p, pos, unit, pos_err=pos_err, upward=upward, step=step)
+            return
+        self.D = self.W = None
+        nb = -(-n // _BLOCK)
+        pad = nb * _BLOCK - n
+        P = np.concatenate([p, np.zeros(pad)]).reshape(nb, _BLOCK)
+        X = None if step is not None else np.concatenate([pos, np.full(pad, pos[-1])]).reshape(nb, _BLOCK)
+        D = np.zeros(nb)
+        W = P[:, -1].copy()
+        with np.errstate(under="ignore"):
+            for i in range(_BLOCK - 2, -1, -1):
+                if step is not None:
+                    g = float(_widen(np.array([step * unit]), pos_err, upward)[0])
+                    e, f = math.exp(-g), -math.expm1(-g)
+                else:
+                    g = _widen((X[:, i + 1] - X[:, i]) * unit, pos_err, upward)
+                    e, f = np.exp(-g), -np.expm1(-g)
+                D += W * f
+                W *= e
+                W += P[:, i]
+        starts = pos[::_BLOCK] if step is None else pos[0] + step * _BLOCK * np.arange(nb, dtype=float)
+        self.Dt, self.Wt = suffix_dw(W, starts, unit, pos_err=pos_err, upward=upward, d0=D,
+                                     step=None if step is None else step * _BLOCK)
+
+    def _gap(self, i: int, j: int) -> float:
+        """Widened (narrowed) distance from atom i to atom/position index j (j may be n: unused)."""
+        if self.step is not None:
+            d = self.step * (j - i) * self.unit
+        else:
+            d = (float(self.pos[j]) - float(self.pos[i])) * self.unit
+        return float(_widen(np.array([d]), self.pos_err, self.upward)[0])
+
+    def _block(self, b: int) -> tuple[list, list]:
+        """Per-atom (D, W) of block b, from the totals of the blocks above it."""
+        lo, hi = b * _BLOCK, min((b + 1) * _BLOCK, self.n)
+        if b + 1 < len(self.Dt):
+            dd, w, nxt = float(self.Dt[b + 1]), float(self.Wt[b + 1]), hi
+        else:
+            dd, w, nxt = 0.0, 0.0, None
+        Ds, Ws = [0.0] * (hi - lo), [0.0] * (hi - lo)
+        for i in range(hi - 1, lo - 1, -1):
+            if nxt is not None:
+                g = self._gap(i, nxt)
+                dd = dd + w * -math.expm1(-g)
+                w = w * math.exp(-g)
+            w = w + float(self.p[i])
+            Ds[i - lo], Ws[i - lo] = dd, w
+            nxt = i
+        return Ds, Ws
+
+    def at(self, j: int) -> tuple[float, float]:
+        if self.D is not None:
+            return float(self.D[j]), float(self.W[j])
+        Ds, Ws = self._block(j // _BLOCK)
+        return Ds[j % _BLOCK], Ws[j % _BLOCK]
+
+    def first_at_or_below(self, target: float, factor: float) -> int:
+        """The first atom j with factor * D_j <= target (the top atom's D is 0)."""
+        if self.D is not None:
+            hit = self.D * factor <= target
+            return int(np.argmax(hit)) if hit.any() else self.n - 1
+        hit = self.Dt * factor <= target
+        b = int(np.argmax(hit)) if hit.any() else len(self.Dt)
+        if b == 0:
+            return 0
+        Ds, _ = self._block(b - 1)
+        for i, d in enumerate(Ds):
+            if d * factor <= target:
+                return (b - 1) * _BLOCK + i
+        return b * _BLOCK if b < len(self.Dt) else self.n - 1
+
+
 # --------------------------------------------------------------------------- the distribution
 
 
@@ -393,14 +481,13 @@ class LossDistribution:
         err = self._search_err() + 2.0 * UNIT * abs(d)
         return max(d + err, 0.0) if upward else max(d - err, 0.0)
 
-    def _suffix(self, upward: bool):
+    def _suffix(self, upward: bool) -> _Suffix:
         key = ("dw", upward)
         if key not in self._cache:
             p = self.p0 if upward else self.p0_lower
             if p is None:
                 raise ValueError("this distribution carries no lower-bound masses")
-            D, W = suffix_dw(p, self.loss, self.unit, pos_err=self.pos_err, upward=upward, step=self.step)
-            self._cache[key] = (D, W)
+            self._cache[key] = _Suffix(p, self.loss, self.unit, self.pos_err, upward, self.step)
         return self._cache[key]
 
     @property
@@ -429,16 +516,16 @@ class LossDistribution:
         j = self._first_above(x)
         if j >= self.size:
             return self._unscale(self.slack, True)
-        D, W = self._suffix(True)
+        dj, wj = self._suffix(True).at(j)
         v = self._distance(j, x, True)
-        h = float(D[j]) + float(W[j]) * -math.expm1(-v)
+        h = dj + wj * -math.expm1(-v)
         return self._unscale(h * (1.0 + self.error) + self._abs() + self.slack, True)
 
     def excess_many(self, xs) -> np.ndarray:
         """:meth:`excess` at every x of ``xs`` (upper bounds), from one pass over the atoms."""
         xs = np.asarray(xs, dtype=float)
         out = np.empty(xs.size)
-        D, W = self._suffix(True)
+        suffix = self._suffix(True)
         for i, x in enumerate(xs.tolist()):
             if x < self.exact_from:
                 raise ValueError("excess evaluated below the distribution's exact range")
@@ -446,8 +533,9 @@ class LossDistribution:
             if j >= self.size:
                 out[i] = self._unscale(self.slack, True)
                 continue
+            dj, wj = suffix.at(j)
             v = self._distance(j, x, True)
-            h = float(D[j]) + float(W[j]) * -math.expm1(-v)
+            h = dj + wj * -math.expm1(-v)
             out[i] = self._unscale(h * (1.0 + self.error) + self._abs() + self.slack, True)
         return out
 
@@ -456,9 +544,9 @@ class LossDistribution:
         j = self._first_above_lower(x)
         if j >= self.size:
             return 0.0
-        D, W = self._suffix(False)
+        dj, wj = self._suffix(False).at(j)
         v = self._distance(j, x, False)
-        h = float(D[j]) + float(W[j]) * -math.expm1(-v)
+        h = dj + wj * -math.expm1(-v)
         return self._unscale(max(h * (1.0 - self.error) - self._abs(), 0.0), False)
 
     def delta(self, m: Mechanisms, eps_g: float) -> float:
@@ -491,24 +579,22 @@ def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
         target = t + absb
     if n == 0:
         return 0.0
-    D, W = dist._suffix(upward)
+    suffix = dist._suffix(upward)
     f = (1.0 + rel) if upward else (1.0 - rel)
-    Dc, Wc = D * f, W * f
-    if upward:  # non-increasing upper envelope (raising values is safe)
-        env = np.maximum.accumulate(Dc[::-1])[::-1]
-        J = int(np.searchsorted(-env, -target, side="left"))
-    else:  # non-increasing lower envelope
-        env = np.minimum.accumulate(Dc)
-        J = int(np.searchsorted(-env, -target, side="left"))
-    J = min(J, n - 1)  # the top atom has D = 0 <= target
+    # the first atom whose charged H(l_J) = D_J is <= the target: any J with that property
+    # gives a valid upper bound below (the root of the charged segment formula), the first
+    # one the least; for lower bounds the first such J is <= the true one
+    J = suffix.first_at_or_below(target, f)
+    dj, wj = suffix.at(J)
+    Dc, Wc = dj * f, wj * f
     # on [l_{J-1}, l_J]: H(x) = D_J + W_J (1 - e^{-v}), v = l_J - x
-    y = (target - float(Dc[J])) / float(Wc[J]) if Wc[J] > 0.0 else 0.0
+    y = (target - Dc) / Wc if Wc > 0.0 else 0.0
     if y <= 0.0:
         v = 0.0
     elif y >= 1.0:
         v = math.inf
     else:
-        v = -math.log1p(-y) if y < 0.5 else -math.log((float(Dc[J]) + float(Wc[J]) - target) / float(Wc[J]))
+        v = -math.log1p(-y) if y < 0.5 else -math.log((Dc + Wc - target) / Wc)
         err_v = 4.0 * UNIT * v + 4.0 * UNIT * y / (1.0 - y)
         v = max(v - err_v, 0.0) if upward else v + err_v
     lJ = dist.position(J)

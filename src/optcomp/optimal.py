@@ -105,11 +105,16 @@ def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | N
     """
     p_lo, p_up, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale)
     loss = (2 * np.arange(m_lo, m_hi + 1, dtype=np.int64) - k).astype(float) * eps
-    tail = 0.0
-    if m_hi < k:
-        r = (k - m_hi) / (m_hi + 1.0) * math.exp(min(eps, 700.0))
-        tail = math.inf if r >= 1.0 else float(p_up[-1]) * r / (1.0 - r) * (1.0 + 1e-12)
-    return loss, p_lo, p_up, tail, s
+    return loss, p_lo, p_up, _binomial_tail(eps, k, m_hi, p_up), s
+
+
+def _binomial_tail(eps: float, k: int, m_hi: int, p_up: np.ndarray) -> float:
+    """Bound on (scaled) P0[M > m_hi]: the pmf ratio r(m) = (k-m)/(m+1) e^eps decreases in m,
+    so the tail is at most pmf(m_hi) r/(1 - r)."""
+    if m_hi >= k:
+        return 0.0
+    r = (k - m_hi) / (m_hi + 1.0) * math.exp(min(eps, 700.0))
+    return math.inf if r >= 1.0 else float(p_up[-1]) * r / (1.0 - r) * (1.0 + 1e-12)
 
 
 def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = Fraction(0),
@@ -119,7 +124,8 @@ def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = 
     2 eps (exact gaps whatever k), masses scaled by a power of two (``log2_scale``).  The
     mass above m_hi is bounded and charged as slack (with ``slack``, an unscaled absolute
     amount); the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
-    _, p_lo, p0, tail, s = binomial_atoms(eps, k, m_lo, m_hi, None)
+    p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, None)
+    tail = _binomial_tail(eps, k, m_hi, p0)
     fe = Fraction(eps)
     origin = shift + fe * (2 * m_lo - k)
     exact_from = -math.inf if m_lo == 0 else _to_float(shift + fe * (2 * (m_lo - 1) - k), True)
