@@ -68,6 +68,7 @@ __all__ = [
 ]
 
 _BLOCK = 32  # block length of the blockwise recurrences
+_MAX_FLOAT = 1.7976931348623157e308
 _ABS = 2.0**-1070  # absolute error bound of one operation that may underflow (a few subnormal units)
 
 
@@ -609,6 +610,8 @@ def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
         prev = None
     if math.isinf(v):
         x = prev if prev is not None else None
+    elif exact_dir(lJ, up=False) == math.inf:  # the root lies beyond the float range
+        return math.inf if upward else _MAX_FLOAT
     else:
         x = lJ - Fraction(v)
         if prev is not None and x < prev:
@@ -617,7 +620,7 @@ def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
         if upward and dist.exact_from > 0.0:
             raise WindowTooNarrow
         return 0.0
-    if upward and J == 0 and dist.exact_from > 0.0 and x < Fraction(dist.exact_from):
+    if upward and J == 0 and dist.exact_from > 0.0 and (math.isinf(dist.exact_from) or x < Fraction(dist.exact_from)):
         raise WindowTooNarrow
     if x <= 0:
         return 0.0

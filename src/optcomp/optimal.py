@@ -26,6 +26,7 @@ says so and points to ``method="approx"`` instead of starting an hours-long run.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -200,24 +201,51 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
         m_lo = max(m_floor, m_lo - max(64, 2 * (m_hi - m_lo)))
 
 
+def _low_tail(eps: float, k: int, m_lo: int, log2_scale: int) -> float:
+    """Bound on 2^s P0[M < m_lo]: below the mode the pmf ratio pmf(m - 1)/pmf(m) =
+    m/(k - m + 1) e^-eps decreases as m does, so the lower tail is at most
+    pmf(m_lo) r/(1 - r); inf when m_lo is not below the mode."""
+    if m_lo <= 0:
+        return 0.0
+    r = m_lo / (k - m_lo + 1.0) * math.exp(-eps)
+    if r >= 1.0:
+        return math.inf
+    _, top, _ = binomial_masses(eps, k, m_lo, m_lo, log2_scale)
+    return float(top[0]) * r / (1.0 - r) * (1.0 + 1e-12)
+
+
 def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0,
                         upward: bool = True) -> float:
-    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift)."""
+    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift).
+
+    The window starts at the first atom above x, or -- when that lies far below the bulk
+    (eps large, k huge) -- at m_cut, the atoms between being charged with their whole
+    mass (a geometric bound on the lower tail) for the upper bound and dropped for the
+    lower bound; it ends where the upper tail is below 2^-50 of H."""
     # first atom strictly above x: shift + (2m - k) eps > x
     rel = (Fraction(x) - shift) / Fraction(eps)
-    m_first = math.floor((k + rel) / 2)
-    m_first = min(max(m_first - 1, 0), k)
+    m_first = min(max(math.floor((k + rel) / 2) - 1, 0), k)
     p = 1.0 / (1.0 + math.exp(-eps))
-    near = float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])  # ~ log P0[M > m_first]
-    m_hi = min(k, max(m_first + 64, _chernoff_m(k, p, math.exp(max(near, -740.0)) * _TAIL * 2.0**-8) + 2))
+    mean = k * p
+    sd = math.sqrt(k * p * (1.0 - p)) + 1.0
+    m_cut = max(m_first, int(mean - 40.0 * sd) - 64)
+    near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
+    m_hi = min(k, max(m_cut + 64, _chernoff_m(k, p, math.exp(max(near, -740.0)) * _TAIL * 2.0**-8) + 2))
     while True:
-        dist = binomial_window(eps, k, m_first, m_hi, shift, slack)
-        scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
+        dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
+        low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0
+        if upward:
+            dist = replace(dist, slack=dist.slack + low, exact_from=-math.inf, _cache={})
         xx = max(x, dist.exact_from)
         h = dist.excess(xx) if upward else dist.excess_lower(xx)
-        if m_hi >= k or dist.tail_slack() - slack <= _TAIL * max(h, 1e-300) or scale == 0.0:
+        low_true = math.ldexp(low, -dist.log2_scale)
+        if m_cut > m_first and low_true > _TAIL * max(h, 1e-300):
+            m_cut = max(m_first, m_cut - max(64, 2 * (m_hi - m_cut)))
+            continue
+        scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
+        if m_hi >= k or dist.tail_slack() - slack - low_true <= _TAIL * max(h, 1e-300) or scale == 0.0:
             return h
-        m_hi = min(k, m_hi + max(64, m_hi - m_first))
+        m_hi = min(k, m_hi + max(64, m_hi - m_cut))
 
 
 def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15):
@@ -430,6 +458,12 @@ def _check_max_atoms(max_atoms) -> int:
     return int(max_atoms)
 
 
+def _point_mass(shift: Fraction, slack: float) -> LossDistribution:
+    """The loss distribution of mechanisms that are all eps = 0 or eps >= BIG_EPS: one atom
+    at the exact ``shift`` with mass <= 1 (the rest, <= slack, at +inf)."""
+    return LossDistribution(np.zeros(1), np.ones(1), slack=slack, origin=shift, p0_lower=np.zeros(1))
+
+
 def _exact_solver(m: Mechanisms, max_atoms: int):
     """('homogeneous' | 'full' | 'mitm' | 'none', payload, shift, slack) for the positive
     part of the multiset (raises ExactTooLarge before any allocation)."""
@@ -460,7 +494,7 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
         return top
     kind, info, shift, slack = _exact_solver(m, max_atoms)
     if kind == "none":
-        return 0.0 if slack <= t else top
+        return min(solve_segments(_point_mass(shift, slack), t), top)
     if kind == "homogeneous":
         eps, n = info
         return min(_homogeneous_epsilon(eps, n, t, shift, slack), top)
@@ -477,7 +511,7 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
         return delta_from_excess(m, 0.0)
     kind, info, shift, slack = _exact_solver(m, max_atoms)
     if kind == "none":
-        return delta_from_excess(m, slack)
+        return delta_from_excess(m, _point_mass(shift, slack).excess(eps_g))
     if kind == "homogeneous":
         eps, n = info
         return delta_from_excess(m, _homogeneous_excess(eps, n, eps_g, shift, slack))
