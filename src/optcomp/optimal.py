@@ -366,7 +366,7 @@ class _MeetInTheMiddle:
 
     def terms(self, x: float) -> tuple[float, float]:
         """(h, b): h >= H(x) before the relative charge, b = -dH/dx (both before charging)."""
-        xs = _to_float(Fraction(x) - self.shift, True) if self.shift else x
+        xs = _to_float(Fraction(x) - self.shift, False) if self.shift else x  # down: H decreases in x
         y = xs - self.la
         j = np.searchsorted(self.lb, y - self.pos_err, side="right")  # ambiguous atoms count as above
         inside = j < self.lb.size
