@@ -266,7 +266,8 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
             if abs(a) > 2 * err:
                 lo = -mp.expm1(a + err)
                 hi = -mp.expm1(a - err)
-                val = hi if round_up else lo
+                margin = mp.ldexp(1, 16 - prec)  # expm1's own rounding at this precision
+                val = hi + abs(hi) * margin if round_up else lo - abs(lo) * margin
                 sign, man, exp, _ = mp.mpf(val)._mpf_  # exact binary value of the mpf
                 f = (-1 if sign else 1) * Fraction(int(man)) * (Fraction(2) ** int(exp))
                 return exact_dir(f, up=round_up)
