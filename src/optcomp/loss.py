@@ -53,7 +53,7 @@ from typing import Callable
 import numpy as np
 
 from ._inputs import LOG_NO_DELTA_REL, Mechanisms
-from ._rounding import UNIT, down, exact_dir, up
+from ._rounding import UNIT, down, exact_dir, sum_dir, up
 
 __all__ = [
     "LossDistribution",
@@ -275,25 +275,37 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
     return 0.0 if round_up else -math.inf
 
 
-def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:
-    """delta_g = 1 - prod(1 - delta_i) (1 - H) from a bound ``excess`` on H, rounded up (an
-    upper bound on H gives a certified delta_g) or down (a lower bound on H, a lower bound)."""
-    excess = min(max(excess, 0.0), 1.0)
+def _no_event(m: Mechanisms) -> tuple[float, float]:
+    """Bounds (lo, hi) on A = 1 - prod_i (1 - delta_i), the probability of a delta event:
+    exact rationals rounded both ways for up to 256 mechanisms, else from log space with
+    its error bound (relative error of log_no_delta, expm1 within 2 ulp)."""
+    if not np.any(m.delta):
+        return 0.0, 0.0
+    if m.k <= 256:
+        prod = Fraction(1)
+        for d, c in zip(m.delta.tolist(), m.count.tolist()):
+            if d:
+                prod *= (1 - Fraction(d)) ** int(c)
+        a = 1 - prod
+        return exact_dir(a, up=False), exact_dir(a, up=True)
     log_nd = m.log_no_delta
-    if log_nd == 0.0:
-        return min(1.0, up(excess, 1)) if round_up else max(0.0, down(excess, 1))
-    # 1 - e^{log_nd} (1 - H) = -expm1(log_nd + log1p(-H))
-    l2 = math.log1p(-excess) if excess < 1.0 else -math.inf
-    s = log_nd + l2
-    value = -math.expm1(s)
-    if math.isinf(s):
-        return 1.0 if round_up else max(0.0, down(value, 1))
-    err_s = LOG_NO_DELTA_REL * abs(log_nd) + 2.0 * UNIT * (abs(l2) + abs(s))
-    # d(-expm1(s))/ds = e^s <= 1
-    err = err_s * math.exp(min(s + err_s, 0.0)) + 4.0 * UNIT * abs(value)
+    value = -math.expm1(log_nd)
+    err = LOG_NO_DELTA_REL * abs(log_nd) * math.exp(min(log_nd * (1.0 - LOG_NO_DELTA_REL), 0.0)) + 4.0 * UNIT * value
+    return max(0.0, down(value - err, 1)), min(1.0, up(value + err, 1))
+
+
+def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:
+    """delta_g = 1 - prod(1 - delta_i) (1 - H) = A + (1 - A) H, A = 1 - prod(1 - delta_i), from
+    a bound ``excess`` on H: rounded up (an upper bound on H gives a certified delta_g) or
+    down (a lower bound on H, a lower bound).  Tight: at H = 0 it is A itself, rounded once
+    (exactly for up to 256 mechanisms), so delta_g(epsilon_g(d)) <= d holds to the last ulp."""
+    excess = min(max(excess, 0.0), 1.0)
+    a_lo, a_hi = _no_event(m)
     if round_up:
-        return min(1.0, up(value + err, 1))
-    return max(0.0, down(value - err, 1))
+        prod = up(up(1.0 - a_lo, 1) * excess, 1) if excess else 0.0  # >= (1 - A) H
+        return min(1.0, sum_dir([a_hi, prod], True))
+    prod = down(down(1.0 - a_hi, 1) * excess, 1) if excess else 0.0
+    return max(0.0, sum_dir([a_lo, max(prod, 0.0)], False))
 
 
 # --------------------------------------------------------------------------- suffix store
