@@ -165,9 +165,29 @@ def ref_feasible(groups, delta_g) -> int:
 
 
 def _target(groups, delta_g):
-    """t = 1 - (1 - delta_g)/prod(1 - delta_i) (current precision; sign via ref_feasible)."""
-    dg = mp.mpf(float(delta_g))
-    return -mp.expm1(mp.log1p(-dg) - ref_no_delta_log(groups))
+    """t = 1 - (1 - delta_g)/prod(1 - delta_i)^{c_i} to ~60 correct digits at the current
+    precision.  t suffers cancellation when delta_g is within ulps of 1 - prod(...), so it is
+    computed exactly (Fractions) for small total counts and otherwise at a precision raised
+    until the difference of the logarithms is resolved."""
+    dps = mp.mp.dps
+    dg = Fraction(float(delta_g))
+    pos = [(d, c) for _e, d, c in groups if d]
+    if sum(c for _d, c in pos) <= 1100:
+        prod = Fraction(1)
+        for d, c in pos:
+            prod *= (1 - d) ** c
+        return _mpf(1 - (1 - dg) / prod)
+    for work in (dps + 40, 400, 2000, 10000):
+        with mp.workdps(work):
+            lhs = mp.log1p(-_mpf(dg)) if dg else mp.mpf(0)
+            rhs = mp.fsum(c * mp.log1p(-_mpf(d)) for d, c in pos)
+            diff = lhs - rhs
+            if abs(diff) > mp.mpf(10) ** (dps + 20 - work) * (abs(lhs) + abs(rhs)):
+                t = -mp.expm1(diff)
+                break
+    else:  # pragma: no cover
+        raise AssertionError("reference: target t not resolved")
+    return +t
 
 
 # --------------------------------------------------------------------------- binomial windows
