@@ -394,7 +394,10 @@ def ref_delta_bounds(groups, eps_g, *, dps: int = DPS, max_atoms: int = DEFAULT_
             if atoms.dropped <= TAU * s_lo or (atoms.dropped == 0) or not atoms.complete:
                 break
             abs_tol = min(abs_tol * mp.mpf("1e-60"), TAU * s_lo / 4) if s_lo > 0 else abs_tol * mp.mpf("1e-100")
-        lo = -mp.expm1(lnd + mp.log1p(-s_lo))
+        # S < 1 always; a kept sum within rounding of 1 (e.g. eps = 1e200: 1 - S ~ e^-1e200)
+        # is clamped, delta is then within 10^-dps of 1 and only the float 1.0 is >= it
+        s_lo = min(s_lo, mp.mpf(1))
+        lo = -mp.expm1(lnd + mp.log1p(-s_lo)) if s_lo < 1 else mp.mpf(1)
         hi = -mp.expm1(lnd + mp.log1p(-s_hi)) if s_hi < 1 else mp.mpf(1)
         tight = atoms.complete and (atoms.dropped == 0 or atoms.dropped <= TAU * s_lo)
         return +lo, +hi, tight
