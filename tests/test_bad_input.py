@@ -349,26 +349,27 @@ def test_region_family_bad_eps_g_and_method():
 
 # ----------------------------------------------------------------------------- the command line
 
-CLI_BAD = [
-    ["epsilon", "--eps", "abc", "--k", "3", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1", "--k", "2.5", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1", "--k", "1e300", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1", "--k", "1e13", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1", "--k", "nan", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "nan", "--k", "3", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "inf", "--k", "3", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "1.5"],
-    ["epsilon", "--eps", "0.1", "--k", "3", "--delta", "1", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1,0.2", "--delta", "0.1,0.2,0.3", "--delta-g", "1e-6"],
-    ["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "1e-6", "--method", "bogus"],
-    ["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "1e-6", "--method", "approx", "--eta", "0"],
-    ["epsilon", "--eps", "0.1", "--k", "3"],
-    ["delta", "--eps", "0.1", "--k", "3", "--eps-g", "inf"],
-    ["delta", "--eps", "0.1", "--k", "3", "--eps-g", "nan"],
-    ["delta", "--eps", "1e309", "--k", "3", "--eps-g", "1"],
-    ["bogus"],
+CLI_CASES = [  # (argv, the parameter the one-line message must name; None: argparse usage error)
+    (["epsilon", "--eps", "abc", "--k", "3", "--delta-g", "1e-6"], "eps"),
+    (["epsilon", "--eps", "0.1", "--k", "2.5", "--delta-g", "1e-6"], "k"),
+    (["epsilon", "--eps", "0.1", "--k", "1e300", "--delta-g", "1e-6"], "k"),
+    (["epsilon", "--eps", "0.1", "--k", "1e13", "--delta-g", "1e-6"], "k"),
+    (["epsilon", "--eps", "0.1", "--k", "nan", "--delta-g", "1e-6"], "k"),
+    (["epsilon", "--eps", "nan", "--k", "3", "--delta-g", "1e-6"], "eps"),
+    (["epsilon", "--eps", "inf", "--k", "3", "--delta-g", "1e-6"], "eps"),
+    (["epsilon", "--eps", "0.1", "--delta-g", "1e-6"], "k"),
+    (["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "1.5"], "delta_g"),
+    (["epsilon", "--eps", "0.1", "--k", "3", "--delta", "1", "--delta-g", "1e-6"], "delta"),
+    (["epsilon", "--eps", "0.1,0.2", "--delta", "0.1,0.2,0.3", "--delta-g", "1e-6"], "delta"),
+    (["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "1e-6", "--method", "bogus"], "method"),
+    (["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "1e-6", "--method", "approx", "--eta", "0"], "eta"),
+    (["epsilon", "--eps", "0.1", "--k", "3"], "delta_g"),
+    (["delta", "--eps", "0.1", "--k", "3", "--eps-g", "inf"], "eps_g"),
+    (["delta", "--eps", "0.1", "--k", "3", "--eps-g", "nan"], "eps_g"),
+    (["delta", "--eps", "1e309", "--k", "3", "--eps-g", "1"], "eps"),
+    (["bogus"], None),
 ]
+CLI_BAD = [argv for argv, _name in CLI_CASES]
 
 
 @pytest.fixture(scope="module")
@@ -392,8 +393,8 @@ def cli_results():
     return results
 
 
-@pytest.mark.parametrize("argv", CLI_BAD, ids=[" ".join(a)[:60] for a in CLI_BAD])
-def test_cli_bad_input(cli_results, argv):
+@pytest.mark.parametrize("argv,name", CLI_CASES, ids=[" ".join(a)[:60] for a, _ in CLI_CASES])
+def test_cli_bad_input(cli_results, argv, name):
     code, out, err = cli_results[tuple(argv)]
     lines = err.splitlines()
     assert "Traceback" not in err, f"traceback: {err[-300:]}"
@@ -401,3 +402,6 @@ def test_cli_bad_input(cli_results, argv):
     assert code == 2, f"exit status {code}, stdout {out!r}, stderr {err[-300:]!r}"
     assert len(lines) == 1, f"want exactly one line on stderr, got {len(lines)}: {err[-300:]!r}"
     assert out == "", f"printed {out!r} on bad input"
+    if name is not None:  # the library's message or argparse's, naming the parameter or its option
+        pattern = r"(?<![\w-])(--)?" + re.escape(name).replace("_", "[_-]") + r"(?![\w-])"
+        assert re.search(pattern, lines[0]), f"the message does not name {name!r}: {lines[0]!r}"

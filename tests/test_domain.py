@@ -265,9 +265,10 @@ def delta_g_for(draw, groups):
     if draw(st.booleans()):
         return draw(log_uniform(1e-300, 0.99))
     b = boundary(groups)
-    x = float(b)
-    for _ in range(draw(st.integers(-1, 4))):
-        x = math.nextafter(x, 1.0)
+    x = float(b)  # nearest float: either side of the exact boundary
+    steps = draw(st.integers(-2, 4))
+    for _ in range(abs(steps)):
+        x = math.nextafter(x, 1.0 if steps > 0 else 0.0)
     if x < 0 or x >= 1:
         return draw(log_uniform(1e-300, 0.99))
     return x if x < 0.999 else draw(log_uniform(1e-300, 0.99))
@@ -368,6 +369,7 @@ def body_bounds(groups, data, max_atoms=ATOMS_DEFAULT):
     b, desc = call(optcomp.epsilon_bounds, *args, delta_g=dg, **kw)
     lo, hi, tight = opt_eps_bounds(groups, dg, max_atoms)
     assert not (math.isnan(b.lower) or math.isnan(b.upper)), f"{desc} = {b}"
+    assert b.lower <= b.upper, f"{desc} = {b}"
     check_eps(b.upper, lo, hi, False, desc + ".upper")
     with mp.workdps(60):
         assert _f(b.lower) <= hi, f"LOWER BOUND ABOVE OPTIMUM: {desc}.lower = {b.lower!r} > {mp.nstr(hi, 20)}"
