@@ -38,9 +38,13 @@ sum of a subset of the nonnegative terms) but flags it as not tight; tests then 
 the safe side.
 
 Precision.  All mpmath work happens inside ``mp.workdps(...)`` (the global precision is never
-changed).  The epsilon direction solves S(x) = t in closed form on the segment between two
-consecutive atoms and is recomputed at a higher precision until two precisions agree to
-1e-45 relative (:func:`ref_epsilon_bounds`), which guards against ill-conditioned roots.
+changed).  The delta direction only adds nonnegative terms (S at the atoms by the recursion
+S(l_{j-1}) = (1 - e^{-G}) A_j + e^{-G} S(l_j)), so its relative error is ~10^-dps.  The
+epsilon direction solves S(x) = t in closed form on the segment between two consecutive
+atoms; the precision is raised with the condition number of that root (kappa in
+:func:`_solve`) and the interval widened by a certified margin (:func:`ref_epsilon_bounds`).
+The target t = 1 - (1 - delta_g)/prod(1 - delta_i) is computed exactly (Fractions) or at a
+precision that resolves its cancellation near the feasibility boundary (:func:`_target`).
 """
 
 from __future__ import annotations

@@ -42,10 +42,8 @@ import sys
 import textwrap
 import time
 import warnings
-from fractions import Fraction
 
 import mpmath as mp
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
