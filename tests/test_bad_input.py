@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import resource
 import subprocess
 import sys
 import warnings
@@ -26,6 +27,18 @@ import optcomp
 from optcomp import calibrate, region
 
 NAN, INF = float("nan"), float("inf")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _memory_cap():
+    """Huge k / counts must fail fast by validation; cap the address space so that an O(k)
+    allocation is a MemoryError here, never an OOM on a shared machine."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = 4 * 2**30
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def raises_naming(name, fn, *args, **kwargs):
@@ -45,7 +58,6 @@ def raises_naming(name, fn, *args, **kwargs):
 
 # ----------------------------------------------------------------------------- value catalogues
 
-BAD_SCALAR = [True, False, 1 + 2j, "0.1", None, NAN, INF, -0.1, [0.1], np.array([0.1, 0.2])]
 BAD_EPS = [True, 1 + 2j, "0.1", None, NAN, INF, -0.1, [[0.1, 0.2]], [0.1, [0.2, 0.3]], [0.1, True],
            [0.1, "x"], [0.1, NAN], [0.1, -1.0], [0.1, 1 + 1j], [], {"a": 1}]
 BAD_DELTA = [True, 1 + 2j, "0", None, NAN, INF, -0.1, 1.0, 1.5, [[0.0, 0.0]], [0.0, [0.0]], [0.0, True]]
