@@ -495,12 +495,79 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     kind, info, shift, slack = _exact_solver(m, max_atoms)
     if kind == "none":
         return min(solve_segments(_point_mass(shift, slack), t), top)
+    groups = [info] if kind == "homogeneous" else info
     if kind == "homogeneous":
         eps, n = info
-        return min(_homogeneous_epsilon(eps, n, t, shift, slack), top)
-    if kind == "full":
-        return min(solve_segments(product_distribution(info, shift, slack), t), top)
-    return min(_MeetInTheMiddle(*info, shift=shift, slack=slack).epsilon(t), top)
+        x = _homogeneous_epsilon(eps, n, t, shift, slack)
+    elif kind == "full":
+        dist = product_distribution(info, shift, slack, lower=True)
+        x = solve_segments(dist, t)
+    else:
+        return min(_MeetInTheMiddle(*info, shift=shift, slack=slack).epsilon(t), top)
+    if 0.0 < x < math.inf and _atom_count(groups) <= REFINE_ATOMS:
+        # a small distribution whose root sits where H is flat (delta_g near the mass above
+        # it) amplifies the float64 error bounds: settle it in 40 digits when they are loose
+        t_high = residual_target(m, delta_g, round_up=True)
+        lower = _homogeneous_epsilon(eps, n, t_high, shift, slack, upward=False) if kind == "homogeneous" \
+            else dist.epsilon_lower(t_high)
+        if x - lower > REFINE_REL * x:
+            x = min(x, _precise_epsilon(m, groups, shift, slack, delta_g))
+    return min(x, top)
+
+
+REFINE_ATOMS = 4096  # up to this many atoms an ill-conditioned root is settled in 40 digits
+REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relative, ~1.1e-13)
+
+
+def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta_g: float) -> float:
+    """OptComp from the definition in 40-digit arithmetic, for at most REFINE_ATOMS atoms:
+    exact rational positions, binomial masses and the target t = 1 - (1 - delta_g) /
+    prod(1 - delta_i) in mpmath, the root of H(x) = t on its segment in closed form, and
+    the result moved up by a margin far above the 40-digit rounding (1e-30 relative, plus
+    the mass ``slack`` of huge-eps mechanisms charged to the target).  An upper bound."""
+    import itertools
+
+    import mpmath as mp
+
+    with mp.workdps(40):
+        one = mp.mpf(1)
+        lnd = mp.fsum(int(c) * mp.log1p(-mp.mpf(float(d))) for d, c in zip(m.delta.tolist(), m.count.tolist()) if d)
+        t = -mp.expm1(mp.log1p(-mp.mpf(delta_g)) - lnd)
+        t = t - abs(t) * mp.mpf("1e-32") - mp.mpf(slack) - mp.mpf("1e-320")
+        if t <= 0:
+            return math.inf if t < 0 else _to_float(shift + sum((Fraction(e) * n for e, n in groups), Fraction(0)), True)
+        factors = []
+        for eps, n in groups:
+            q = one / (1 + mp.exp(mp.mpf(eps)))
+            p = 1 - q
+            fe = Fraction(eps)
+            factors.append([(fe * (2 * j - n), mp.binomial(n, j) * p**j * q ** (n - j)) for j in range(n + 1)])
+        atoms = {}
+        for combo in itertools.product(*factors):
+            pos = shift + sum((c[0] for c in combo), Fraction(0))
+            atoms[pos] = atoms.get(pos, 0) + mp.fprod(c[1] for c in combo)
+        pos = sorted(atoms)
+        mass = [atoms[x] for x in pos]
+        lmp = [mp.mpf(x.numerator) / x.denominator for x in pos]
+        # the module's recurrences, in 40 digits: W_j = p_j + e^{-g_j} W_{j+1},
+        # D_j = H(l_j) = D_{j+1} + W_{j+1} (1 - e^{-g_j}) -- positive terms, no cancellation
+        D, W = [mp.mpf(0)] * len(pos), [mp.mpf(0)] * len(pos)
+        W[-1] = mass[-1]
+        for j in range(len(pos) - 2, -1, -1):
+            g = lmp[j + 1] - lmp[j]
+            D[j] = D[j + 1] + W[j + 1] * -mp.expm1(-g)
+            W[j] = mass[j] + W[j + 1] * mp.exp(-g)
+        J = next(j for j in range(len(pos)) if D[j] <= t)
+        # on [l_{J-1}, l_J]: H(x) = D_J + W_J (1 - e^{x - l_J}) = t
+        y = (t - D[J]) / W[J]
+        x = lmp[J] + mp.log1p(-y) if y < 1 else (lmp[J - 1] if J > 0 else mp.mpf(0))
+        if J > 0:
+            x = max(x, lmp[J - 1])
+        if x <= 0:
+            return 0.0
+        x = x + abs(x) * mp.mpf("1e-30") + mp.mpf("1e-300")
+        sign, man, exp, _ = x._mpf_
+        return exact_dir(Fraction(int(man)) * Fraction(2) ** int(exp), up=True)
 
 
 def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
