@@ -186,7 +186,8 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
         m_floor = 0  # the shift may move negative-loss atoms above 0
     while True:
         dist = binomial_window(eps, k, m_lo, m_hi, shift, slack)
-        if dist.tail_slack() - slack > _TAIL * t and m_hi < k:
+        # the truncated tail against 2^-50 t, both in the window's scaled units (no underflow)
+        if _binomial_tail(eps, k, m_hi, dist.p0) > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
             m_hi = min(k, m_hi + max(64, m_hi - m_lo))
             continue
         try:
