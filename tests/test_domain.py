@@ -33,6 +33,7 @@ call under a 30 s alarm that fails with the input (a hang guard, not a speed ass
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import resource
@@ -103,6 +104,24 @@ def hang_guard(desc: str, seconds: int = HANG_SECONDS):
         signal.signal(signal.SIGALRM, old)
 
 
+# An audit trail for the closing report: with OPTCOMP_AUDIT_LOG=<file>, every checked call
+# appends (test, relative excess over the reference, seconds) and the file is summarised by
+# benchmarks/audit_summary.py.  Off by default (no file written).
+_AUDIT = os.environ.get("OPTCOMP_AUDIT_LOG")
+_LAST_SECONDS = [0.0]
+
+
+def _audit(desc, got, ref_value, tight):
+    if not _AUDIT:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+    rel = None
+    if tight and math.isfinite(got) and ref_value not in (mp.inf,) and ref_value > 0:
+        rel = float((_f(got) - ref_value) / ref_value)
+    with open(_AUDIT, "a") as fh:
+        fh.write(json.dumps({"test": test, "rel": rel, "seconds": _LAST_SECONDS[0], "call": desc[:300]}) + "\n")
+
+
 def call(fn, *args, **kwargs):
     """Call a public function with every warning turned into an error; describe failures."""
     desc = f"{getattr(fn, '__module__', '')}.{fn.__name__}(*{args!r}, **{kwargs!r})"
@@ -112,7 +131,9 @@ def call(fn, *args, **kwargs):
         warnings.simplefilter("error")
         try:
             with hang_guard(desc):
+                start = time.perf_counter()
                 value = fn(*args, **kwargs)
+                _LAST_SECONDS[0] = time.perf_counter() - start
         except Hang:
             raise
         except Exception as exc:  # noqa: BLE001 - any exception on valid input is a failure
@@ -138,6 +159,7 @@ def check_eps(got, lo, hi, tight, desc, *, rel=REL_OPT):
         assert _f(got) >= lo, f"UNDER-REPORT: {desc} = {got!r} < certified optimum {mp.nstr(lo, 20)}"
         if hi <= FMAX:
             assert got != math.inf, f"SPURIOUS INF: {desc} = inf, true value <= {mp.nstr(hi, 20)}"
+            _audit(desc, got, hi, tight and hi <= FMAX)
         if tight and hi <= FMAX:
             bound = hi * (1 + rel) + mp.mpf("5e-324")
             assert _f(got) <= bound, (
@@ -152,6 +174,7 @@ def check_delta(got, lo, hi, tight, desc, *, rel=REL_OPT, absolute=ABS_DELTA):
     assert 0.0 <= got <= 1.0, f"{desc} = {got!r} outside [0, 1]"
     with mp.workdps(60):
         assert _f(got) >= lo, f"UNDER-REPORT: {desc} = {got!r} < certified optimal delta {mp.nstr(lo, 20)}"
+        _audit(desc, got, hi, tight and hi > mp.mpf("1e-300"))
         if tight:
             bound = hi * (1 + rel) + absolute
             assert _f(got) <= bound, (
