@@ -591,10 +591,12 @@ def _cli(*argv, timeout=60):
 
 def test_issue7_cli_nan_and_overflow():
     """The CLI on the same inputs: prints inf, exit 0, nothing on stderr (no warning)."""
-    for argv in (["epsilon", "--eps", "1e308,1e308,1.0", "--delta-g", "1e-6"],
-                 ["epsilon", "--eps", "0.1", "--delta", "0.1", "--k", "10000", "--delta-g", "0.1"]):
+    for argv in (["epsilon", "--eps", "1e308,1e308,1.0", "--delta-g", "1e-6", "--json"],
+                 ["epsilon", "--eps", "0.1", "--delta", "0.1", "--k", "10000", "--delta-g", "0.1", "--json"]):
         r = _cli(*argv)
-        assert r.returncode == 0 and r.stdout.strip() == "inf" and r.stderr == "", (argv, r.returncode, r.stdout, r.stderr)
+        assert r.returncode == 0 and r.stderr == "", (argv, r.returncode, r.stdout, r.stderr)
+        rows = json.loads(r.stdout)["rows"]
+        assert len(rows) == 1 and rows[0]["eps_g"] == "inf", (argv, r.stdout)  # JSON has no infinity: "inf"
 
 
 HANG_SECONDS_SUBPROCESS = 20  # issue 7: every public call within 10 s; 2x for a shared machine

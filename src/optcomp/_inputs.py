@@ -129,9 +129,11 @@ def check_k(k) -> int:
 _BAD_KINDS = {"b": "a boolean", "c": "a complex number", "U": "a string", "S": "bytes", "O": "an object"}
 
 
-def _as_vector(name: str, value) -> np.ndarray:
-    """A float scalar (0-d) or 1-D float array from a number or a flat sequence of numbers."""
-    what = f"{name} must be a real number or a flat sequence of real numbers"
+def _as_vector(name: str, value, max_ndim: int | None = 1) -> np.ndarray:
+    """A float scalar (0-d) or 1-D float array from a number or a flat sequence of numbers
+    (an array of any shape with ``max_ndim=None``)."""
+    flat = max_ndim is not None and max_ndim <= 1
+    what = f"{name} must be a real number or a {'flat sequence' if flat else 'array'} of real numbers"
     if value is None or isinstance(value, (str, bytes, bool, complex, dict, set)):
         raise ParameterTypeError(f"{what}, got {_describe(value)}")
     if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
@@ -142,7 +144,7 @@ def _as_vector(name: str, value) -> np.ndarray:
         raise ParameterTypeError(f"{what}, got {_describe(value)}") from None
     if raw.dtype.kind in _BAD_KINDS:
         raise ParameterTypeError(f"{what}, got {_BAD_KINDS[raw.dtype.kind]} in {_describe(value)}")
-    if raw.ndim > 1:
+    if max_ndim is not None and raw.ndim > max_ndim:
         raise ParameterTypeError(f"{what}, got an array of shape {raw.shape}")
     try:
         return raw.astype(float)

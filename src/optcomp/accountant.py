@@ -29,7 +29,7 @@ import numpy as np
 
 import optcomp
 
-from ._inputs import check_delta_g, check_eps_g
+from ._inputs import MAX_K, ParameterTypeError, check_delta_g, check_eps_g
 
 __all__ = ["Accountant"]
 
@@ -40,7 +40,7 @@ _FORMAT_VERSION = 1
 def _check_pair(eps, delta) -> tuple[float, float]:
     for name, value in (("eps", eps), ("delta", delta)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {value!r}")
+            raise ParameterTypeError(f"{name} must be a real number, got {value!r}")
     e, d = float(eps), float(delta)
     if not (math.isfinite(e) and e >= 0.0):
         raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
@@ -51,9 +51,9 @@ def _check_pair(eps, delta) -> tuple[float, float]:
 
 def _check_count(count) -> int:
     if isinstance(count, bool) or not isinstance(count, numbers.Integral):
-        raise TypeError(f"count must be an integer >= 1, got {count!r}")
-    if int(count) < 1:
-        raise ValueError(f"count must be an integer >= 1, got {count!r}")
+        raise ParameterTypeError(f"count must be an integer in [1, {MAX_K:.0e}], got {count!r}")
+    if not 1 <= int(count) <= MAX_K:
+        raise ValueError(f"count must be an integer in [1, {MAX_K:.0e}], got {count!r}")
     return int(count)
 
 
@@ -148,7 +148,7 @@ class Accountant:
         """Rebuild an accountant from :meth:`to_dict`'s record (validated: ``ValueError``
         naming the bad field)."""
         if not isinstance(data, dict):
-            raise TypeError(f"from_dict expects a dict, got {type(data).__name__}")
+            raise ParameterTypeError(f"from_dict expects a dict, got {type(data).__name__}")
         if data.get("format", _FORMAT) != _FORMAT:
             raise ValueError(f"format must be {_FORMAT!r}, got {data.get('format')!r}")
         if data.get("version", _FORMAT_VERSION) != _FORMAT_VERSION:

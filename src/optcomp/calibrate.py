@@ -47,7 +47,8 @@ import numpy as np
 
 import optcomp
 
-from ._inputs import check_delta_g, check_eps_g, check_k
+from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_delta_g, check_eps_g,
+                      check_k)
 
 __all__ = [
     "per_query_epsilon",
@@ -68,6 +69,21 @@ _MAX = sys.float_info.max
 TABLE_METHODS = ("basic", "drv", "kov", "optimal")  # the default rows of noise_table
 
 
+def _check_rtol(rtol) -> float:
+    x = _check_real("rtol", rtol)
+    if not (math.isfinite(x) and x >= 0.0):
+        raise ValueError(f"rtol must be a finite number >= 0, got {x!r}")
+    return x
+
+
+def _check_delta(delta) -> float:
+    """A per-query delta: one number in [0, 1)."""
+    x = _check_real("delta", delta)
+    if not 0.0 <= x < 1.0:
+        raise ValueError(f"delta must lie in [0, 1), got {x!r}")
+    return x + 0.0
+
+
 def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: float = _RTOL) -> float:
     """Largest x >= 0 (to relative precision ``rtol``) with ``passes(x)`` true.
 
@@ -76,10 +92,12 @@ def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: floa
     passes); the largest finite float if it never fails (``passes`` is never called
     with an infinite argument).  ``start`` is a first guess of the scale (> 0).
     """
-    if not (isinstance(start, (int, float)) and start > 0 and math.isfinite(start)):
+    if not callable(passes):
+        raise ParameterTypeError(f"passes must be callable (a predicate of one float), got {_describe(passes)}")
+    start = _check_real("start", start)
+    if not (start > 0 and math.isfinite(start)):
         raise ValueError(f"start must be a finite number > 0, got {start!r}")
-    if not (isinstance(rtol, (int, float)) and rtol >= 0 and math.isfinite(rtol)):
-        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
+    rtol = _check_rtol(rtol)
     if not passes(0.0):
         return 0.0
     lo, hi = 0.0, float(start)
@@ -123,23 +141,40 @@ def _grouped(values: np.ndarray, delta) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _check_weights(weights, counts=None) -> tuple[np.ndarray, np.ndarray | None]:
-    if isinstance(weights, (str, bytes)):
-        raise TypeError(f"weights must be a 1-D sequence of numbers, got {weights!r}")
-    try:
-        w = np.asarray(weights, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"weights must be a 1-D sequence of numbers, got {weights!r}") from None
+    w = _as_vector("weights", weights)
     if w.ndim != 1 or w.size < 1:
-        raise ValueError(f"weights must be a non-empty 1-D sequence, got shape {w.shape}")
+        raise ParameterTypeError(f"weights must be a non-empty 1-D sequence of numbers, got {_describe(weights)}")
     bad = ~((w > 0) & np.isfinite(w))
     if bad.any():
-        raise ValueError(f"weights must be finite and > 0, got weights[{int(np.argmax(bad))}]={w[bad][0]!r}")
+        raise ValueError(f"weights must be finite and > 0, got weights[{int(np.argmax(bad))}]={float(w[bad][0])!r}")
     if counts is None:
         return w, None
-    c = [check_k(x) for x in np.atleast_1d(np.asarray(counts, dtype=object)).tolist()]
+    if not isinstance(counts, (list, tuple, np.ndarray)) or np.ndim(counts) == 0:
+        raise ParameterTypeError(f"counts must be a sequence of integers >= 1, one per weight, got {_describe(counts)}")
+    c = []
+    for i, x in enumerate(counts):
+        try:
+            c.append(check_k(x))  # each entry is a number of queries
+        except ValueError as exc:
+            raise type(exc)(f"counts[{i}]: {exc}") from None
     if len(c) != w.size:
         raise ValueError(f"counts has length {len(c)} but weights has {w.size}")
+    if sum(c) > MAX_K:
+        raise ValueError(f"counts must sum to at most {MAX_K:.0e} queries, got {sum(c)}")
     return w, np.array(c, dtype=np.int64)
+
+
+def _check_deltas(delta, size: int) -> np.ndarray:
+    """Per-query delta: one number in [0, 1) for all, or one per weight."""
+    d = _as_vector("delta", delta)
+    if d.ndim == 0:
+        d = np.full(size, _check_delta(float(d)))
+    elif d.size != size:
+        raise ValueError(f"delta has length {d.size} but weights has {size} (give one number or one per weight)")
+    bad = ~((d >= 0) & (d < 1))
+    if bad.any():
+        raise ValueError(f"delta must lie in [0, 1), got delta[{int(np.argmax(bad))}]={float(d[bad][0])!r}")
+    return d + 0.0
 
 
 def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=None, method: str = "optimal",
@@ -165,9 +200,9 @@ def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=No
     w, c = _check_weights(weights, counts)
     eps_g = check_eps_g(eps_g)
     delta_g = check_delta_g(delta_g)
-    d = np.broadcast_to(np.asarray(delta, dtype=float), w.shape) if np.ndim(delta) == 0 else np.asarray(delta, float)
-    if d.shape != w.shape:
-        raise ValueError(f"delta has length {d.size} but weights has {w.size}")
+    d = _check_deltas(delta, w.size)
+    rtol = _check_rtol(rtol)
+    optcomp._method(method, options)
     if c is None:  # group equal (weight, delta) pairs: the library gets a multiset
         w, d, c = _grouped(w, d)
     optcomp.epsilon_g(w, d, counts=c, delta_g=delta_g, method=method, **options)  # validate the rest once
@@ -188,6 +223,10 @@ def split_budget(weights, eps_g: float, delta_g: float, *, delta=0.0, method: st
     delta_g=delta_g, method=method) <= eps_g`` was checked for exactly this c.
     """
     w, _ = _check_weights(weights)
+    eps_g = check_eps_g(eps_g)
+    delta_g = check_delta_g(delta_g)
+    _check_deltas(delta, w.size)
+    rtol = _check_rtol(rtol)
     return largest_scale(w, eps_g, delta_g, delta=delta, method=method, rtol=rtol, **options) * w
 
 
@@ -211,6 +250,9 @@ def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.
     k = check_k(k)
     eps_g = check_eps_g(eps_g)
     delta_g = check_delta_g(delta_g)
+    delta = _check_delta(delta)
+    rtol = _check_rtol(rtol)
+    optcomp._method(method, options)
     optcomp.epsilon_g(0.0, delta, k=k, delta_g=delta_g, method=method, **options)  # validate once
 
     def passes(e: float) -> bool:
@@ -220,9 +262,7 @@ def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.
 
 
 def _check_sensitivity(sensitivity) -> float:
-    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, float, np.integer, np.floating)):
-        raise TypeError(f"sensitivity must be a number, got {sensitivity!r}")
-    s = float(sensitivity)
+    s = _check_real("sensitivity", sensitivity)
     if not (math.isfinite(s) and s > 0):
         raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
     return s
@@ -247,6 +287,9 @@ def laplace_scale(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 
     positive per-query eps under the method (e.g. eps_g = 0 with delta_g = 0, or DRV with
     delta_g = 0): no finite noise level suffices.
     """
+    k = check_k(k)
+    eps_g = check_eps_g(eps_g)
+    delta_g = check_delta_g(delta_g)
     sensitivity = _check_sensitivity(sensitivity)
     eps = per_query_epsilon(k, eps_g, delta_g, delta=0.0, method=method, **options)
     return _noise(sensitivity, eps, f"k={k} queries within (eps_g={eps_g!r}, delta_g={delta_g!r}) under {method!r}")
@@ -316,9 +359,22 @@ def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.
     certifies no positive eps gets eps 0.0 and no noise (None).
     """
     k = check_k(k)
+    eps_g = check_eps_g(eps_g)
+    delta_g = check_delta_g(delta_g)
     sensitivity = _check_sensitivity(sensitivity)
+    delta = _check_delta(delta)
     if isinstance(methods, str):
         methods = (methods,)
+    if not isinstance(methods, (list, tuple)):
+        raise ParameterTypeError(f"methods must be a method name or a list of them, got {_describe(methods)}")
+    for i, m in enumerate(methods):
+        if not isinstance(m, str) or m not in optcomp.METHOD_INFO:
+            raise ValueError(f"methods[{i}] must be one of {', '.join(optcomp.METHODS)}; got {_describe(m)}")
+    if not isinstance(recipe, (bool, np.bool_)):
+        raise ParameterTypeError(f"recipe must be True or False, got {_describe(recipe)}")
+    for key in options:
+        if not any(key in optcomp.METHOD_INFO[m].options for m in methods):
+            raise ValueError(f"unknown option {key!r}: accepted by none of the methods {', '.join(methods)}")
     rows = []
     for m in methods:
         info = optcomp._method(m, {})

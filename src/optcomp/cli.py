@@ -23,6 +23,7 @@ import math
 import sys
 
 from . import METHOD_INFO, METHODS, __version__
+from ._inputs import MAX_K
 
 __all__ = ["main"]
 
@@ -55,8 +56,8 @@ def _real(text: str) -> float:
     return value
 
 
-def _integer(text: str) -> int:
-    """An integer >= 1; integral scientific notation (1e6) is accepted."""
+def _integer(text: str, hi: int | None = None) -> int:
+    """An integer >= 1 (and <= ``hi``); integral scientific notation (1e6) is accepted."""
     t = text.strip().replace("_", "")
     try:
         value = int(t)
@@ -70,7 +71,14 @@ def _integer(text: str) -> int:
         value = int(f)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    if hi is not None and value > hi:
+        raise argparse.ArgumentTypeError(f"expected an integer in [1, {hi:.0e}], got {text!r}")
     return value
+
+
+def _count(text: str) -> int:
+    """A number of mechanisms (--k, --count): an integer in [1, 10^12]."""
+    return _integer(text, MAX_K)
 
 
 def _list_of(parse):
@@ -116,9 +124,9 @@ def _add_mechanisms(p: argparse.ArgumentParser) -> None:
                    help="per-mechanism eps: one value (with --k or --count) or a comma-separated list")
     g.add_argument("--delta", type=_list_of(_real), action=_Once, metavar="D[,D...]",
                    help="per-mechanism delta: one value for all, or one per --eps item (default 0)")
-    g.add_argument("--k", type=_integer, action=_Once, metavar="N",
-                   help="number of identical mechanisms (with a single --eps value)")
-    g.add_argument("--count", type=_list_of(_integer), action=_Once, metavar="N[,N...]",
+    g.add_argument("--k", type=_count, action=_Once, metavar="N",
+                   help="number of identical mechanisms, 1 to 10^12 (required with a single --eps value, unless --count)")
+    g.add_argument("--count", type=_list_of(_count), action=_Once, metavar="N[,N...]",
                    help="multiplicity of each --eps item (integers, one per item)")
     g.add_argument("--file", action=_Once, metavar="PATH",
                    help="CSV (header eps,delta[,count]) or JSON ([{\"eps\":..,\"delta\":..,\"count\":..}] or an "
@@ -240,10 +248,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--delta-g", type=_real, required=True, action=_Once, dest="delta_g",
                    help="global delta_g in [0, 1) (required)")
     q = p.add_argument_group("queries (--k, or --weights)")
-    q.add_argument("--k", type=_integer, action=_Once, metavar="N", help="number of identical queries")
+    q.add_argument("--k", type=_count, action=_Once, metavar="N", help="number of identical queries")
     q.add_argument("--weights", type=_list_of(_real), action=_Once, metavar="W[,W...]",
                    help="relative budgets of the queries (eps_i = c w_i)")
-    q.add_argument("--count", type=_list_of(_integer), action=_Once, metavar="N[,N...]",
+    q.add_argument("--count", type=_list_of(_count), action=_Once, metavar="N[,N...]",
                    help="with --weights: number of queries of each weight")
     q.add_argument("--delta", type=_real, action=_Once, default=0.0,
                    help="per-query delta (default 0: pure DP, e.g. Laplace)")
@@ -301,6 +309,9 @@ def _accountant_from_inline(args):
         raise UsageError("give --k (identical mechanisms) or --count (multiplicities), not both")
     if args.k is not None and len(eps) != 1:
         raise UsageError("--k goes with a single --eps value; use --count for the multiplicity of each of several")
+    if args.k is None and args.count is None and len(eps) == 1:
+        raise UsageError("--k is required with a single --eps value (the number of identical mechanisms; "
+                         "--k 1 for one mechanism)")
     counts = [args.k] if args.k is not None else (args.count or [1] * len(eps))
     if len(counts) != len(eps):
         raise UsageError(f"--count has {len(counts)} items but --eps has {len(eps)}")
@@ -397,7 +408,7 @@ def _csv_accountant(text: str, name: str):
             if not cell:
                 raise UsageError(f"--file {name} line {line}: empty {col}")
             try:
-                values[col] = _integer(cell) if col == "count" else _real(cell)
+                values[col] = _count(cell) if col == "count" else _real(cell)
             except argparse.ArgumentTypeError as exc:
                 raise UsageError(f"--file {name} line {line}, {col}: {exc}") from None
         try:

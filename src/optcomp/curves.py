@@ -36,7 +36,7 @@ import numpy as np
 import optcomp
 
 from . import region
-from ._inputs import check_k, mechanisms
+from ._inputs import _as_vector, _integer, mechanisms
 
 __all__ = ["privacy_curve", "PrivacyCurve", "default_grid"]
 
@@ -67,22 +67,10 @@ class PrivacyCurve(NamedTuple):
 
 
 def _multiset(eps, delta, k, counts):
-    """Distinct (eps, delta) pairs and counts, without expanding k identical mechanisms."""
-    if np.ndim(eps) == 0 and k is not None:
-        if counts is not None:
-            raise ValueError("give either k= (with a single eps) or counts=, not both")
-        if np.ndim(delta) != 0:
-            raise ValueError("with a single eps and k=, delta must be a single number")
-        return np.array([float(eps)]), np.array([float(delta)]), np.array([check_k(k)], dtype=np.int64)
-    e = np.atleast_1d(np.asarray(eps, dtype=float))
-    d = np.broadcast_to(np.asarray(delta, dtype=float), e.shape) if np.ndim(delta) == 0 else np.asarray(delta, float)
-    if counts is None:
-        c = np.ones(e.shape, dtype=np.int64)
-    else:
-        c = np.array([check_k(x) for x in np.atleast_1d(np.asarray(counts, dtype=object)).tolist()], dtype=np.int64)
-    if k is not None and check_k(k) != int(c.sum()):
-        raise ValueError(f"k={k} does not match the number of mechanisms ({int(c.sum())})")
-    return e, np.array(d, dtype=float), c
+    """Distinct (eps, delta) pairs and counts, without expanding k identical mechanisms
+    (validated as by the public API: errors name the parameter)."""
+    m = mechanisms(eps, delta, k, counts)
+    return m.eps, m.delta, m.count
 
 
 def default_grid(eps, delta, counts, method: str, num: int) -> np.ndarray:
@@ -121,10 +109,10 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
             with ``k=``, or per-pair sequences with optional ``counts=``).
         eps_g: the grid of global eps values (finite, >= 0); default :func:`default_grid`
             with ``num`` points.
-        num: number of grid points when ``eps_g`` is not given (>= 2).
+        num: number of grid points when ``eps_g`` is not given (an integer in [2, 10^6]).
         method: a name of :data:`optcomp.METHODS`; ``options`` are passed on to it.
         num_alpha: equispaced false-alarm points of the trade-off curve (the kinks of
-            every (eps_g, delta) pair are added).
+            every (eps_g, delta) pair are added; an integer in [2, 10^6]).
 
     Returns:
         :class:`PrivacyCurve`.  Cost: one library call per grid point (the exact method
@@ -134,24 +122,19 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
         ValueError: bad input (naming the parameter), or an exact computation too large
             (``optcomp.ExactTooLarge``; use ``method="approx"``).
     """
-    if isinstance(num, bool) or not isinstance(num, int) or num < 2:
-        raise ValueError(f"num must be an integer >= 2, got {num!r}")
-    if isinstance(num_alpha, bool) or not isinstance(num_alpha, int) or num_alpha < 2:
-        raise ValueError(f"num_alpha must be an integer >= 2, got {num_alpha!r}")
+    num = _integer("num", num, 2, region.MAX_NUM)
+    num_alpha = _integer("num_alpha", num_alpha, 2, region.MAX_NUM)
     optcomp._method(method, options)
     e, d, c = _multiset(eps, delta, k, counts)
-    mechanisms(e, d, None, c)  # validate once, as the public API does (names the bad parameter)
     if eps_g is None:
         grid = default_grid(e, d, c, method, num)
     else:
-        if isinstance(eps_g, (str, bytes)):
-            raise TypeError(f"eps_g must be a sequence of numbers, got {eps_g!r}")
-        grid = np.atleast_1d(np.asarray(eps_g, dtype=float))
-        if grid.ndim != 1 or grid.size < 1:
+        grid = np.atleast_1d(_as_vector("eps_g", eps_g))
+        if grid.size < 1:
             raise ValueError(f"eps_g must be a non-empty 1-D sequence, got shape {grid.shape}")
         bad = ~(np.isfinite(grid) & (grid >= 0))
         if bad.any():
-            raise ValueError(f"eps_g must be finite and >= 0, got eps_g[{int(np.argmax(bad))}]={grid[bad][0]!r}")
+            raise ValueError(f"eps_g must be finite and >= 0, got eps_g[{int(np.argmax(bad))}]={float(grid[bad][0])!r}")
         grid = np.unique(grid)
     bracket = method == "approx" and options.get("algorithm", "fast") == "fast"
     upper = np.empty(grid.size)

@@ -45,7 +45,7 @@ import numpy as np
 
 import optcomp
 
-from ._inputs import mechanisms
+from ._inputs import ParameterTypeError, _as_vector, _check_real, _describe, _integer, mechanisms
 
 __all__ = [
     "tradeoff",
@@ -61,18 +61,47 @@ __all__ = [
 ]
 
 _BELOW_ONE = math.nextafter(1.0, 0.0)
+MAX_NUM = 10**6  # the largest ``num`` (grid points) accepted
+
+
+def _first_bad(name: str, arr: np.ndarray, bad: np.ndarray, what: str) -> None:
+    """Raise a ValueError naming ``name`` and its first entry where ``bad`` holds."""
+    if bad.any():
+        i = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+        where = f"{name}[{', '.join(map(str, i))}]" if i else name
+        raise ValueError(f"{name} must {what}, got {where}={float(arr[i])!r}")
+
+
+def _reals(name: str, value) -> np.ndarray:
+    """A float array of any shape (no NaN) from a number or a (nested, rectangular) sequence."""
+    arr = _as_vector(name, value, max_ndim=None)
+    _first_bad(name, arr, np.isnan(arr), "not be NaN")
+    return arr
+
+
+def _alpha(alpha, name: str = "alpha") -> np.ndarray:
+    """False-alarm probabilities: a number or an array of any shape, entries in [0, 1]."""
+    a = _reals(name, alpha)
+    _first_bad(name, a, ~((a >= 0.0) & (a <= 1.0)), "lie in [0, 1]")
+    return a
+
+
+def _num(num, lo: int) -> int:
+    return _integer("num", num, lo, MAX_NUM)
 
 
 def _family(eps, delta) -> tuple[np.ndarray, np.ndarray]:
-    e = np.atleast_1d(np.asarray(eps, dtype=float))
-    d = np.broadcast_to(np.asarray(delta, dtype=float), e.shape).astype(float)
-    if e.ndim != 1:
-        raise ValueError(f"eps must be a number or a 1-D array, got shape {e.shape}")
-    if np.any(~(e >= 0)):  # also rejects NaN; +inf is allowed (a vacuous constraint)
-        raise ValueError(f"eps must be >= 0, got {e[~(e >= 0)][0]!r}")
-    if np.any(~((d >= 0) & (d <= 1))):
-        raise ValueError(f"delta must lie in [0, 1], got {d[~((d >= 0) & (d <= 1))][0]!r}")
-    return e, d
+    """A family of guarantees: eps >= 0 (inf allowed: a vacuous constraint), delta in [0, 1],
+    a number each or equal-length 1-D sequences (a number delta applies to every eps)."""
+    e = np.atleast_1d(_as_vector("eps", eps))
+    d = _as_vector("delta", delta)
+    _first_bad("eps", e, ~(e >= 0), "be >= 0 (inf allowed)")  # also rejects NaN
+    _first_bad("delta", d, ~((d >= 0) & (d <= 1)), "lie in [0, 1]")
+    if d.ndim == 0:
+        d = np.full(e.shape, float(d))
+    elif d.size != e.size:
+        raise ValueError(f"delta has length {d.size} but eps has {e.size} entries (give one number or one per eps)")
+    return e + 0.0, d + 0.0
 
 
 def tradeoff(alpha, eps, delta=0.0) -> np.ndarray:
@@ -84,8 +113,11 @@ def tradeoff(alpha, eps, delta=0.0) -> np.ndarray:
     pair of numbers or equal-length arrays (one guarantee each).  Pairs with eps = inf
     constrain nothing.
     """
-    a = np.asarray(alpha, dtype=float)
-    e, d = _family(eps, delta)
+    return _tradeoff(_alpha(alpha), *_family(eps, delta))
+
+
+def _tradeoff(a: np.ndarray, e: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """:func:`tradeoff` on validated arrays (``a`` may leave [0, 1]: the lines extended)."""
     finite = np.isfinite(e)
     e, d = e[finite], d[finite]
     if e.size == 0:
@@ -100,25 +132,35 @@ def tradeoff(alpha, eps, delta=0.0) -> np.ndarray:
 
 def upper_boundary(alpha, eps, delta=0.0) -> np.ndarray:
     """Upper boundary of the same region: 1 - beta(1 - alpha) (the region's point symmetry)."""
-    a = np.asarray(alpha, dtype=float)
-    return 1.0 - tradeoff(1.0 - a, eps, delta)
+    return 1.0 - _tradeoff(1.0 - _alpha(alpha), *_family(eps, delta))
 
 
 def contains(p_fa, p_md, eps, delta=0.0, *, tol: float = 0.0) -> np.ndarray:
-    """Whether (P_FA, P_MD) lies in the intersection of the R(eps_j, delta_j) (up to ``tol``)."""
-    a = np.asarray(p_fa, dtype=float)
-    b = np.asarray(p_md, dtype=float)
+    """Whether (P_FA, P_MD) lies in the intersection of the R(eps_j, delta_j) (up to ``tol``).
+
+    ``p_fa``/``p_md``: numbers or arrays of the same (or broadcastable) shape; points outside
+    the unit square are not contained.  ``tol``: a finite number >= 0."""
+    a = _reals("p_fa", p_fa)
+    b = _reals("p_md", p_md)
+    tol = _check_real("tol", tol)
+    if not (math.isfinite(tol) and tol >= 0.0):
+        raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
+    try:
+        a, b = np.broadcast_arrays(a, b)
+    except ValueError:
+        raise ValueError(f"p_fa and p_md must have the same shape, got shapes {a.shape} and {b.shape}") from None
+    e, d = _family(eps, delta)
     inside = (a >= -tol) & (a <= 1 + tol) & (b >= -tol) & (b <= 1 + tol)
-    return inside & (b >= tradeoff(a, eps, delta) - tol) & (b <= upper_boundary(a, eps, delta) + tol)
+    return inside & (b >= _tradeoff(a, e, d) - tol) & (b <= 1.0 - _tradeoff(1.0 - a, e, d) + tol)
 
 
 def boundary_alphas(eps, delta=0.0, num: int = 1001) -> np.ndarray:
     """A sorted grid of P_FA values for drawing the boundary: ``num`` equispaced points in
     [0, 1] plus every alpha where one of the family's lines has a kink (where
     e^eps alpha = 1 - delta, where alpha = 1 - delta, and the symmetric point
-    (1 - delta)/(1 + e^eps)), and their mirror images 1 - alpha."""
-    if num < 2:
-        raise ValueError(f"num must be >= 2, got {num!r}")
+    (1 - delta)/(1 + e^eps)), and their mirror images 1 - alpha.  ``num``: an integer in
+    [2, 10^6]."""
+    num = _num(num, 2)
     e, d = _family(eps, delta)
     finite = np.isfinite(e)
     e, d = e[finite], d[finite]
@@ -142,8 +184,13 @@ def optimal_family(eps: float, delta: float = 0.0, *, k: int) -> tuple[np.ndarra
     privacy region is exactly the intersection of these floor(k/2) + 1 regions.
 
     Returns ``(eps_g, delta_g)`` arrays, delta_g from ``optcomp.delta_g(..., method="optimal")``
-    (the same quantity, computed stably and rounded up).
+    (the same quantity, computed stably and rounded up).  ``eps`` and ``delta`` are single
+    numbers (for a list of mechanisms use :func:`family_from_eps_grid`).
     """
+    for name, value in (("eps", eps), ("delta", delta)):
+        if _as_vector(name, value).ndim != 0:
+            raise ParameterTypeError(f"{name} must be a single number here (k identical mechanisms; for a list use "
+                                     f"family_from_eps_grid), got {_describe(value)}")
     m = mechanisms(eps, delta, k)
     if not m.homogeneous:  # pragma: no cover - mechanisms() with a scalar eps is homogeneous
         raise ValueError("optimal_family needs k identical mechanisms; use family_from_eps_grid")
@@ -187,7 +234,9 @@ def drv_family(eps, delta=0.0, *, k=None, counts=None, num: int = 400) -> tuple[
     (eps_g(delta'), sum delta_i + delta')-DP.  Returns the pairs for ``num`` values of delta'
     spaced geometrically from 1e-20 (or 2^-45 sum delta_i, below which delta' vanishes in
     the rounding of sum delta_i + delta') to 1 - sum delta_i (exclusive), eps_g from
-    ``optcomp.epsilon_g(method="drv")``; pairs the theorem cannot certify are dropped."""
+    ``optcomp.epsilon_g(method="drv")``; pairs the theorem cannot certify are dropped.
+    ``num``: an integer in [1, 10^6]."""
+    num = _num(num, 1)
     m = mechanisms(eps, delta, k, counts)
     base = float(np.dot(m.count, m.delta))
     room = 1.0 - base
@@ -204,11 +253,16 @@ def drv_family(eps, delta=0.0, *, k=None, counts=None, num: int = 400) -> tuple[
 def family_from_eps_grid(eps, delta=0.0, *, k=None, counts=None, method: str = "optimal", eps_g=None, num: int = 200, **options) -> tuple[np.ndarray, np.ndarray]:
     """Any composition theorem: the pairs (x, delta_g(x)) for x over ``eps_g`` (default:
     ``num`` equispaced values in [0, sum eps_i]), delta_g from ``optcomp.delta_g(method=...)``.
-    Pairs with delta_g >= 1 (nothing certified) are dropped."""
+    Pairs with delta_g >= 1 (nothing certified) are dropped.  ``eps_g``: a number or a 1-D
+    sequence of finite numbers >= 0; ``num``: an integer in [1, 10^6]."""
+    num = _num(num, 1)
     m = mechanisms(eps, delta, k, counts)
+    optcomp._method(method, options)
     if eps_g is None:
-        eps_g = np.linspace(0.0, float(np.dot(m.count, m.eps)), num)
-    xs = np.asarray(eps_g, dtype=float)
+        xs = np.linspace(0.0, float(np.dot(m.count, m.eps)), num)
+    else:
+        xs = np.atleast_1d(_as_vector("eps_g", eps_g))
+        _first_bad("eps_g", xs, ~(np.isfinite(xs) & (xs >= 0)), "be finite and >= 0")
     dg = np.array([optcomp.delta_g(m.eps, m.delta, counts=m.count, eps_g=float(x), method=method, **options) for x in xs])
     keep = dg < 1.0
     return xs[keep], dg[keep]
@@ -218,6 +272,8 @@ def composition_family(method: str, eps, delta=0.0, *, k=None, counts=None, num:
     """The family of guarantees a theorem gives for a composition: "optimal" (exact corners
     for identical mechanisms, KOV Thm 3.3), "basic" (one pair), "drv" (a delta' grid), any
     other method through :func:`family_from_eps_grid`."""
+    optcomp._method(method, {})
+    num = _num(num, 1)
     m = mechanisms(eps, delta, k, counts)
     if method == "basic":
         return basic_family(m.eps, m.delta, counts=m.count)
@@ -243,6 +299,7 @@ def randomized_response_tradeoff(alpha, eps, delta=0.0, *, k=None) -> np.ndarray
     (P0(reject H0), 1 - P1(reject H0)) points.  Exponential in k (4^k outcomes, merged by
     likelihood ratio when homogeneous); a reference for tests, not for production.
     """
+    a = _alpha(alpha)
     m = mechanisms(eps, delta, k)
     if m.k > 10:
         raise ValueError(f"randomized_response_tradeoff is a brute-force reference limited to k <= 10, got k={m.k}")
@@ -267,5 +324,4 @@ def randomized_response_tradeoff(alpha, eps, delta=0.0, *, k=None) -> np.ndarray
     md = 1.0 - np.concatenate([[0.0], np.cumsum(p1[order])])
     fa[-1] = 1.0
     md[-1] = 0.0
-    a = np.asarray(alpha, dtype=float)
     return np.maximum(np.interp(a, fa, md), 0.0)
