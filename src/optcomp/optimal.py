@@ -1,21 +1,29 @@
 r"""Exact optimal composition: KOV Thm 3.3 / MV Thm 1.4 (homogeneous) and MV Thm 1.5
 (heterogeneous), computed far beyond the papers' 2^k brute force.
 
-All producers build the finite privacy-loss distribution of the composed randomized
-responses (see :mod:`optcomp.loss`) and hand it to the same segment solver:
+The input is the mechanism multiset (distinct (eps, delta) pairs with counts; see
+:mod:`optcomp._inputs`).  Mechanisms with eps = 0 do not move the loss; those with eps >=
+``BIG_EPS`` (800) put all but e^-800 of their mass on +eps and are an exact deterministic
+shift of the loss (the rest charged as slack).  The others are grouped by eps, and every
+producer builds the finite privacy-loss distribution of the composed randomized responses
+and hands it to the segment solver of :mod:`optcomp.loss` (cancellation-free, exact atom
+positions next to eps_g):
 
-* **homogeneous** (all eps_i equal): the loss is ``(2m - k) eps`` with ``m ~ Bin(k, p)``,
-  ``p = e^eps/(1+e^eps)``.  Only a window of ``m`` around the answer matters; the window
-  is chosen from the binomial's mean and spread, its upper tail is bounded rigorously by
-  a geometric series (the pmf ratio decreases) and charged as slack, and it is widened
-  if the answer falls outside.  O(window) = O(sqrt(k log(1/delta_g))) work, so k = 10^6
-  takes about a millisecond; all exponents are differences of losses (no e^{k eps}).
-* **few distinct eps values** (groups of sizes n_j): a product of binomials with
-  prod(n_j + 1) atoms, enumerated exactly.
+* **one group** (k identical mechanisms, k up to 10^12): the loss is ``(2m - k) eps`` with
+  ``m ~ Bin(k, p)``, ``p = e^eps/(1+e^eps)``, listed in units of 2 eps from an exact origin.
+  Only a window of ``m`` matters: from about one unit of loss below the root (located by
+  Chernoff quantiles) to where the upper tail falls below 2^-50 t; the tail beyond is
+  bounded rigorously by a geometric series (the pmf ratio decreases) and charged as slack,
+  and the window is widened when the root falls outside.  Masses in log space with an error
+  bound (:mod:`optcomp._binomial`), scaled by 2^s for tiny targets.  O(sqrt(k log 1/t)) work.
+* **few groups** (sizes n_j): a product of binomials with prod(n_j + 1) atoms, enumerated
+  exactly, each atom's exact position recoverable from its indices.
 * **arbitrary reals**, k up to ~48: *meet in the middle* — the mechanisms are split in
   two halves whose 2^{k/2} subset sums are enumerated and sorted; H(x) is a sum over
-  the first half of the second half's suffix sums (binary search), and eps_g is found
+  the first half of the second half's suffix quantities (binary search), and eps_g is found
   by Newton's method in e^x, where H is convex, from below.  O(2^{k/2} k) per step.
+* an ill-conditioned root of a small distribution (at most ``REFINE_ATOMS`` atoms; H flat
+  at the root, so the float64 bracket is loose) is settled in 40-digit arithmetic.
 * :func:`optimal_epsilon_bruteforce`: Theorem 1.5 exactly as written, a sum over all
   2^k subsets (the paper's algorithm; kept as the reference the tests compare with).
 
