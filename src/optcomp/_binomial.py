@@ -55,33 +55,64 @@ def _stirlerr(n: np.ndarray) -> np.ndarray:
     return out
 
 
-def _bd0(x: np.ndarray, mh: float, ml: float) -> np.ndarray:
-    """x log(x/M) + M - x for M = mh + ml (a double-double), x >= 1 integers (as floats)."""
+def _series(t: np.ndarray, first: int, coef) -> np.ndarray:
+    """sum_{n >= first} coef(n) t^n for 0 <= t <= 1/2 (every term >= 0), to 2^-60 relative."""
+    out = np.zeros(t.shape)
+    term = t**first
+    top = float(np.max(t)) if t.size else 0.0
+    n_max = first if top == 0.0 else first + min(60, math.ceil(-41.6 / math.log(top)))
+    for n in range(first, n_max + 1):
+        out += coef(n) * term
+        term = term * t
+    return out
+
+
+def _bd0(x: np.ndarray, mh: float, ml: float) -> tuple[np.ndarray, np.ndarray]:
+    """(x log(x/M) + M - x, a bound on its absolute error) for M = mh + ml (a double-double)
+    and integers x >= 1 (as floats).
+
+    Written M phi(r), r = x/M, phi(r) = r log r + 1 - r >= 0, it is summed without
+    cancellation wherever cancellation could hurt, from the exact d = x - M:
+    |d| < 0.1 (x + M): Loader's series in v = d/(x + M) (terms of one sign);
+    1/2 <= r < 1: M sum_{n>=2} t^n / (n(n-1)), t = -d/M;  1 < r <= 2: x sum_{n>=2} s^n / n,
+    s = d/x (all terms positive, error a few u of the result); elsewhere the closed form,
+    whose terms then cancel by at most a factor ~4 (charged by their sizes)."""
     d = (x - mh) - ml
-    s = x + mh
+    sx = x + mh
     out = np.empty(x.shape)
-    near = np.abs(d) < 0.1 * s
-    all_near = bool(np.all(near))
-    if all_near or np.any(near):
-        dn, xn, sn = (d, x, s) if all_near else (d[near], x[near], s[near])
-        v = dn / sn
+    err = np.empty(x.shape)
+    near = np.abs(d) < 0.1 * sx
+    if np.any(near):
+        dn, xn = d[near], x[near]
+        v = dn / sx[near]
         r = dn * v
         ej = 2.0 * xn * v
         v2 = v * v
-        # terms ej v^(2i) / (2i + 1) fall below 2^-60 of the first one after this many steps
-        top = float(np.max(v2)) if v2.size else 0.0
+        top = float(np.max(v2))
         steps = 1 if top == 0.0 else min(13, max(1, math.ceil(-41.6 / math.log(top))))
         for i in range(1, steps + 1):  # |v| < 0.1: 13 steps reach v^26 < 1e-26
             ej = ej * v2
             r = r + ej / (2 * i + 1)
-        if all_near:
-            return r
         out[near] = r
-    far = ~near
+        err[near] = 8.0 * _U * r  # d, v carry ~3 u, the series terms one sign
+    below = ~near & (d < 0) & (x >= 0.5 * mh)
+    if np.any(below):
+        t = -d[below] / mh
+        out[below] = mh * _series(t, 2, lambda n: 1.0 / (n * (n - 1)))
+        err[below] = 8.0 * _U * out[below]
+    above = ~near & (d > 0) & (x <= 2.0 * mh)
+    if np.any(above):
+        xa = x[above]
+        out[above] = xa * _series(d[above] / xa, 2, lambda n: 1.0 / n)
+        err[above] = 8.0 * _U * out[above]
+    far = ~(near | below | above)
     if np.any(far):
         xf = x[far]
-        out[far] = xf * (np.log(xf / mh) - ml / mh) + (mh - xf) + ml
-    return out
+        lg = np.log(xf / mh) - ml / mh
+        a = xf * lg
+        out[far] = a + (mh - xf) + ml
+        err[far] = 16.0 * _U * (np.abs(a) + np.abs(mh - xf) + mh * _U)
+    return out, err
 
 
 @lru_cache(maxsize=256)
@@ -120,13 +151,14 @@ def binomial_log_pmf(eps: float, k: int, m: np.ndarray) -> tuple[np.ndarray, np.
     err[none] = 8.0 * _U * abs(k * log_q) + 4.0 * _U
     if np.any(mid):
         ym, jm = y[mid], j[mid]
-        b1 = _bd0(jm, kqh, kql)
-        b2 = _bd0(ym, kph, kpl)
+        b1, e1 = _bd0(jm, kqh, kql)
+        b2, e2 = _bd0(ym, kph, kpl)
         lk = math.log(k)
         lj, ly = np.log(jm), np.log(ym)
         st = float(_stirlerr(np.array([float(k)]))[0]) - _stirlerr(jm) - _stirlerr(ym)
         out[mid] = st - b1 - b2 + 0.5 * (lk - lj - ly) - _HALF_LOG_2PI
-        err[mid] = 64.0 * _U * (b1 + b2 + lk + np.abs(lj) + np.abs(ly) + 4.0)
+        # the pieces themselves, plus the rounding of adding them up (u of each partial sum)
+        err[mid] = e1 + e2 + 8.0 * _U * (b1 + b2 + np.abs(st)) + 16.0 * _U * (lk + np.abs(lj) + np.abs(ly) + 4.0)
     return out, err
 
 

@@ -127,13 +127,13 @@ def _binomial_tail(eps: float, k: int, m_hi: int, p_up: np.ndarray) -> float:
 
 
 def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = Fraction(0),
-                    slack: float = 0.0) -> LossDistribution:
+                    slack: float = 0.0, log2_scale: int | None = None) -> LossDistribution:
     """The homogeneous loss distribution (plus an exact ``shift``) restricted to m in
     [m_lo, m_hi], atoms at ``shift + (2 m - k) eps`` listed as integers m - m_lo in units of
     2 eps (exact gaps whatever k), masses scaled by a power of two (``log2_scale``).  The
     mass above m_hi is bounded and charged as slack (with ``slack``, an unscaled absolute
     amount); the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
-    p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, None)
+    p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale)
     tail = _binomial_tail(eps, k, m_hi, p0)
     fe = Fraction(eps)
     origin = shift + fe * (2 * m_lo - k)
@@ -192,8 +192,10 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
     m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t)
     if shift:
         m_floor = 0  # the shift may move negative-loss atoms above 0
+    # masses scaled so that those near the target t are ~2^-80 (masses <= 1 stay below 2^1000)
+    scale = int(min(1000, max(0, -math.ceil(math.log2(t)) - 80))) if t > 0.0 else 0
     while True:
-        dist = binomial_window(eps, k, m_lo, m_hi, shift, slack)
+        dist = binomial_window(eps, k, m_lo, m_hi, shift, slack, scale)
         # the truncated tail against 2^-50 t, both in the window's scaled units (no underflow)
         if _binomial_tail(eps, k, m_hi, dist.p0) > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
             m_hi = min(k, m_hi + max(64, m_hi - m_lo))
