@@ -7,10 +7,10 @@ rule budget:
         "results/budget/laplace.csv",
     params:
         function="optcomp.experiments.budget.sweep",
-        optcomp_version=optcomp.__version__,
-        spec=config["budget"],
-        config=config["budget"],
         section="budget",
+        spec_sha256=params_hash("budget"),
+    message:
+        "budget: per-query eps and Laplace noise for every budget, k and theorem"
     log:
         "results/logs/budget.log",
     conda:

@@ -2,19 +2,23 @@
 # Optimal), and the table of ratios to the optimum.
 
 
-rule homogeneous_chunk:
-    """One curve family of MV Figure 2: eps_g for k = 1..k_max under every theorem."""
+rule homogeneous_family:
+    """One curve family of MV Figure 2: eps_g for k = 1..k_max under every theorem (one job
+    per family, kept, so a new eps or delta_g value adds a job and reruns no other)."""
     output:
-        temp("results/chunks/homogeneous/{chunk}.csv"),
+        "results/chunks/homogeneous/{family}.csv",
     params:
         function="optcomp.experiments.homogeneous.sweep_curves",
-        optcomp_version=optcomp.__version__,
-        spec=chunk_spec(HOMOGENEOUS_CHUNKS),
+        section="homogeneous",
+        spec="optcomp.experiments.homogeneous.family_spec",
+        spec_sha256=params_hash("homogeneous", "optcomp.experiments.homogeneous.family_spec"),
         chunk=True,
     wildcard_constraints:
-        chunk=r"\d+",
+        family="|".join(HOMOGENEOUS_FAMILIES),
+    message:
+        "MV Figure 2: curve family {wildcards.family}, every k and theorem"
     log:
-        "results/logs/homogeneous_chunk/{chunk}.log",
+        "results/logs/homogeneous_family/{family}.log",
     conda:
         "envs/optcomp.yaml"
     script:
@@ -24,13 +28,15 @@ rule homogeneous_chunk:
 rule homogeneous_merge:
     """All curve families of MV Figure 2 in one tidy table."""
     input:
-        expand("results/chunks/homogeneous/{chunk}.csv", chunk=chunk_ids(HOMOGENEOUS_CHUNKS)),
+        expand(
+            "results/chunks/homogeneous/{family}.csv", family=HOMOGENEOUS_FAMILIES
+        ),
     output:
         "results/homogeneous/eps_g.csv",
     params:
         function="optcomp.experiments.homogeneous.sweep_curves",
-        config=config["homogeneous"],
         section="homogeneous",
+        spec_sha256=params_hash("homogeneous"),
     log:
         "results/logs/homogeneous_merge.log",
     localrule: True
@@ -47,12 +53,19 @@ rule homogeneous_ratios:
     output:
         csv="results/homogeneous/ratios.csv",
         md="results/homogeneous/ratios.md",
+        html=report(
+            "results/homogeneous/ratios.html",
+            caption="report/ratios.rst",
+            category="Composition theorems",
+            labels={"figure": "Ratio table (MV Section 6)"},
+        ),
     params:
         function="optcomp.experiments.homogeneous.ratio_table",
         markdown="optcomp.experiments.homogeneous.ratio_markdown",
-        spec={"ks": config["homogeneous"]["ratio_k"]},
-        config=config["homogeneous"],
+        html="optcomp.experiments.homogeneous.ratio_html",
         section="homogeneous",
+        spec="optcomp.experiments.homogeneous.ratio_spec",
+        spec_sha256=params_hash("homogeneous", "optcomp.experiments.homogeneous.ratio_spec"),
     log:
         "results/logs/homogeneous_ratios.log",
     localrule: True
@@ -76,7 +89,9 @@ rule mv_figure2:
         ),
     params:
         function="optcomp.figures.homogeneous.mv_figure2",
-        spec={"zoom_k_max": config["homogeneous"]["zoom_k_max"]},
+        section="homogeneous",
+        spec="optcomp.experiments.homogeneous.figure_spec",
+        spec_sha256=params_hash("homogeneous", "optcomp.experiments.homogeneous.figure_spec"),
     log:
         "results/logs/mv_figure2.log",
     localrule: True

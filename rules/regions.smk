@@ -11,10 +11,10 @@ rule regions:
         "results/regions/kov_figure3_family.csv",
     params:
         function="optcomp.experiments.regions.both",
-        optcomp_version=optcomp.__version__,
-        spec=config["regions"],
-        config=config["regions"],
         section="regions",
+        spec_sha256=params_hash("regions"),
+    message:
+        "KOV Figures 2 and 3: privacy-region boundaries"
     log:
         "results/logs/regions.log",
     conda:
