@@ -26,9 +26,9 @@ def check_config(cfg):
         "budget.k": cfg["budget"]["k"],
         "heterogeneous.k": cfg["heterogeneous"]["k"],
         "runtime.approx_vs_k.k": cfg["runtime"]["approx_vs_k"]["k"],
-        "runtime.exact_heterogeneous.bruteforce_k": cfg["runtime"]["exact_heterogeneous"][
-            "bruteforce_k"
-        ],
+        "runtime.exact_heterogeneous.bruteforce_k": cfg["runtime"][
+            "exact_heterogeneous"
+        ]["bruteforce_k"],
         "runtime.exact_heterogeneous.optimal_k": cfg["runtime"]["exact_heterogeneous"][
             "optimal_k"
         ],
@@ -70,7 +70,9 @@ TIMING_RUNS = ["local", "reference"]
 # timing jobs claim every core of a local run so that nothing runs beside them
 # (config runtime.exclusive; the test config turns it off to save wall time)
 try:
-    _CORES = workflow.cores  # raises when no --cores is given (--summary, --report, cluster runs)
+    _CORES = (
+        workflow.cores
+    )  # raises when no --cores is given (--summary, --report, cluster runs)
 except Exception:
     _CORES = None
 _CORES = _CORES if isinstance(_CORES, int) and 0 < _CORES < 1024 else 1
@@ -126,6 +128,8 @@ ALL_TARGETS = [
     "results/timing/local/runtime.pdf",
     "results/timing/local/runtime.png",
     "results/timing/reference/slopes.csv",
+    "results/timing/local/summary.md",
+    "results/timing/reference/summary.md",
     *figure("runtime"),
     *[f"results/notebooks/{name}.ipynb" for name in NOTEBOOK_INPUTS],
     *[f"results/notebooks/{name}.html" for name in NOTEBOOK_INPUTS],

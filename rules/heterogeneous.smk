@@ -7,6 +7,12 @@ rule heterogeneous_chunk:
     """Every method at a share of the k grid (round-robin, to balance the cost; kept)."""
     output:
         "results/chunks/heterogeneous/{chunk}.csv",
+    log:
+        "results/logs/heterogeneous_chunk/{chunk}.log",
+    wildcard_constraints:
+        chunk=r"\d+",
+    conda:
+        "envs/optcomp.yaml"
     params:
         function="optcomp.experiments.heterogeneous.sweep",
         section="heterogeneous",
@@ -15,14 +21,8 @@ rule heterogeneous_chunk:
             "heterogeneous", "optcomp.experiments.heterogeneous.chunk_spec"
         ),
         chunk=True,
-    wildcard_constraints:
-        chunk=r"\d+",
     message:
         "heterogeneous: chunk {wildcards.chunk} of the k grid, every method"
-    log:
-        "results/logs/heterogeneous_chunk/{chunk}.log",
-    conda:
-        "envs/optcomp.yaml"
     script:
         "scripts/sweep.py"
 
@@ -30,21 +30,19 @@ rule heterogeneous_chunk:
 rule heterogeneous_merge:
     """One tidy table, rows sorted by k and method."""
     input:
-        expand(
-            "results/chunks/heterogeneous/{chunk}.csv", chunk=HETEROGENEOUS_CHUNKS
-        ),
+        expand("results/chunks/heterogeneous/{chunk}.csv", chunk=HETEROGENEOUS_CHUNKS),
     output:
         "results/heterogeneous/eps_g.csv",
-    params:
-        function="optcomp.experiments.heterogeneous.sweep",
-        sort="optcomp.experiments.heterogeneous.sort_rows",
-        section="heterogeneous",
-        spec_sha256=params_hash("heterogeneous"),
     log:
         "results/logs/heterogeneous_merge.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.heterogeneous.sweep",
+        sort="optcomp.experiments.heterogeneous.sort_rows",
+        section="heterogeneous",
+        spec_sha256=params_hash("heterogeneous"),
     script:
         "scripts/merge.py"
 
@@ -53,15 +51,15 @@ rule heterogeneous_mechanisms:
     """The drawn eps_i, so that the instance can be reused outside the pipeline."""
     output:
         "results/heterogeneous/mechanisms.csv",
-    params:
-        function="optcomp.experiments.heterogeneous.mechanisms_table",
-        section="heterogeneous",
-        spec_sha256=params_hash("heterogeneous"),
     log:
         "results/logs/heterogeneous_mechanisms.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.heterogeneous.mechanisms_table",
+        section="heterogeneous",
+        spec_sha256=params_hash("heterogeneous"),
     script:
         "scripts/sweep.py"
 
@@ -79,12 +77,12 @@ rule heterogeneous_figure:
             category="Composition theorems",
             labels={"figure": "Heterogeneous mechanisms"},
         ),
-    params:
-        function="optcomp.figures.heterogeneous.comparison",
     log:
         "results/logs/heterogeneous_figure.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.heterogeneous.comparison",
     script:
         "scripts/plot.py"

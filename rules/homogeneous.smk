@@ -7,20 +7,22 @@ rule homogeneous_family:
     per family, kept, so a new eps or delta_g value adds a job and reruns no other)."""
     output:
         "results/chunks/homogeneous/{family}.csv",
+    log:
+        "results/logs/homogeneous_family/{family}.log",
+    wildcard_constraints:
+        family="|".join(HOMOGENEOUS_FAMILIES),
+    conda:
+        "envs/optcomp.yaml"
     params:
         function="optcomp.experiments.homogeneous.sweep_curves",
         section="homogeneous",
         spec="optcomp.experiments.homogeneous.family_spec",
-        spec_sha256=params_hash("homogeneous", "optcomp.experiments.homogeneous.family_spec"),
+        spec_sha256=params_hash(
+            "homogeneous", "optcomp.experiments.homogeneous.family_spec"
+        ),
         chunk=True,
-    wildcard_constraints:
-        family="|".join(HOMOGENEOUS_FAMILIES),
     message:
         "MV Figure 2: curve family {wildcards.family}, every k and theorem"
-    log:
-        "results/logs/homogeneous_family/{family}.log",
-    conda:
-        "envs/optcomp.yaml"
     script:
         "scripts/sweep.py"
 
@@ -28,20 +30,18 @@ rule homogeneous_family:
 rule homogeneous_merge:
     """All curve families of MV Figure 2 in one tidy table."""
     input:
-        expand(
-            "results/chunks/homogeneous/{family}.csv", family=HOMOGENEOUS_FAMILIES
-        ),
+        expand("results/chunks/homogeneous/{family}.csv", family=HOMOGENEOUS_FAMILIES),
     output:
         "results/homogeneous/eps_g.csv",
-    params:
-        function="optcomp.experiments.homogeneous.sweep_curves",
-        section="homogeneous",
-        spec_sha256=params_hash("homogeneous"),
     log:
         "results/logs/homogeneous_merge.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.homogeneous.sweep_curves",
+        section="homogeneous",
+        spec_sha256=params_hash("homogeneous"),
     script:
         "scripts/merge.py"
 
@@ -59,18 +59,20 @@ rule homogeneous_ratios:
             category="Composition theorems",
             labels={"figure": "Ratio table (MV Section 6)"},
         ),
+    log:
+        "results/logs/homogeneous_ratios.log",
+    localrule: True
+    conda:
+        "envs/optcomp.yaml"
     params:
         function="optcomp.experiments.homogeneous.ratio_table",
         markdown="optcomp.experiments.homogeneous.ratio_markdown",
         html="optcomp.experiments.homogeneous.ratio_html",
         section="homogeneous",
         spec="optcomp.experiments.homogeneous.ratio_spec",
-        spec_sha256=params_hash("homogeneous", "optcomp.experiments.homogeneous.ratio_spec"),
-    log:
-        "results/logs/homogeneous_ratios.log",
-    localrule: True
-    conda:
-        "envs/optcomp.yaml"
+        spec_sha256=params_hash(
+            "homogeneous", "optcomp.experiments.homogeneous.ratio_spec"
+        ),
     script:
         "scripts/table.py"
 
@@ -87,15 +89,17 @@ rule mv_figure2:
             category="Composition theorems",
             labels={"figure": "MV Figure 2"},
         ),
-    params:
-        function="optcomp.figures.homogeneous.mv_figure2",
-        section="homogeneous",
-        spec="optcomp.experiments.homogeneous.figure_spec",
-        spec_sha256=params_hash("homogeneous", "optcomp.experiments.homogeneous.figure_spec"),
     log:
         "results/logs/mv_figure2.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.homogeneous.mv_figure2",
+        section="homogeneous",
+        spec="optcomp.experiments.homogeneous.figure_spec",
+        spec_sha256=params_hash(
+            "homogeneous", "optcomp.experiments.homogeneous.figure_spec"
+        ),
     script:
         "scripts/plot.py"

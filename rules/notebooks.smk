@@ -16,15 +16,15 @@ rule notebook:
             category="Notebooks",
             labels={"notebook": "{name}"},
         ),
-    params:
-        timeout=config["notebooks"]["timeout_seconds"],
-    wildcard_constraints:
-        name="|".join(NOTEBOOK_INPUTS),
-    message:
-        "notebook {wildcards.name}: executing on results/"
     log:
         "results/logs/notebooks/{name}.log",
+    wildcard_constraints:
+        name="|".join(NOTEBOOK_INPUTS),
     conda:
         "envs/optcomp.yaml"
+    params:
+        timeout=config["notebooks"]["timeout_seconds"],
+    message:
+        "notebook {wildcards.name}: executing on results/"
     script:
         "scripts/notebook.py"

@@ -9,22 +9,24 @@ rule timing:
     """One timing experiment of optcomp.experiments.runtime (named by the wildcard)."""
     output:
         "results/timing/local/{experiment}.csv",
+    log:
+        "results/logs/timing/{experiment}.log",
+    wildcard_constraints:
+        experiment="|".join(TIMING_EXPERIMENTS),
+    priority: 50  # measure first, while nothing else of this run loads the machine
+    conda:
+        "envs/optcomp.yaml"
+    threads: TIMING_THREADS
     params:
         function=lambda wildcards: f"optcomp.experiments.runtime.{wildcards.experiment}",
         section="runtime",
         spec="optcomp.experiments.runtime.experiment_spec",
-        spec_sha256=params_hash("runtime", "optcomp.experiments.runtime.experiment_spec"),
+        spec_sha256=params_hash(
+            "runtime", "optcomp.experiments.runtime.experiment_spec"
+        ),
         machine=True,
-    wildcard_constraints:
-        experiment="|".join(TIMING_EXPERIMENTS),
-    threads: TIMING_THREADS
-    priority: 50  # measure first, while nothing else of this run loads the machine
     message:
         "timing {wildcards.experiment} on this machine (progress: results/logs/timing/{wildcards.experiment}.log)"
-    log:
-        "results/logs/timing/{experiment}.log",
-    conda:
-        "envs/optcomp.yaml"
     script:
         "scripts/sweep.py"
 
@@ -35,18 +37,18 @@ rule timing_slopes:
         lambda wildcards: timing_tables(wildcards.run)[:4],
     output:
         csv="results/timing/{run}/slopes.csv",
+    log:
+        "results/logs/timing_slopes_{run}.log",
+    wildcard_constraints:
+        run="|".join(TIMING_RUNS),
+    localrule: True
+    conda:
+        "envs/optcomp.yaml"
     params:
         function="optcomp.experiments.runtime.fit_slopes",
         section="runtime",
         spec="optcomp.experiments.runtime.slopes_spec",
         spec_sha256=params_hash("runtime", "optcomp.experiments.runtime.slopes_spec"),
-    wildcard_constraints:
-        run="|".join(TIMING_RUNS),
-    log:
-        "results/logs/timing_slopes_{run}.log",
-    localrule: True
-    conda:
-        "envs/optcomp.yaml"
     script:
         "scripts/table.py"
 
@@ -63,13 +65,13 @@ rule runtime_figure:
             category="Running time",
             labels={"figure": "Runtime scaling (reference run)"},
         ),
-    params:
-        function="optcomp.figures.runtime.scaling",
     log:
         "results/logs/runtime_figure.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.runtime.scaling",
     script:
         "scripts/plot.py"
 
@@ -81,12 +83,30 @@ rule runtime_figure_local:
     output:
         pdf="results/timing/local/runtime.pdf",
         png="results/timing/local/runtime.png",
-    params:
-        function="optcomp.figures.runtime.scaling",
     log:
         "results/logs/runtime_figure_local.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.runtime.scaling",
     script:
         "scripts/plot.py"
+
+
+rule timing_summary:
+    """The timing claims the README quotes: largest sizes with median (min..max), exponents."""
+    input:
+        lambda wildcards: timing_tables(wildcards.run)[:4]
+        + [f"results/timing/{wildcards.run}/slopes.csv"],
+    output:
+        "results/timing/{run}/summary.md",
+    log:
+        "results/logs/timing_summary_{run}.log",
+    wildcard_constraints:
+        run="|".join(TIMING_RUNS),
+    localrule: True
+    conda:
+        "envs/optcomp.yaml"
+    script:
+        "scripts/timing_summary.py"

@@ -33,7 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["sweep", "merge", "table", "plot", "notebook", "resolve", "job_spec", "spec_hash", "provenance",
+__all__ = ["sweep", "merge", "table", "timing_summary", "plot", "notebook", "resolve", "job_spec", "spec_hash", "provenance",
            "git_state", "machine", "run_notebook", "RESULTS_ENV", "CODE_PATHS"]
 
 RESULTS_ENV = "OPTCOMP_RESULTS"
@@ -210,6 +210,18 @@ def table(smk) -> None:
                 io.atomic_write_text(smk.output[kind], text)
 
 
+def timing_summary(smk) -> None:
+    """``results/timing/<run>/summary.md``: the timing claims the README quotes
+    (:func:`optcomp.experiments.runtime.summary_markdown`), from the run's tables."""
+    from .experiments import io, runtime
+
+    with _logged(smk):
+        *tables, slopes = [io.read_csv(p) for p in smk.input]
+        meta = json.loads(io.meta_path(smk.input[0]).read_text())
+        text = runtime.summary_markdown(*tables, slopes=slopes, meta=meta, source=str(Path(smk.input[0]).parent))
+        io.atomic_write_text(smk.output[0], text)
+
+
 def plot(smk) -> None:
     """``params.function(*input paths, **spec)`` -> Figure, saved as ``output.pdf`` and
     ``output.png``."""
@@ -255,15 +267,24 @@ def run_notebook(source: str | os.PathLike, target: str | os.PathLike, *, result
 
     source = Path(source).resolve()
     nb = nbformat.read(source, as_version=4)
-    saved = {key: os.environ.get(key) for key in (RESULTS_ENV, "MPLBACKEND", "PYDEVD_DISABLE_FILE_VALIDATION")}
+    saved = {key: os.environ.get(key) for key in (RESULTS_ENV, "MPLBACKEND", "PYDEVD_DISABLE_FILE_VALIDATION",
+                                                "JUPYTER_PLATFORM_DIRS")}
     os.environ[RESULTS_ENV] = str(Path(results_dir).resolve())
     os.environ.pop("MPLBACKEND", None)  # the kernel picks its inline backend
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # no debugger warning from frozen modules
+    os.environ["JUPYTER_PLATFORM_DIRS"] = "1"  # no platformdirs migration warning
     try:
         client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, record_timing=False,
                                 resources={"metadata": {"path": str(source.parent)}})
-        with contextlib.redirect_stderr(sys.stdout):  # kernel chatter goes to the job's log
-            client.execute()
+        # the kernel process's own stderr (Jupyter's warnings) goes to the job's log, never
+        # to the console: the log when stdout is a real file (inside a rule), else discarded
+        try:
+            sys.stdout.flush()
+            kernel_stderr = sys.stdout if sys.stdout.fileno() >= 0 else subprocess.DEVNULL
+        except (AttributeError, OSError, ValueError):
+            kernel_stderr = subprocess.DEVNULL
+        with contextlib.redirect_stderr(sys.stdout):
+            client.execute(stderr=kernel_stderr, stdout=kernel_stderr)
     finally:
         for key, value in saved.items():
             if value is None:
@@ -316,3 +337,106 @@ def notebook_to_html(path: str | os.PathLike) -> str:
     title = html.escape(Path(path).stem)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title><style>{style}</style>"
             f"</head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+
+
+# ------------------------------------------------------------------------ config reference
+
+
+def config_reference(schema_path: str | os.PathLike = "config/schema.yaml") -> str:
+    """A Markdown table of every key of the config schema: dotted key, type, default,
+    description (what ``config/README.md`` quotes between its ``config-keys`` markers;
+    ``python -m optcomp.pipeline config-reference`` prints it)."""
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    defs = schema.get("$defs", {})
+
+    def deref(node):
+        while isinstance(node, dict) and "$ref" in node:
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            node = dict(defs[node["$ref"].rsplit("/", 1)[1]], **extra)
+        return node
+
+    def kind(node):
+        node = deref(node)
+        if "oneOf" in node:
+            return " or ".join(kind(n) for n in node["oneOf"])
+        if "enum" in node:
+            return "one of " + ", ".join(f"`{v}`" for v in node["enum"])
+        if "const" in node:
+            return f"`{node['const']}`"
+        t = node.get("type", "")
+        if t == "array" and "items" in node:
+            return f"list of {kind(node['items'])}"
+        bounds = []
+        for key, sym in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
+            if key in node:
+                bounds.append(f"{sym} {node[key]}")
+        return t + (f" ({', '.join(bounds)})" if bounds else "")
+
+    def text(v):
+        return json.dumps(v, separators=(", ", ": ")) if not isinstance(v, str) else v
+
+    rows = ["| key | type | default | description |", "|---|---|---|---|"]
+
+    def walk(node, prefix):
+        for name, sub in node.get("properties", {}).items():
+            key = f"{prefix}{name}"
+            full = deref(sub)
+            desc = " ".join(str(full.get("description", "")).split()).replace("|", "\\|")
+            if full.get("type") == "object" and "properties" in full:
+                rows.append(f"| `{key}` | section | | {desc} |")
+                walk(full, key + ".")
+            else:
+                default = f"`{text(full['default'])}`" if "default" in full else ""
+                rows.append(f"| `{key}` | {kind(sub)} | {default} | {desc} |")
+
+    walk(schema, "")
+    return "\n".join(rows) + "\n"
+
+
+# README blocks that quote generated files: <!-- name:start --> ... <!-- name:end -->
+README_QUOTES = {
+    "ratios": "results/homogeneous/ratios.md",
+    "timing-summary": "results/timing/reference/summary.md",
+    "command-times": "results/timing/reference/commands.md",
+}
+
+
+def quoted_text(generated: str) -> str:
+    """What the README quotes of a generated Markdown file: its lines without the
+    generator comment."""
+    return "\n".join(line for line in generated.splitlines() if line.strip() and not line.startswith("<!--"))
+
+
+def update_readme(readme: str | os.PathLike = "README.md", root: str | os.PathLike = ".") -> list[str]:
+    """Copy every generated file of :data:`README_QUOTES` into its README block (the
+    numbers the README quotes are never typed by hand); returns the blocks changed."""
+    import re
+
+    path = Path(readme)
+    text = path.read_text()
+    changed = []
+    for name, source in README_QUOTES.items():
+        generated = Path(root, source)
+        if not generated.exists():
+            continue
+        new = f"<!-- {name}:start -->\n" + quoted_text(generated.read_text()) + f"\n<!-- {name}:end -->"
+        pattern = re.compile(rf"<!-- {name}:start -->.*?<!-- {name}:end -->", re.S)
+        if pattern.search(text) and pattern.search(text).group(0) != new:
+            text = pattern.sub(lambda _m: new, text)
+            changed.append(name)
+    path.write_text(text)
+    return changed
+
+
+if __name__ == "__main__":
+    # python -m optcomp.pipeline config-reference [schema.yaml]   -> the table of config/README.md
+    # python -m optcomp.pipeline update-readme                    -> copy generated files into README
+    if len(sys.argv) >= 2 and sys.argv[1] == "config-reference":
+        print(config_reference(*sys.argv[2:3]), end="")
+    elif len(sys.argv) >= 2 and sys.argv[1] == "update-readme":
+        print("updated:", ", ".join(update_readme()) or "nothing")
+    else:
+        print("usage: python -m optcomp.pipeline {config-reference [schema.yaml] | update-readme}", file=sys.stderr)
+        sys.exit(2)
