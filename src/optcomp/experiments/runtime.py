@@ -81,21 +81,16 @@ SEMILOG = {"exact_heterogeneous"}
 
 def time_call(fn: Callable[[], object], *, repeats: int = 5, min_time: float = 0.02) -> tuple[list[float], int, object]:
     """(seconds per call of each repetition, calls per repetition, last value): a warm-up
-    call, a second call that sets n, then ``repeats`` repetitions, each the mean over n
-    back-to-back calls, n chosen so that a repetition lasts >= ``min_time`` (a second call
-    that slow counts as the first repetition; a warm-up call slower than 1 s too, to bound
-    the cost of the largest sizes)."""
+    call (never counted: lazy imports and caches can make it seconds slower), a second call
+    that sets n, then ``repeats`` repetitions, each the mean over n back-to-back calls, n
+    chosen so that a repetition lasts >= ``min_time`` (a second call that slow counts as the
+    first repetition)."""
+    fn()  # warm-up
     t0 = time.perf_counter()
-    value = fn()  # warm-up (lazy imports, caches): not counted unless the call is slow
-    first = time.perf_counter() - t0
-    if first >= 1.0:
-        n, times = 1, [first]
-    else:
-        t0 = time.perf_counter()
-        value = fn()
-        second = time.perf_counter() - t0
-        n = 1 if second >= min_time else max(1, min(10_000, int(math.ceil(min_time / max(second, 1e-7)))))
-        times = [second] if n == 1 else []
+    value = fn()
+    second = time.perf_counter() - t0
+    n = 1 if second >= min_time else max(1, min(10_000, int(math.ceil(min_time / max(second, 1e-7)))))
+    times = [second] if n == 1 else []
     while len(times) < max(int(repeats), 1):
         t0 = time.perf_counter()
         for _ in range(n):
