@@ -404,9 +404,9 @@ README_QUOTES = {
 
 
 def quoted_text(generated: str) -> str:
-    """What the README quotes of a generated Markdown file: its lines without the
-    generator comment."""
-    return "\n".join(line for line in generated.splitlines() if line.strip() and not line.startswith("<!--"))
+    """What the README quotes of a generated Markdown file: the file without its generator
+    comment and outer blank lines (inner blank lines stay: they end tables and paragraphs)."""
+    return "\n".join(line for line in generated.splitlines() if not line.startswith("<!--")).strip()
 
 
 def update_readme(readme: str | os.PathLike = "README.md", root: str | os.PathLike = ".") -> list[str]:
