@@ -2,11 +2,13 @@
 #
 #   snakemake --cores 8                              # everything (results/, figures/, notebooks)
 #   snakemake --cores 8 --configfile config/test.yaml   # the whole DAG on tiny sweeps
-#   snakemake --report report.html                   # offline report with every figure
+#   snakemake --report report.html                   # offline report: figures, ratio table, notebooks
 #
-# Data flow: config -> optcomp (sweeps in optcomp.experiments) -> results/*.csv
-#            -> figures/*.pdf|png (optcomp.figures) -> notebooks (results/notebooks/).
+# Data flow: config -> optcomp.pipeline (the glue) -> sweeps in optcomp.experiments
+#            -> results/*.csv -> figures/*.pdf|png (optcomp.figures) -> notebooks (results/notebooks/).
 # Rules are thin: each calls one package function, named in its params.function.
+# Timings: this machine's in results/timing/local/ (git-ignored); figures/runtime.* is drawn
+# from the committed reference run in results/timing/reference/ (no rule writes it).
 
 from snakemake.utils import min_version, validate
 

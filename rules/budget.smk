@@ -5,16 +5,16 @@ rule budget:
     """Per-query eps and Laplace scale for every global budget, k and theorem."""
     output:
         "results/budget/laplace.csv",
-    params:
-        function="optcomp.experiments.budget.sweep",
-        optcomp_version=optcomp.__version__,
-        spec=config["budget"],
-        config=config["budget"],
-        section="budget",
     log:
         "results/logs/budget.log",
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.budget.sweep",
+        section="budget",
+        spec_sha256=params_hash("budget"),
+    message:
+        "budget: per-query eps and Laplace noise for every budget, k and theorem"
     script:
         "scripts/sweep.py"
 
@@ -31,12 +31,12 @@ rule budget_noise:
             category="What it buys",
             labels={"figure": "Noise per query"},
         ),
-    params:
-        function="optcomp.figures.budget.noise",
     log:
         "results/logs/budget_noise.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.budget.noise",
     script:
         "scripts/plot.py"

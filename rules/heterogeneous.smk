@@ -1,23 +1,28 @@
 # Figure 2 -- heterogeneous mechanisms: Summing, DRV, KOV Thm 3.5, the approximation
 # algorithm of MV Thm 1.7 (published and certified-fast) and the exact optimum where
-# computable (the MV poster's "the algorithm outperforms the KOV bound").
+# computable (the MV poster's "the approximation algorithm outperforms the KOV bound").
 
 
 rule heterogeneous_chunk:
-    """Every method at a share of the k grid (round-robin, to balance the cost)."""
+    """Every method at a share of the k grid (round-robin, to balance the cost; kept)."""
     output:
-        temp("results/chunks/heterogeneous/{chunk}.csv"),
-    params:
-        function="optcomp.experiments.heterogeneous.sweep",
-        optcomp_version=optcomp.__version__,
-        spec=chunk_spec(HETEROGENEOUS_CHUNKS),
-        chunk=True,
-    wildcard_constraints:
-        chunk=r"\d+",
+        "results/chunks/heterogeneous/{chunk}.csv",
     log:
         "results/logs/heterogeneous_chunk/{chunk}.log",
+    wildcard_constraints:
+        chunk=r"\d+",
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.heterogeneous.sweep",
+        section="heterogeneous",
+        spec="optcomp.experiments.heterogeneous.chunk_spec",
+        spec_sha256=params_hash(
+            "heterogeneous", "optcomp.experiments.heterogeneous.chunk_spec"
+        ),
+        chunk=True,
+    message:
+        "heterogeneous: chunk {wildcards.chunk} of the k grid, every method"
     script:
         "scripts/sweep.py"
 
@@ -25,19 +30,19 @@ rule heterogeneous_chunk:
 rule heterogeneous_merge:
     """One tidy table, rows sorted by k and method."""
     input:
-        expand("results/chunks/heterogeneous/{chunk}.csv", chunk=chunk_ids(HETEROGENEOUS_CHUNKS)),
+        expand("results/chunks/heterogeneous/{chunk}.csv", chunk=HETEROGENEOUS_CHUNKS),
     output:
         "results/heterogeneous/eps_g.csv",
-    params:
-        function="optcomp.experiments.heterogeneous.sweep",
-        sort="optcomp.experiments.heterogeneous.sort_rows",
-        config=config["heterogeneous"],
-        section="heterogeneous",
     log:
         "results/logs/heterogeneous_merge.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.heterogeneous.sweep",
+        sort="optcomp.experiments.heterogeneous.sort_rows",
+        section="heterogeneous",
+        spec_sha256=params_hash("heterogeneous"),
     script:
         "scripts/merge.py"
 
@@ -46,17 +51,15 @@ rule heterogeneous_mechanisms:
     """The drawn eps_i, so that the instance can be reused outside the pipeline."""
     output:
         "results/heterogeneous/mechanisms.csv",
-    params:
-        function="optcomp.experiments.heterogeneous.mechanisms_table",
-        optcomp_version=optcomp.__version__,
-        spec=config["heterogeneous"],
-        config=config["heterogeneous"],
-        section="heterogeneous",
     log:
         "results/logs/heterogeneous_mechanisms.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.heterogeneous.mechanisms_table",
+        section="heterogeneous",
+        spec_sha256=params_hash("heterogeneous"),
     script:
         "scripts/sweep.py"
 
@@ -74,12 +77,12 @@ rule heterogeneous_figure:
             category="Composition theorems",
             labels={"figure": "Heterogeneous mechanisms"},
         ),
-    params:
-        function="optcomp.figures.heterogeneous.comparison",
     log:
         "results/logs/heterogeneous_figure.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.heterogeneous.comparison",
     script:
         "scripts/plot.py"

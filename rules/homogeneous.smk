@@ -2,21 +2,27 @@
 # Optimal), and the table of ratios to the optimum.
 
 
-rule homogeneous_chunk:
-    """One curve family of MV Figure 2: eps_g for k = 1..k_max under every theorem."""
+rule homogeneous_family:
+    """One curve family of MV Figure 2: eps_g for k = 1..k_max under every theorem (one job
+    per family, kept, so a new eps or delta_g value adds a job and reruns no other)."""
     output:
-        temp("results/chunks/homogeneous/{chunk}.csv"),
-    params:
-        function="optcomp.experiments.homogeneous.sweep_curves",
-        optcomp_version=optcomp.__version__,
-        spec=chunk_spec(HOMOGENEOUS_CHUNKS),
-        chunk=True,
-    wildcard_constraints:
-        chunk=r"\d+",
+        "results/chunks/homogeneous/{family}.csv",
     log:
-        "results/logs/homogeneous_chunk/{chunk}.log",
+        "results/logs/homogeneous_family/{family}.log",
+    wildcard_constraints:
+        family="|".join(HOMOGENEOUS_FAMILIES),
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.homogeneous.sweep_curves",
+        section="homogeneous",
+        spec="optcomp.experiments.homogeneous.family_spec",
+        spec_sha256=params_hash(
+            "homogeneous", "optcomp.experiments.homogeneous.family_spec"
+        ),
+        chunk=True,
+    message:
+        "MV Figure 2: curve family {wildcards.family}, every k and theorem"
     script:
         "scripts/sweep.py"
 
@@ -24,18 +30,18 @@ rule homogeneous_chunk:
 rule homogeneous_merge:
     """All curve families of MV Figure 2 in one tidy table."""
     input:
-        expand("results/chunks/homogeneous/{chunk}.csv", chunk=chunk_ids(HOMOGENEOUS_CHUNKS)),
+        expand("results/chunks/homogeneous/{family}.csv", family=HOMOGENEOUS_FAMILIES),
     output:
         "results/homogeneous/eps_g.csv",
-    params:
-        function="optcomp.experiments.homogeneous.sweep_curves",
-        config=config["homogeneous"],
-        section="homogeneous",
     log:
         "results/logs/homogeneous_merge.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.homogeneous.sweep_curves",
+        section="homogeneous",
+        spec_sha256=params_hash("homogeneous"),
     script:
         "scripts/merge.py"
 
@@ -47,17 +53,26 @@ rule homogeneous_ratios:
     output:
         csv="results/homogeneous/ratios.csv",
         md="results/homogeneous/ratios.md",
-    params:
-        function="optcomp.experiments.homogeneous.ratio_table",
-        markdown="optcomp.experiments.homogeneous.ratio_markdown",
-        spec={"ks": config["homogeneous"]["ratio_k"]},
-        config=config["homogeneous"],
-        section="homogeneous",
+        html=report(
+            "results/homogeneous/ratios.html",
+            caption="report/ratios.rst",
+            category="Composition theorems",
+            labels={"figure": "Ratio table (MV Section 6)"},
+        ),
     log:
         "results/logs/homogeneous_ratios.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.homogeneous.ratio_table",
+        markdown="optcomp.experiments.homogeneous.ratio_markdown",
+        html="optcomp.experiments.homogeneous.ratio_html",
+        section="homogeneous",
+        spec="optcomp.experiments.homogeneous.ratio_spec",
+        spec_sha256=params_hash(
+            "homogeneous", "optcomp.experiments.homogeneous.ratio_spec"
+        ),
     script:
         "scripts/table.py"
 
@@ -74,13 +89,17 @@ rule mv_figure2:
             category="Composition theorems",
             labels={"figure": "MV Figure 2"},
         ),
-    params:
-        function="optcomp.figures.homogeneous.mv_figure2",
-        spec={"zoom_k_max": config["homogeneous"]["zoom_k_max"]},
     log:
         "results/logs/mv_figure2.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.homogeneous.mv_figure2",
+        section="homogeneous",
+        spec="optcomp.experiments.homogeneous.figure_spec",
+        spec_sha256=params_hash(
+            "homogeneous", "optcomp.experiments.homogeneous.figure_spec"
+        ),
     script:
         "scripts/plot.py"

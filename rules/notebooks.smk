@@ -1,5 +1,6 @@
-# Notebooks on top of results/: executed headless, executed copies kept in results/notebooks/.
-# They read results/ through $OPTCOMP_RESULTS (set to this run's results/ directory).
+# Notebooks on top of results/: executed headless (figures inline), executed copies kept in
+# results/notebooks/ with an HTML rendering for the report.  They read results/ through
+# $OPTCOMP_RESULTS (set to this run's results/ directory).
 
 
 rule notebook:
@@ -8,14 +9,22 @@ rule notebook:
         notebook="notebooks/{name}.ipynb",
         data=lambda wildcards: NOTEBOOK_INPUTS[wildcards.name],
     output:
-        "results/notebooks/{name}.ipynb",
-    params:
-        timeout=config["notebooks"]["timeout_seconds"],
-    wildcard_constraints:
-        name="|".join(NOTEBOOK_INPUTS),
+        notebook="results/notebooks/{name}.ipynb",
+        html=report(
+            "results/notebooks/{name}.html",
+            caption="report/notebook.rst",
+            category="Notebooks",
+            labels={"notebook": "{name}"},
+        ),
     log:
         "results/logs/notebooks/{name}.log",
+    wildcard_constraints:
+        name="|".join(NOTEBOOK_INPUTS),
     conda:
         "envs/optcomp.yaml"
+    params:
+        timeout=config["notebooks"]["timeout_seconds"],
+    message:
+        "notebook {wildcards.name}: executing on results/"
     script:
         "scripts/notebook.py"

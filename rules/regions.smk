@@ -3,22 +3,23 @@
 
 rule regions:
     """Region boundaries and the guarantees intersected, for KOV Figures 2 and 3: optimal
-    regions (KOV Thm 3.3) for k = 1..k_max; basic (Thm 3.1), DRV (Thm 3.2) and optimal for one k."""
+    regions (KOV Thm 3.3) for k = 1..k_max; basic (Thm 3.1), DRV (Thm 3.2) and optimal for one k.
+    """
     output:
         "results/regions/kov_figure2_boundary.csv",
         "results/regions/kov_figure2_family.csv",
         "results/regions/kov_figure3_boundary.csv",
         "results/regions/kov_figure3_family.csv",
-    params:
-        function="optcomp.experiments.regions.both",
-        optcomp_version=optcomp.__version__,
-        spec=config["regions"],
-        config=config["regions"],
-        section="regions",
     log:
         "results/logs/regions.log",
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.regions.both",
+        section="regions",
+        spec_sha256=params_hash("regions"),
+    message:
+        "KOV Figures 2 and 3: privacy-region boundaries"
     script:
         "scripts/sweep.py"
 
@@ -35,13 +36,13 @@ rule kov_figure2:
             category="Privacy regions",
             labels={"figure": "KOV Figure 2"},
         ),
-    params:
-        function="optcomp.figures.regions.kov_figure2",
     log:
         "results/logs/kov_figure2.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.regions.kov_figure2",
     script:
         "scripts/plot.py"
 
@@ -58,12 +59,12 @@ rule kov_figure3:
             category="Privacy regions",
             labels={"figure": "KOV Figure 3"},
         ),
-    params:
-        function="optcomp.figures.regions.kov_figure3",
     log:
         "results/logs/kov_figure3.log",
     localrule: True
     conda:
         "envs/optcomp.yaml"
+    params:
+        function="optcomp.figures.regions.kov_figure3",
     script:
         "scripts/plot.py"

@@ -2,14 +2,19 @@
 
 One full run (module fixture, about a minute on 2 cores) is shared by the tests below, which
 then check: every declared output exists and is non-empty (with provenance); a second run
-has nothing to do; the notebooks ran; the report builds; a bad config is rejected before
-any job with a message naming the key; the SLURM profile dry-runs; ``--lint`` is clean; and,
-last, a forced rerun reproduces every CSV byte for byte (timings excepted).
+has nothing to do; the notebooks ran and show their figures; the report builds with every
+figure, the ratio table and the notebooks; a new config value adds exactly its own job; a bad
+config is rejected before any job with a message naming the key; the SLURM profile dry-runs;
+``--lint`` and ``snakefmt --check`` are clean; and, last, a forced rerun reproduces every CSV
+byte for byte (timings excepted).  The README's quoted numbers are checked against the
+*committed* generated files (``git show HEAD:...``), so a user's own config change and
+rerun never fails the suite.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +28,7 @@ nbformat = pytest.importorskip("nbformat")
 from optcomp.experiments import io  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ["Snakefile", "rules", "config", "notebooks", "profiles"]
+COPY = ["Snakefile", "rules", "config", "notebooks", "profiles", "results/timing/reference"]
 TEST_CONFIG = ["--configfile", "config/test.yaml"]
 
 
@@ -44,7 +49,7 @@ def pipeline(tmp_path_factory) -> Path:
     for name in COPY:
         src = ROOT / name
         if src.is_dir():
-            shutil.copytree(src, work / name)
+            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("summary.md", "slopes.*"))
         else:
             shutil.copy2(src, work / name)
     proc = snakemake(work, "--cores", "2", *TEST_CONFIG)
@@ -74,31 +79,69 @@ def result_csvs(work: Path, *, timing: bool = False) -> dict[str, bytes]:
 def test_every_declared_output_exists_and_is_not_empty(pipeline):
     outputs = declared_outputs(pipeline)
     assert len(outputs) > 20
-    kept = [(p, s) for p, s in outputs if s != "removed temp file"]
-    assert all(s == "ok" for _, s in kept), [x for x in kept if x[1] != "ok"]
-    for path, _ in kept:
+    assert all(s == "ok" for _, s in outputs), [x for x in outputs if x[1] != "ok"]
+    for path, _ in outputs:
         f = pipeline / path
         assert f.is_file() and f.stat().st_size > 0, path
-    names = {Path(p).name for p, _ in kept}
+    names = {Path(p).name for p, _ in outputs}
     for fig in ["mv_figure2", "heterogeneous", "kov_figure2", "kov_figure3", "runtime", "budget_noise"]:
         assert {f"{fig}.pdf", f"{fig}.png"} <= names
         assert (pipeline / "figures" / f"{fig}.pdf").read_bytes().startswith(b"%PDF")
         assert (pipeline / "figures" / f"{fig}.png").read_bytes().startswith(b"\x89PNG")
-    # temporary chunks are gone, no half-written temp files anywhere
+    # this machine's timings and their figure go to results/timing/local/, never over the reference
+    assert (pipeline / "results/timing/local/runtime.png").read_bytes().startswith(b"\x89PNG")
+    assert {p.name for p in (pipeline / "results/timing/reference").glob("*.csv")} >= {"approx_vs_k.csv", "slopes.csv"}
+    # chunk outputs are kept (a new config value reruns only its own job); no half-written files
+    assert len(list((pipeline / "results" / "chunks" / "homogeneous").glob("*.csv"))) == 4
     assert not list((pipeline / "results").rglob("*.tmp"))
-    assert not (pipeline / "results" / "chunks").exists() or not any((pipeline / "results" / "chunks").rglob("*.csv"))
+
+
+def test_reference_timings_are_not_rewritten(pipeline):
+    for path in (ROOT / "results/timing/reference").glob("*.csv"):
+        if path.name != "slopes.csv":
+            assert (pipeline / "results/timing/reference" / path.name).read_bytes() == path.read_bytes(), path.name
 
 
 def test_every_csv_has_provenance(pipeline):
+    import numpy
+    import scipy
+
     import optcomp
 
-    for path in (pipeline / "results").rglob("*.csv"):
+    local = [p for p in (pipeline / "results").rglob("*.csv") if "reference" not in p.parts and "chunks" not in p.parts]
+    assert len(local) >= 12
+    for path in local:
         meta = json.loads(io.meta_path(path).read_text())
         assert meta["optcomp_version"] == optcomp.__version__, path
         assert len(meta["config_sha256"]) == 64 and meta["config_sha256"] == io.config_hash(meta["config"]), path
         header = path.read_text().partition("\n")[0].split(",")
         assert meta["columns"] == header, path
         assert meta["rows"] == path.read_text().count("\n") - 1, path
+        assert meta["numpy"] == numpy.__version__ and meta["scipy"] == scipy.__version__ and meta["python"], path
+        assert "git_commit" in meta and "git_dirty" in meta, path  # None here: the copy is no git checkout
+        if "timing" in path.parts and path.name != "slopes.csv":
+            machine = meta["machine"]
+            assert machine["cpu_count"] >= 1 and len(machine["load_average_1_5_15_min"]) == 3, path
+
+
+def test_timings_have_repetitions_and_slopes_have_intervals(pipeline):
+    for name in ["approx_vs_k", "exact_heterogeneous", "exact_homogeneous"]:
+        df = io.read_csv(pipeline / "results/timing/local" / f"{name}.csv")
+        assert (df["repeats"] >= 5).all() and (df["seconds_min"] <= df["seconds"]).all()
+        assert (df["seconds"] <= df["seconds_max"]).all()
+    ref = io.read_csv(ROOT / "results/timing/reference/slopes.csv")
+    assert (ref["points"] >= 6).all(), ref[["experiment", "method", "points"]]
+    assert (ref["slope_ci95_low"] <= ref["fitted_slope"]).all() and (ref["fitted_slope"] <= ref["slope_ci95_high"]).all()
+
+
+def test_provenance_records_the_git_commit(tmp_path):
+    from optcomp.pipeline import git_state
+
+    state = git_state(ROOT)
+    if state["git_commit"] is None:
+        pytest.skip("not a git checkout")
+    assert re.fullmatch(r"[0-9a-f]{40}", state["git_commit"]) and isinstance(state["git_dirty"], bool)
+    assert git_state(tmp_path) == {"git_commit": None, "git_dirty": None}
 
 
 def test_results_are_sound(pipeline):
@@ -125,7 +168,7 @@ def test_second_run_has_nothing_to_do(pipeline):
     assert "Nothing to be done" in proc.stdout, tail(proc)
 
 
-def test_notebooks_were_executed_headless(pipeline):
+def test_notebooks_were_executed_headless_with_inline_figures(pipeline):
     executed = sorted((pipeline / "results" / "notebooks").glob("*.ipynb"))
     sources = sorted((pipeline / "notebooks").glob("*.ipynb"))
     assert [p.name for p in executed] == [p.name for p in sources] and len(sources) >= 3
@@ -133,14 +176,22 @@ def test_notebooks_were_executed_headless(pipeline):
         nb = nbformat.read(path, as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert code and all(c.get("execution_count") for c in code), path.name
-        assert not any(o.get("output_type") == "error" for c in code for o in c.get("outputs", [])), path.name
-        assert any(c.get("outputs") for c in code), path.name
+        outputs = [o for c in code for o in c.get("outputs", [])]
+        assert not any(o.get("output_type") == "error" for o in outputs), path.name
+        assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.name}: no figure"
+        assert not any(o.get("name") == "stderr" for o in outputs), path.name  # no warnings
+        html = (path.with_suffix(".html")).read_text()
+        assert "data:image/png;base64," in html, path.name
+    # every notebook reads only results/ (and the package's plotting functions)
+    for path in sources:
+        text = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        assert "OPTCOMP_RESULTS" in text and "epsilon_g(" not in text, path.name
 
 
 def test_notebooks_read_results_from_the_environment(pipeline, tmp_path):
     """Run one notebook directly on a moved copy of results/: it must find them via
     OPTCOMP_RESULTS, not through a path relative to the repository."""
-    from optcomp.experiments.notebook import run_notebook
+    from optcomp.pipeline import run_notebook
 
     moved = tmp_path / "elsewhere" / "results"
     shutil.copytree(pipeline / "results" / "homogeneous", moved / "homogeneous")
@@ -150,13 +201,31 @@ def test_notebooks_read_results_from_the_environment(pipeline, tmp_path):
     assert not any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
-def test_report_builds_with_every_figure(pipeline):
+def test_report_builds_with_every_figure_the_ratio_table_and_the_notebooks(pipeline):
     proc = snakemake(pipeline, "--report", "report.html", *TEST_CONFIG)
     assert proc.returncode == 0, tail(proc)
     html = (pipeline / "report.html").read_text(errors="replace")
-    for fig in ["mv_figure2", "heterogeneous", "kov_figure2", "kov_figure3", "runtime", "budget_noise"]:
-        assert f"{fig}.png" in html, fig
-    assert "MV Figure 2" in html and "KOV Figure 3" in html
+    for name in ["mv_figure2.png", "heterogeneous.png", "kov_figure2.png", "kov_figure3.png", "runtime.png",
+                 "budget_noise.png", "ratios.html", "01_homogeneous.html", "02_heterogeneous.html",
+                 "03_runtime.html"]:
+        assert name in html, name
+    assert "MV Figure 2" in html and "KOV Figure 3" in html and "Notebooks" in html
+
+
+def test_console_is_quiet_and_a_new_value_reruns_only_its_own_job(pipeline, tmp_path):
+    """The README's example -- one more eps in homogeneous.by_eps -- schedules one new curve
+    family job (not all of them), with short rerun reasons and a progress message per job."""
+    extra = tmp_path / "more.yaml"
+    extra.write_text("homogeneous:\n  by_eps: {eps: [0.1, 0.01, 0.02]}\n")
+    proc = snakemake(pipeline, "-n", "--cores", "2", *TEST_CONFIG, str(extra))
+    assert proc.returncode == 0, tail(proc)
+    stats = proc.stdout.split("Job stats:")[1]
+    assert re.search(r"homogeneous_family\s+1\b", stats), stats
+    assert "heterogeneous_chunk" not in stats and "timing " not in stats, stats
+    assert "MV Figure 2: curve family by_eps-eps0.02-dg-25" in proc.stdout
+    params_lines = [line for line in proc.stdout.splitlines() if "Params have changed" in line]
+    # the parameter part of each reason names short hashes, not whole config dicts
+    assert params_lines and all(len(line.split("Params have changed")[1]) < 200 for line in params_lines), params_lines
 
 
 # ------------------------------------------------------------------------- configuration
@@ -231,17 +300,36 @@ def test_lint_is_clean(pipeline):
     assert "Congratulations" in proc.stdout
 
 
+def test_snakefmt_is_clean():
+    snakefmt = shutil.which("snakefmt", path=str(Path(sys.executable).parent)) or shutil.which("snakefmt")
+    if snakefmt is None:
+        pytest.skip("snakefmt not installed (dev extra)")
+    files = [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]
+    proc = subprocess.run([snakefmt, "--check", *map(str, files)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_config_readme_lists_every_key_with_its_default():
+    from optcomp.pipeline import config_reference
+
+    text = (ROOT / "config" / "README.md").read_text()
+    quoted = text.split("<!-- config-keys:start -->\n")[1].split("<!-- config-keys:end -->")[0]
+    assert quoted == config_reference(ROOT / "config" / "schema.yaml"), \
+        "config/README.md is stale: python -m optcomp.pipeline config-reference"
+
+
 # ----------------------------------------------------------------------- reproducibility
 
 
 def test_forced_rerun_reproduces_every_csv_byte_for_byte(pipeline):
     """Last (it leaves figures older than their CSVs): same config, same bytes."""
     before = result_csvs(pipeline)
-    metas = {p: io.meta_path(pipeline / p).read_bytes() for p in before if p.endswith(".csv")}
+    metas = {p: io.meta_path(pipeline / p).read_bytes() for p in before if p.endswith(".csv") and "chunks" not in p}
     targets = [p for p in before if p.endswith((".csv", ".md"))]
     proc = snakemake(pipeline, *targets, "--cores", "2", "--forceall", *TEST_CONFIG)
     assert proc.returncode == 0, tail(proc)
-    assert "homogeneous_chunk" in proc.stdout and "regions" in proc.stdout  # it really reran
+    assert "MV Figure 2: curve family" in proc.stdout and "KOV Figures 2 and 3" in proc.stdout  # it really reran
     after = result_csvs(pipeline)
     assert after.keys() == before.keys()
     changed = [p for p in before if after[p] != before[p]]
@@ -281,11 +369,34 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["x.csv"]  # no temp file left behind
 
 
-def test_readme_ratio_table_is_the_generated_one():
-    """The README quotes results/homogeneous/ratios.md; the copy must not drift."""
+def committed(path: str) -> str | None:
+    """The committed version of a generated file (``git show HEAD:path``), so that a user's
+    own rerun with a changed config never fails the README checks; the working copy when
+    this is no git checkout (e.g. an unpacked release); None if neither exists."""
+    inside = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ROOT, capture_output=True, text=True)
+    if inside.returncode == 0 and Path(inside.stdout.strip()).resolve() == ROOT:
+        proc = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+        return proc.stdout if proc.returncode == 0 else None
+    return (ROOT / path).read_text() if (ROOT / path).exists() else None
+
+
+def readme_block(name: str) -> str:
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("<!-- pipeline:start -->")[1].split("<!-- pipeline:end -->")[0]
-    generated = (ROOT / "results" / "homogeneous" / "ratios.md").read_text()
-    table = [line for line in generated.splitlines() if line.startswith("|")]
-    assert len(table) >= 3
-    assert "\n".join(table) in section
+    return readme.split(f"<!-- {name}:start -->")[1].split(f"<!-- {name}:end -->")[0]
+
+
+@pytest.mark.parametrize("block", ["ratios", "timing-summary", "command-times"])
+def test_readme_quotes_the_committed_generated_files(block):
+    """Every number the README quotes in these blocks is a copy of a generated file
+    (``python -m optcomp.pipeline update-readme`` copies them)."""
+    from optcomp.pipeline import README_QUOTES, quoted_text
+
+    quoted = readme_block(block).strip()
+    source = committed(README_QUOTES[block])
+    if source is None and block == "command-times":
+        pytest.skip("the README commands have not been timed at this commit yet (benchmarks/time_readme_commands.py)")
+    assert source is not None, README_QUOTES[block]
+    generated = quoted_text(source)
+    assert len(generated.splitlines()) >= 2
+    assert quoted == generated.strip(), f"README block {block} differs from {README_QUOTES[block]}"

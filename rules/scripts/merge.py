@@ -1,5 +1,5 @@
-"""Snakemake `script:` entry point -- all the work is in optcomp.experiments.snake.merge."""
+"""Snakemake `script:` entry point -- all the work is in optcomp.pipeline.merge."""
 
-from optcomp.experiments.snake import merge
+from optcomp.pipeline import merge
 
 merge(snakemake)  # noqa: F821 -- the object Snakemake injects into scripts

@@ -1,5 +1,5 @@
-"""Snakemake `script:` entry point -- all the work is in optcomp.experiments.snake.notebook."""
+"""Snakemake `script:` entry point -- all the work is in optcomp.pipeline.notebook."""
 
-from optcomp.experiments.snake import notebook
+from optcomp.pipeline import notebook
 
 notebook(snakemake)  # noqa: F821 -- the object Snakemake injects into scripts

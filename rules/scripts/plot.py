@@ -1,5 +1,5 @@
-"""Snakemake `script:` entry point -- all the work is in optcomp.experiments.snake.plot."""
+"""Snakemake `script:` entry point -- all the work is in optcomp.pipeline.plot."""
 
-from optcomp.experiments.snake import plot
+from optcomp.pipeline import plot
 
 plot(snakemake)  # noqa: F821 -- the object Snakemake injects into scripts

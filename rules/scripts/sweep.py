@@ -1,5 +1,5 @@
-"""Snakemake `script:` entry point -- all the work is in optcomp.experiments.snake.sweep."""
+"""Snakemake `script:` entry point -- all the work is in optcomp.pipeline.sweep."""
 
-from optcomp.experiments.snake import sweep
+from optcomp.pipeline import sweep
 
 sweep(snakemake)  # noqa: F821 -- the object Snakemake injects into scripts

@@ -8,7 +8,7 @@ One module per figure, each a set of pure functions of a config section:
 * :mod:`.budget` — Laplace noise per query under a global budget (:mod:`optcomp.calibrate`);
 * :mod:`.runtime` — wall-clock scaling of the exact and approximate algorithms (timing CSVs);
 
-plus :mod:`.io` (atomic, byte-reproducible CSV writing with provenance; progress lines),
-:mod:`.notebook` (headless notebook execution) and :mod:`.snake` (the entry points of the
-Snakemake ``script:`` rules).  Nothing here is imported by the library itself.
+plus :mod:`.io` (atomic, byte-reproducible CSV writing with provenance; progress lines).
+The Snakemake glue that calls these sweeps, the figures and the notebooks lives above both,
+in :mod:`optcomp.pipeline`.  Nothing here is imported by the library itself.
 """

@@ -25,7 +25,7 @@ import optcomp
 from .grids import delta_from_log2, int_grid
 from .io import Progress
 
-__all__ = ["draw_eps", "chunks", "sweep", "COLUMNS", "METHOD_NAMES"]
+__all__ = ["draw_eps", "chunks", "chunk_spec", "sweep", "COLUMNS", "METHOD_NAMES"]
 
 COLUMNS = ["delta", "delta_g_log2", "k", "method", "eta", "eps_g", "eps_g_lower"]
 
@@ -62,6 +62,11 @@ def chunks(cfg: dict) -> list[dict]:
                                      "paper_eta", "paper_max_k", "optimal_max_k")}
     base["k_max"] = ks[-1]
     return [dict(base, k=ks[i::n]) for i in range(n)]
+
+
+def chunk_spec(cfg: dict, chunk: str) -> dict:
+    """The spec of job number ``chunk`` of :func:`chunks`."""
+    return chunks(cfg)[int(chunk)]
 
 
 def _row(k, method, eta, value, lower=math.nan):

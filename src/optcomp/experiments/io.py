@@ -9,7 +9,9 @@ Every CSV the pipeline writes goes through :func:`write_csv`, which
 * writes to a temporary file in the target directory and ``os.replace``-s it into place,
   so an interrupted job never leaves a half-written CSV behind;
 * writes a sidecar ``<name>.meta.json`` (package version, config section and its
-  SHA-256, the function that produced the table) — provenance without extra columns.
+  SHA-256, the function that produced the table, Python/NumPy/SciPy/pandas versions;
+  :func:`optcomp.pipeline.provenance` adds the git commit and, for timings, the machine) —
+  provenance without extra columns.
 
 Timing CSVs (``results/timing/``) go through the same writer; only their values differ
 between runs.
@@ -127,11 +129,20 @@ def provenance(*, function: str, config: Any = None, section: str | None = None,
         "config": config,
         "python": ".".join(map(str, sys.version_info[:3])),
         "numpy": np.__version__,
+        "scipy": _scipy_version(),
         "pandas": pd.__version__,
     }
     if extra:
         record.update(extra)
     return record
+
+
+def _scipy_version() -> str | None:
+    try:
+        import scipy
+    except ImportError:
+        return None
+    return scipy.__version__
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike, *, meta: Mapping | None = None) -> None:

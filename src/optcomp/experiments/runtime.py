@@ -1,12 +1,14 @@
 """Wall-clock scaling of the exact and approximate algorithms (timing CSVs).
 
 Timings depend on the machine and its load: they are the only outputs of the pipeline that
-differ between runs, and they live in ``results/timing/``.  Each timed value is the best
-(minimum) over ``repeats`` runs of the mean over enough back-to-back calls to last
-``min_time`` seconds; a method stops growing the problem size once one call takes longer
-than ``max_seconds`` (the skipped sizes are simply absent), so a slow machine finishes in
-bounded time.  Every row also records the value computed, so accuracy can be read off the
-same table.
+differ between runs.  The pipeline writes this machine's run to ``results/timing/local/``
+(git-ignored) and draws the committed figure from a reference run in
+``results/timing/reference/`` (never overwritten by the pipeline).  Each point is timed
+``repeats`` (>= 5 by default) times, each repetition the mean over enough back-to-back calls
+to last ``min_time`` seconds; a row holds the median and the extremes of the repetitions.
+A method stops growing the problem size once one call takes longer than ``max_seconds``
+(the skipped sizes are simply absent), so a slow machine finishes in bounded time.  Every
+row also records the value computed, so accuracy can be read off the same table.
 
 Experiments (one function each, one timing CSV each):
 
@@ -50,11 +52,16 @@ __all__ = [
     "exact_homogeneous",
     "accuracy",
     "fit_slopes",
+    "fit_line",
+    "experiment_spec",
+    "slopes_spec",
+    "summary_markdown",
     "THEORY",
     "TIMING_COLUMNS",
 ]
 
-TIMING_COLUMNS = ["experiment", "method", "k", "eta", "seconds", "calls", "eps_g"]
+TIMING_COLUMNS = ["experiment", "method", "k", "eta", "seconds", "seconds_min", "seconds_max", "repeats", "calls",
+                  "eps_g"]
 
 # theoretical growth of the running time: (x variable, exponent, explanation)
 THEORY = {
@@ -72,22 +79,31 @@ THEORY = {
 SEMILOG = {"exact_heterogeneous"}
 
 
-def time_call(fn: Callable[[], object], *, repeats: int = 3, min_time: float = 0.02) -> tuple[float, int, object]:
-    """(best seconds per call, calls per repeat, last value): ``repeats`` repetitions, each
-    the mean over n back-to-back calls, n chosen so that a repetition lasts >= ``min_time``.
-    A call slower than 1 s is repeated only once more (twice in all)."""
+def time_call(fn: Callable[[], object], *, repeats: int = 5, min_time: float = 0.02) -> tuple[list[float], int, object]:
+    """(seconds per call of each repetition, calls per repetition, last value): a warm-up
+    call (never counted: lazy imports and caches can make it seconds slower), a second call
+    that sets n, then ``repeats`` repetitions, each the mean over n back-to-back calls, n
+    chosen so that a repetition lasts >= ``min_time`` (a second call that slow counts as the
+    first repetition)."""
+    fn()  # warm-up
     t0 = time.perf_counter()
     value = fn()
-    first = time.perf_counter() - t0
-    n = 1 if first >= min_time else max(1, min(10_000, int(math.ceil(min_time / max(first, 1e-7)))))
-    reps = repeats if first < 1.0 else min(repeats, 2)
-    best = first if n == 1 else math.inf
-    for _ in range(max(reps - 1, 0) if n == 1 else reps):
+    second = time.perf_counter() - t0
+    n = 1 if second >= min_time else max(1, min(10_000, int(math.ceil(min_time / max(second, 1e-7)))))
+    times = [second] if n == 1 else []
+    while len(times) < max(int(repeats), 1):
         t0 = time.perf_counter()
         for _ in range(n):
             value = fn()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best, n, value
+        times.append((time.perf_counter() - t0) / n)
+    return times, n, value
+
+
+def experiment_spec(cfg: dict, experiment: str) -> dict:
+    """The share of the ``runtime`` config section one timing job needs: the shared keys
+    and the experiment's own subsection (so editing one experiment reruns only its job)."""
+    shared = {key: cfg[key] for key in ("repeats", "max_seconds", "instance", "fit_points")}
+    return dict(shared, **{experiment: cfg[experiment]})
 
 
 def pld_epsilon(eps, delta, delta_g: float, interval: float) -> float:
@@ -141,15 +157,17 @@ class _Runner:
             self.progress.step()
             return
         try:
-            seconds, calls, value = time_call(fn, repeats=self.repeats)
+            times, calls, value = time_call(fn, repeats=self.repeats)
         except ValueError as exc:  # e.g. ApproxTooCostly, ExactTooLarge: out of reach
             self.progress.message(f"{method} k={k} eta={eta:g}: {type(exc).__name__}: {exc}")
             self.stopped.add(method)
             self.progress.step()
             return
-        self.rows.append((self.experiment, method, int(k), float(eta), seconds, calls, float(value)))
-        if seconds > self.max_seconds:
-            self.progress.message(f"{method}: {seconds:.1f} s at k={k}, eta={eta:g} > max_seconds; larger sizes skipped")
+        median = float(np.median(times))
+        self.rows.append((self.experiment, method, int(k), float(eta), median, float(min(times)), float(max(times)),
+                          len(times), calls, float(value)))
+        if median > self.max_seconds:
+            self.progress.message(f"{method}: {median:.1f} s at k={k}, eta={eta:g} > max_seconds; larger sizes skipped")
             self.stopped.add(method)
         self.progress.step()
 
@@ -158,7 +176,7 @@ class _Runner:
 
 
 def approx_vs_k(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
-    """Time versus k at fixed accuracy: paper algorithm (eta = ``paper_eta``), fast algorithm
+    """Time versus k at fixed accuracy: paper algorithm (eta = ``paper_eta``, k <= ``paper_max_k``), fast algorithm
     (eta = ``eta``), ``dp_accounting`` (``dp_accounting_interval``), exact optimal
     (k <= ``optimal_max_k``)."""
     cfg = spec["approx_vs_k"]
@@ -169,8 +187,11 @@ def approx_vs_k(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
     runner = _Runner("approx_vs_k", spec, len(ks) * len(methods), log)
     for k in ks:
         eps = _instance(spec, k)
-        runner.run("approx_paper", k, cfg["paper_eta"], lambda: optcomp.epsilon_g(
-            eps, delta_g=delta_g, method="approx", algorithm="paper", eta=cfg["paper_eta"]))
+        if k <= int(cfg.get("paper_max_k", ks[-1])):
+            runner.run("approx_paper", k, cfg["paper_eta"], lambda: optcomp.epsilon_g(
+                eps, delta_g=delta_g, method="approx", algorithm="paper", eta=cfg["paper_eta"]))
+        else:
+            runner.progress.step()
         runner.run("approx", k, cfg["eta"], lambda: optcomp.epsilon_g(eps, delta_g=delta_g, method="approx",
                                                                       eta=cfg["eta"]))
         if k <= int(cfg["optimal_max_k"]):
@@ -284,11 +305,30 @@ def accuracy(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
     return df
 
 
-def fit_slopes(*timings: pd.DataFrame, min_seconds: float = 1e-3) -> pd.DataFrame:
-    """Least-squares slope of log(seconds) against log(size) -- or of log2(seconds) against
-    k for the exponential experiments -- per (experiment, method), over the larger half of
-    the sizes with at least ``min_seconds`` per call, beside the theoretical exponent
-    (:data:`THEORY`)."""
+def fit_line(x, y) -> tuple[float, float, int]:
+    """Least-squares slope of y on x, its standard error and the residual degrees of freedom."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = x.size
+    if n < 2 or np.ptp(x) == 0:
+        return math.nan, math.nan, 0
+    xc = x - x.mean()
+    slope = float(np.dot(xc, y - y.mean()) / np.dot(xc, xc))
+    if n < 3:
+        return slope, math.nan, 0
+    resid = y - y.mean() - slope * xc
+    se = float(math.sqrt(np.dot(resid, resid) / (n - 2) / np.dot(xc, xc)))
+    return slope, se, n - 2
+
+
+def fit_slopes(*timings: pd.DataFrame, fit_points: int = 6, min_seconds: float = 1e-4) -> pd.DataFrame:
+    """Least-squares slope of log(median seconds) against log(size) -- or of log2(seconds)
+    against k for the exponential experiments -- per (experiment, method), over the largest
+    ``max(fit_points, half)`` sizes with at least ``min_seconds`` per call (the asymptotic
+    regime), with a 95 % confidence interval (Student t on the regression's standard error,
+    n - 2 degrees of freedom), beside the theoretical exponent (:data:`THEORY`).  Fewer than
+    ``fit_points`` sizes available: the slope is still fitted and ``points`` says so."""
+    from scipy import stats
+
     rows = []
     for df in timings:
         for (experiment, method), g in df.groupby(["experiment", "method"], sort=False):
@@ -301,17 +341,68 @@ def fit_slopes(*timings: pd.DataFrame, min_seconds: float = 1e-3) -> pd.DataFram
             x, y = x[keep], y[keep]
             order = np.argsort(x)
             x, y = x[order], y[order]
-            half = max(len(x) // 2, min(len(x), 3))
-            x, y = x[-half:], y[-half:]
-            if len(x) >= 2 and np.ptp(x) > 0:
-                if experiment in SEMILOG:
-                    slope = float(np.polyfit(x, np.log2(y), 1)[0])
-                else:
-                    slope = float(np.polyfit(np.log(x), np.log(y), 1)[0])
-            else:
-                slope = math.nan
-            rows.append((experiment, method, var, "log2(seconds) vs k" if experiment in SEMILOG else "log-log",
+            use = min(len(x), max(int(fit_points), math.ceil(len(x) / 2)))
+            x, y = x[len(x) - use:], y[len(y) - use:]
+            semilog = experiment in SEMILOG
+            slope, se, dof = fit_line(x, np.log2(y)) if semilog else fit_line(np.log(x), np.log(y))
+            half = float(stats.t.ppf(0.975, dof) * se) if dof > 0 and math.isfinite(se) else math.nan
+            rows.append((experiment, method, var, "log2(seconds) vs k" if semilog else "log-log",
                          len(x), float(x.min()) if len(x) else math.nan, float(x.max()) if len(x) else math.nan,
-                         slope, theory, why))
+                         slope, se, slope - half, slope + half, theory, why))
     return pd.DataFrame(rows, columns=["experiment", "method", "x", "fit", "points", "x_min", "x_max",
-                                       "fitted_slope", "theoretical_slope", "theory"])
+                                       "fitted_slope", "slope_se", "slope_ci95_low", "slope_ci95_high",
+                                       "theoretical_slope", "theory"])
+
+
+def slopes_spec(cfg: dict) -> dict:
+    """Keyword arguments of :func:`fit_slopes` from the ``runtime`` config section."""
+    return {"fit_points": int(cfg["fit_points"])}
+
+
+_SUMMARY_NAMES = {
+    ("approx_vs_k", "approx_paper"): "MV Thm 1.7 as published",
+    ("approx_vs_k", "approx"): "MV Thm 1.7, certified fast",
+    ("approx_vs_k", "dp_accounting"): "dp_accounting PLD accountant",
+    ("approx_vs_eta", "approx_paper"): "MV Thm 1.7 as published",
+    ("approx_vs_eta", "approx"): "MV Thm 1.7, certified fast",
+    ("exact_heterogeneous", "bruteforce"): "exact, the paper's 2^k brute force",
+    ("exact_heterogeneous", "optimal"): "exact, optcomp (meet in the middle)",
+    ("exact_homogeneous", "optimal"): "exact homogeneous, optcomp",
+    ("exact_homogeneous", "dp_accounting"): "dp_accounting self-composition",
+}
+
+
+def _seconds(x: float) -> str:
+    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+
+
+def summary_markdown(*timings: pd.DataFrame, slopes: pd.DataFrame, meta: dict, source: str) -> str:
+    """The timing claims the README quotes, as Markdown: the machine and its load, then per
+    (experiment, method) the largest size reached with the median and the min..max range of
+    its repetitions, and the fitted exponent with its 95 % interval beside the theory."""
+    m = meta.get("machine") or {}
+    before, after = m.get("load_average_before"), m.get("load_average_1_5_15_min")
+    lines = [f"Machine: {m.get('cpu_model')}, {m.get('cpu_count')} cores; 1-minute load average "
+             f"{before[0] if before else '?'} before and {after[0] if after else '?'} after the first timing job; "
+             f"median and min..max of {meta.get('config', {}).get('repeats', '?')} repetitions per point.", "",
+             "| experiment | method | largest size | time: median (min..max) | fitted exponent [95 % CI] | theory |",
+             "|---|---|---|---|---|---|"]
+    fits = {(r.experiment, r.method): r for r in slopes.itertuples(index=False)}
+    for df in timings:
+        for (experiment, method), g in df.groupby(["experiment", "method"], sort=False):
+            if (experiment, method) not in _SUMMARY_NAMES:
+                continue
+            var = THEORY[(experiment, method)][0]
+            row = g.loc[(1.0 / g["eta"] if var == "1/eta" else g["k"]).idxmax()]
+            size = f"k = {int(row['k']):,}" if var == "k" else f"eta = {row['eta']:g} (k = {int(row['k'])})"
+            fit = fits.get((experiment, method))
+            if fit is not None and math.isfinite(fit.fitted_slope) and math.isfinite(fit.slope_ci95_low):
+                slope = f"{fit.fitted_slope:.2f} [{fit.slope_ci95_low:.2f}, {fit.slope_ci95_high:.2f}]"
+            else:
+                slope = "-"
+            unit = " (log2 time per k)" if experiment in SEMILOG else ""
+            lines.append(f"| {experiment} | {_SUMMARY_NAMES[(experiment, method)]} | {size} | "
+                         f"{_seconds(row['seconds'])} ({_seconds(row['seconds_min'])}..{_seconds(row['seconds_max'])}) | "
+                         f"{slope}{unit} | {THEORY[(experiment, method)][1]:g} |")
+    lines += ["", f"<!-- generated by optcomp.experiments.runtime.summary_markdown from {source}; do not edit -->", ""]
+    return "\n".join(lines)

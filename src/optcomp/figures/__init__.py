@@ -8,7 +8,7 @@ PDF (for papers) and PNG (for the repository page) atomically and reproducibly.
 * :func:`homogeneous.mv_figure2` — MV Figure 2, four panels;
 * :func:`heterogeneous.comparison` — heterogeneous mechanisms (the poster's figure);
 * :func:`regions.kov_figure2`, :func:`regions.kov_figure3` — KOV privacy regions;
-* :func:`runtime.scaling`, :func:`runtime.accuracy` — wall-clock scaling, accuracy vs time;
+* :func:`runtime.scaling` — wall-clock scaling and accuracy vs time (six panels);
 * :func:`budget.noise` — Laplace noise per query under a global budget.
 """
 

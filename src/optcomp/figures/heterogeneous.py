@@ -20,7 +20,7 @@ def _label(m, df):
     if m == "approx_paper" and len(eta):
         return rf"Approximation, as published (Thm 1.7, $\eta$ = {eta.iloc[0]:g})"
     if m == "approx" and len(eta):
-        return rf"Approximation, certified band (Thm 1.7, width $\leq$ {eta.iloc[0]:g})"
+        return rf"Approximation, certified band (Thm 1.7, width $\leq$ {eta.iloc[0]:g}; see (c))"
     return HET_LABEL.get(m, m)
 
 
@@ -29,47 +29,78 @@ def comparison(results_csv, mechanisms_csv=None) -> plt.Figure:
     bound, the approximation algorithm (published version at its eta, and the certified
     fast version as a band lower..upper), and the exact optimum where computable (dots).
     (b) every curve divided by the certified lower bound on the optimum (the band's
-    lower edge): how far above the optimum each theorem's guarantee is.  If
-    ``mechanisms_csv`` is given, an inset shows the histogram of the eps_i."""
+    lower edge; logarithmic, so that no curve leaves the panel): how far above the optimum
+    each theorem's guarantee is.  (c) the certified band's width upper - lower (too thin to
+    see in (a)) and the published algorithm's excess, against the tolerance.  If
+    ``mechanisms_csv`` is given, an inset in (a) shows the histogram of the eps_i."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
     df = read_csv(results_csv)
     methods = [m for m in _ORDER if m in set(df["method"])]
     lower = df[df["method"] == "approx"].set_index("k")["eps_g_lower"]
     if lower.empty:
         lower = df[df["method"] == "optimal"].set_index("k")["eps_g"]
     with use_style():
-        fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(DOUBLE, 3.1))
+        fig, (ax_a, ax_b, ax_c) = plt.subplots(1, 3, figsize=(DOUBLE, 2.9))
+        ratio_max = 1.0
         for m in methods:
             g = df[df["method"] == m]
+            ratio = g["eps_g"].to_numpy() / lower.reindex(g["k"]).to_numpy()
             if m == "optimal":
-                for ax in (ax_a, ax_b):
-                    y = g["eps_g"].to_numpy() if ax is ax_a else g["eps_g"].to_numpy() / lower.reindex(g["k"]).to_numpy()
-                    ax.plot(g["k"], y, ls="none", marker="o", ms=3.2, mfc="none", mec=COLOR["optimal"], mew=0.9,
-                            zorder=5)
+                ax_a.plot(g["k"], g["eps_g"], ls="none", marker="o", ms=3.2, mfc="none", mec=COLOR["optimal"],
+                          mew=0.9, zorder=5)
+                ax_b.plot(g["k"], ratio, ls="none", marker="o", ms=3.2, mfc="none", mec=COLOR["optimal"], mew=0.9,
+                          zorder=5)
                 continue
+            finite = ratio[np.isfinite(ratio)]
+            ratio_max = max(ratio_max, float(finite.max()) if finite.size else 1.0)
             if m == "approx":
                 ax_a.fill_between(g["k"], g["eps_g_lower"], g["eps_g"], color=COLOR["approx"], alpha=0.35, lw=0)
-                ratio_hi = g["eps_g"].to_numpy() / g["eps_g_lower"].to_numpy()
-                ax_b.fill_between(g["k"], np.ones(len(g)), ratio_hi, color=COLOR["approx"], alpha=0.35, lw=0)
             ax_a.plot(g["k"], g["eps_g"], color=COLOR[m], ls=LINESTYLE[m], lw=1.1 if m != "approx" else 0.9)
-            ax_b.plot(g["k"], g["eps_g"].to_numpy() / lower.reindex(g["k"]).to_numpy(), color=COLOR[m],
-                      ls=LINESTYLE[m], lw=1.1 if m != "approx" else 0.9)
-        for ax in (ax_a, ax_b):
+            ax_b.plot(g["k"], ratio, color=COLOR[m], ls=LINESTYLE[m], lw=1.1 if m != "approx" else 0.9)
+        for ax in (ax_a, ax_b, ax_c):
             ax.set_xscale("log")
             ax.set_xlabel(r"number of mechanisms $k$")
         ax_a.set_yscale("log")
         ax_a.set_ylabel(r"global privacy $\varepsilon_g$")
+        ax_b.set_yscale("log")
+        ax_b.set_ylim(0.97, 1.08 * ratio_max)
+        ticks = [t for t in (1, 1.2, 1.5, 2, 3, 5, 10, 20, 50) if t <= 1.08 * ratio_max]
+        ax_b.yaxis.set_major_locator(FixedLocator(ticks))
+        ax_b.yaxis.set_minor_locator(NullLocator())
+        ax_b.set_yticklabels([f"{t:g}" for t in ticks])
         ax_b.set_ylabel(r"$\varepsilon_g$ / lower bound on optimal $\varepsilon_g$")
-        ax_b.set_ylim(0.98, 1.6)
         e2, delta = int(df["delta_g_log2"].iloc[0]), float(df["delta"].iloc[0])
-        ax_a.set_title(rf"(a) $k$ different $\varepsilon_i$, $\delta_i$ = {delta:g}, $\delta_g$ = {pow2(e2)}")
+        ax_a.set_title(rf"(a) $\delta_i$ = {delta:g}, $\delta_g$ = {pow2(e2)}")
         ax_b.set_title("(b) relative to the optimum")
+
+        # (c) the band that (a) cannot show
+        ap = df[df["method"] == "approx"]
+        if len(ap):
+            width = (ap["eps_g"] - ap["eps_g_lower"]).to_numpy()
+            ax_c.plot(ap["k"], np.maximum(width, 1e-16), color=COLOR["approx"], marker="o", ms=2.5, lw=1.0,
+                      label="certified band: upper $-$ lower")
+            tol = float(ap["eta"].iloc[0])
+            ax_c.axhline(tol, color=COLOR["approx"], ls=(0, (2, 2)), lw=0.8, label=rf"tolerance {tol:g}")
+        pp = df[df["method"] == "approx_paper"]
+        if len(pp):
+            excess = pp["eps_g"].to_numpy() - lower.reindex(pp["k"]).to_numpy()
+            ax_c.plot(pp["k"], np.maximum(excess, 1e-16), color=COLOR["approx_paper"], ls=LINESTYLE["approx_paper"],
+                      lw=1.0, label="published: value $-$ lower bound")
+            eta = float(pp["eta"].iloc[0])
+            ax_c.axhline(eta, color=COLOR["approx_paper"], ls=(0, (2, 2)), lw=0.8, label=rf"$\eta$ = {eta:g}")
+        ax_c.set_yscale("log")
+        ax_c.set_ylabel(r"gap in $\varepsilon_g$")
+        ax_c.set_title("(c) tightness of Thm 1.7")
+        ax_c.legend(loc="center right", fontsize=5.8)
+
         if mechanisms_csv is not None:
             mech = read_csv(mechanisms_csv)
-            inset = ax_a.inset_axes([0.62, 0.1, 0.34, 0.28])
+            inset = ax_a.inset_axes([0.6, 0.12, 0.36, 0.3])
             inset.hist(mech["eps"], bins=20, color="#999999")
-            inset.set_title(r"$\varepsilon_i$ drawn", fontsize=6, loc="center", fontweight="normal")
-            inset.tick_params(labelsize=5.5)
-            inset.set_yticks([])
+            inset.set_xlabel(r"$\varepsilon_i$ drawn", fontsize=5.5, labelpad=1)
+            inset.set_ylabel("count", fontsize=5.5, labelpad=1)
+            inset.tick_params(labelsize=5, length=2, pad=1)
             inset.grid(False)
         handles = []
         for m in methods:

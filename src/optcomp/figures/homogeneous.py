@@ -19,60 +19,75 @@ def _methods(df):
     return [m for m in _ORDER if m in present] + [m for m in present if m not in _ORDER]
 
 
-def _curves(ax, df, group_key, methods, kmax=None, end_label=None):
+# colour = the curve family's parameter (eps in (a), (b), (d); delta_g in (c)), line style =
+# theorem: every curve of a panel is told apart by the two-part legend
+FAMILY_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+THEOREM_STYLE = {"basic": (0, (1, 1.4)), "drv": (0, (4, 1.6)), "kov": (0, (6, 1.5, 1.2, 1.5)),
+                 "advanced_pure": (0, (2, 1)), "optimal": "solid"}
+THEOREM_WIDTH = {"optimal": 1.6}
+
+
+def _style(method):
+    return {"ls": THEOREM_STYLE.get(method, LINESTYLE.get(method, "solid")), "lw": THEOREM_WIDTH.get(method, 1.0)}
+
+
+def _curves(ax, df, group_key, methods, colors, kmax=None):
     for value, group in df.groupby(group_key, sort=False):
         for m in methods:
             g = group[group["method"] == m]
             if kmax is not None:
                 g = g[g["k"] <= kmax]
-            ax.plot(g["k"], g["eps_g"], color=COLOR.get(m), ls=LINESTYLE.get(m, "solid"), lw=1.1)
-        if end_label is not None:
-            g = group[group["method"] == "optimal"]
-            if kmax is not None:
-                g = g[g["k"] <= kmax]
-            if len(g):
-                ax.annotate(end_label(value), (g["k"].iloc[-1], g["eps_g"].iloc[-1]), xytext=(3, 0),
-                            textcoords="offset points", va="center", ha="left", fontsize=6.5)
+            ax.plot(g["k"], g["eps_g"], color=colors[value], **_style(m))
+
+
+def _palette(values):
+    return {v: FAMILY_COLORS[i % len(FAMILY_COLORS)] for i, v in enumerate(values)}
 
 
 def mv_figure2(curves_csv, *, zoom_k_max: int = 99) -> plt.Figure:
     """Murtagh-Vadhan Figure 2 from ``results/homogeneous/eps_g.csv``.
 
-    (a) eps_g vs k for several per-mechanism eps at one delta_g; (b) the same for
-    k <= ``zoom_k_max``; (c) eps = const, several delta_g; (d) each curve of (a) divided by
-    the optimal one.  Colour and line style = theorem; each family is labelled at its
-    optimal curve's right end.
+    (a) eps_g vs k (both axes logarithmic) for several per-mechanism eps at one delta_g;
+    (b) the same for k <= ``zoom_k_max`` (linear k); (c) eps = const, several delta_g;
+    (d) each curve of (a) divided by the optimal one.  Colour = eps (in (c): delta_g), line
+    style = theorem; a two-part legend says which is which.
     """
     df = read_csv(curves_csv)
     methods = _methods(df)
     a = df[df["panel"] == "by_eps"]
     b = df[df["panel"] == "by_delta_g"]
     kmax = int(df["k"].max())
+    eps_colors = _palette(list(a["eps"].drop_duplicates()))
+    dg_colors = _palette(list(b["delta_g_log2"].drop_duplicates()))
     with use_style():
-        fig, axes = plt.subplots(2, 2, figsize=(DOUBLE, 5.4))
+        fig, axes = plt.subplots(2, 2, figsize=(DOUBLE, 5.6))
         (ax_a, ax_b), (ax_c, ax_d) = axes
 
         e2 = int(a["delta_g_log2"].iloc[0]) if len(a) else 0
-        _curves(ax_a, a, "eps", methods, end_label=lambda e: rf"$\varepsilon$={e:g}")
+        _curves(ax_a, a, "eps", methods, eps_colors)
+        ax_a.set_xscale("log")
         ax_a.set_yscale("log")
-        ax_a.set_xlim(0, kmax * 1.12)
+        ax_a.set_xlim(1, kmax)
         ax_a.set_title(rf"(a) $\delta=0$, $\delta_g$ = {pow2(e2)}")
 
-        _curves(ax_b, a, "eps", methods, kmax=zoom_k_max, end_label=lambda e: rf"$\varepsilon$={e:g}")
+        _curves(ax_b, a, "eps", methods, eps_colors, kmax=zoom_k_max)
         ax_b.set_yscale("log")
-        ax_b.set_xlim(0, zoom_k_max * 1.15)
+        ax_b.set_xlim(0, zoom_k_max + 1)
         ax_b.set_title(rf"(b) zoom: $k \leq {zoom_k_max}$")
 
         eps_c = float(b["eps"].iloc[0]) if len(b) else float("nan")
-        _curves(ax_c, b, "delta_g_log2", [m for m in methods if m != "basic"],
-                end_label=lambda x: rf"$\delta_g$={pow2(x)}")
+        _curves(ax_c, b, "delta_g_log2", [m for m in methods if m != "basic"], dg_colors)
         basic = b[b["method"] == "basic"].drop_duplicates("k")  # independent of delta_g
         if len(basic):
-            ax_c.plot(basic["k"], basic["eps_g"], color=COLOR["basic"], ls=LINESTYLE["basic"], lw=1.1)
-        ax_c.set_xlim(0, kmax * 1.18)
+            ax_c.plot(basic["k"], basic["eps_g"], color="#777777", **_style("basic"))
+        ax_c.set_xlim(0, kmax)
         top = b[b["method"] != "basic"]["eps_g"].replace(np.inf, np.nan).max()
         ax_c.set_ylim(0, 1.08 * top if np.isfinite(top) else None)
         ax_c.set_title(rf"(c) $\varepsilon$ = {eps_c:g}, $\delta=0$, several $\delta_g$")
+        ax_c.legend(handles=[Line2D([], [], color=c, lw=1.6, label=rf"$\delta_g$ = {pow2(v)}")
+                             for v, c in dg_colors.items()] +
+                    [Line2D([], [], color="#777777", **_style("basic"), label="Summing (any $\\delta_g$)")],
+                    loc="upper left", fontsize=6.5)
 
         opt = a[a["method"] == "optimal"].set_index(["eps", "k"])["eps_g"]
         for e, group in a.groupby("eps", sort=False):
@@ -81,13 +96,19 @@ def mv_figure2(curves_csv, *, zoom_k_max: int = 99) -> plt.Figure:
                 if m == "optimal":
                     continue
                 g = group[group["method"] == m]
-                ax_d.plot(g["k"], g["eps_g"].to_numpy() / ref.to_numpy(), color=COLOR.get(m),
-                          ls=LINESTYLE.get(m, "solid"), lw=0.9, alpha=0.85)
-        ax_d.axhline(1.0, color=COLOR["optimal"], lw=1.1)
+                ax_d.plot(g["k"], g["eps_g"].to_numpy() / ref.to_numpy(), color=eps_colors[e], **_style(m))
+        ax_d.axhline(1.0, color="#333333", **_style("optimal"))
         ax_d.set_xscale("log")
         ax_d.set_xlim(1, kmax)
         ax_d.set_ylim(0.95, 2.5)
         ax_d.set_title(r"(d) each curve of (a) divided by Optimal")
+        # name the three bundles where they are apart (DRV falls from the left, Summing
+        # rises to the right, the KOV bound settles lowest)
+        for text, xy, ha in [("DRV", (5.5, 2.3), "right"), ("Summing", (230, 2.3), "left"),
+                             ("KOV bound", (400, 1.06), "center"), ("Optimal", (1.3, 1.07), "left")]:
+            if xy[0] <= kmax:
+                ax_d.text(*xy, text, fontsize=6.5, ha=ha, va="center", color="#333333",
+                          bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
 
         for ax in (ax_a, ax_b, ax_c, ax_d):
             ax.set_xlabel(r"number of mechanisms $k$")
@@ -95,7 +116,11 @@ def mv_figure2(curves_csv, *, zoom_k_max: int = 99) -> plt.Figure:
             ax.set_ylabel(r"global privacy $\varepsilon_g$")
         ax_d.set_ylabel(r"$\varepsilon_g$ / optimal $\varepsilon_g$")
 
-        handles = [Line2D([], [], color=COLOR.get(m), ls=LINESTYLE.get(m, "solid"), lw=1.3, label=LABEL.get(m, m))
-                   for m in methods]
-        fig.legend(handles=handles, loc="outside upper center", ncols=len(handles))
+        theorem = [Line2D([], [], color="#333333", **_style(m), label=LABEL.get(m, m)) for m in methods]
+        colours = [Line2D([], [], color=c, lw=2.0, label=rf"$\varepsilon$ = {e:g}") for e, c in eps_colors.items()]
+        fig.legend(handles=theorem, loc="outside upper center", ncols=len(theorem), title="line style = theorem",
+                   title_fontproperties={"size": 7, "weight": "bold"})
+        ax_a.legend(handles=colours, loc="upper left", ncols=2, fontsize=6.5,
+                    title=r"colour = $\varepsilon$ per mechanism" + "\n" + "(also in (b) and (d))",
+                    title_fontproperties={"size": 6.5})
     return fig

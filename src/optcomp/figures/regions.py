@@ -8,7 +8,9 @@ import numpy as np
 from ..experiments.io import read_csv
 from .style import COLOR, DOUBLE, LINESTYLE, REGION_LABEL, SINGLE, use_style
 
-__all__ = ["kov_figure2", "kov_figure3"]
+__all__ = ["kov_figure2", "kov_figure3", "DIAGONAL"]
+
+DIAGONAL = r"$P_{\mathrm{FA}} + P_{\mathrm{MD}} = 1$: perfect privacy (a coin flip)"
 
 
 def _square(ax):
@@ -17,7 +19,9 @@ def _square(ax):
     ax.set_aspect("equal")
     ax.set_xlabel(r"false alarm $P_{\mathrm{FA}}$")
     ax.set_ylabel(r"missed detection $P_{\mathrm{MD}}$")
-    ax.plot([0, 1], [1, 0], color="#bbbbbb", lw=0.6, ls=(0, (2, 2)), zorder=1)  # perfect privacy
+    # the anti-diagonal P_FA + P_MD = 1: the region of perfect privacy (eps = delta = 0),
+    # where the adversary's test is no better than a coin flip
+    ax.plot([0, 1], [1, 0], color="#888888", lw=0.7, ls=(0, (2, 2)), zorder=4, label=DIAGONAL)
 
 
 def _outline(ax, g, **kw):
@@ -29,28 +33,31 @@ def _outline(ax, g, **kw):
 
 def kov_figure2(boundary_csv) -> plt.Figure:
     """Regions of the k-fold composition (optimal, KOV Thm 3.3) for k = 1..k_max, one
-    panel per delta; darker = more mechanisms = larger region (less privacy)."""
+    panel per delta; each k its own colour (viridis: light = few mechanisms, dark = many =
+    larger region, less privacy), boundaries in white."""
     df = read_csv(boundary_csv)
     deltas = list(df["delta"].drop_duplicates())
     ks = sorted(df["k"].unique())
-    shades = plt.get_cmap("Blues")(np.linspace(0.35, 1.0, len(ks)))
+    shades = plt.get_cmap("viridis_r")(np.linspace(0.08, 0.92, len(ks)))
     with use_style():
-        fig, axes = plt.subplots(1, len(deltas), figsize=(DOUBLE if len(deltas) > 1 else SINGLE, 3.0),
+        fig, axes = plt.subplots(1, len(deltas), figsize=(DOUBLE if len(deltas) > 1 else SINGLE, 3.2),
                                  squeeze=False, layout="compressed")  # fixed-aspect axes
-        for ax, d in zip(axes[0], deltas):
+        for i, (ax, d) in enumerate(zip(axes[0], deltas)):
             sub = df[df["delta"] == d]
             eps = sub["eps"].iloc[0]
             for shade, k in zip(shades[::-1], ks[::-1]):  # largest region underneath
                 g = sub[sub["k"] == k]
-                ax.fill_between(g["p_fa"], g["p_md_min"], g["p_md_max"], color=shade, lw=0, zorder=2)
+                ax.fill_between(g["p_fa"], g["p_md_min"], g["p_md_max"], color=shade, alpha=0.85, lw=0, zorder=2)
             for shade, k in zip(shades, ks):
                 g = sub[sub["k"] == k]
-                _outline(ax, g, color="#08306b", lw=0.5, zorder=3)
+                _outline(ax, g, color="white", lw=0.6, zorder=3)
             _square(ax)
             ax.grid(False)
-            ax.set_title(rf"$\varepsilon$ = {eps:g}, $\delta$ = {d:g}")
-        handles = [plt.Rectangle((0, 0), 1, 1, color=s) for s in shades]
-        fig.legend(handles, [f"k = {k}" for k in ks], loc="outside right center", title="mechanisms")
+            ax.set_title(rf"({'abcdefgh'[i % 8]}) $\varepsilon$ = {eps:g}, $\delta$ = {d:g}")
+        handles = [plt.Rectangle((0, 0), 1, 1, color=s, alpha=0.85) for s in shades]
+        diagonal = plt.Line2D([], [], color="#888888", lw=0.7, ls=(0, (2, 2)))
+        fig.legend(handles + [diagonal], [f"k = {k}" for k in ks] + ["perfect privacy\n" + r"($P_{\mathrm{FA}} + P_{\mathrm{MD}} = 1$)"],
+                   loc="outside right center", title="mechanisms")
     return fig
 
 

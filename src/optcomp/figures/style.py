@@ -10,9 +10,14 @@ from __future__ import annotations
 import contextlib
 from importlib import resources
 
+import sys
+
 import matplotlib
 
-matplotlib.use("Agg")  # headless: the pipeline never opens windows
+if "ipykernel" not in sys.modules and "matplotlib.pyplot" not in sys.modules:
+    # headless: the pipeline never opens windows (in a notebook the kernel's inline backend
+    # stays, so figures show up in the executed copy)
+    matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
