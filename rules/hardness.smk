@@ -9,8 +9,13 @@ HARDNESS_OUTPUTS = [
     # the notebook reads the committed reference run, results/timing/reference/hardness.csv
     "results/timing/local/hardness.csv",
 ]
-NOTEBOOK_INPUTS["hardness"] = HARDNESS_OUTPUTS[:2] + ["results/timing/reference/hardness.csv"]
-ALL_TARGETS.extend(HARDNESS_OUTPUTS + ["results/notebooks/hardness.ipynb", "results/notebooks/hardness.html"])
+NOTEBOOK_INPUTS["hardness"] = HARDNESS_OUTPUTS[:2] + [
+    "results/timing/reference/hardness.csv"
+]
+ALL_TARGETS.extend(
+    HARDNESS_OUTPUTS
+    + ["results/notebooks/hardness.ipynb", "results/notebooks/hardness.html"]
+)
 
 
 rule hardness:
