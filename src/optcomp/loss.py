@@ -258,11 +258,14 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
 
     for prec in (160, 640, 2560, 10240):
         with mp.workprec(prec):
-            l1 = mp.log(mp.mpf(target.numerator) / target.denominator)
-            terms = [int(c) * mp.log(mp.mpf(x.numerator) / x.denominator) for x, c in zip(one_minus, m.count.tolist())]
+            # log1p of the exact binary deltas: relative error 2^-prec of each log, whatever
+            # its size (log of a rounded 1 - delta would err by 2^-prec absolutely: too much
+            # next to delta ~ 1e-38 counted 10^6 times)
+            l1 = mp.log1p(-mp.mpf(delta_g))
+            terms = [int(c) * mp.log1p(-mp.mpf(float(d))) for d, c in zip(m.delta.tolist(), m.count.tolist())]
             lnd = mp.fsum(terms)
             a = l1 - lnd
-            err = mp.ldexp(abs(l1) + sum(abs(t) for t in terms) + 1, 16 - prec)
+            err = mp.ldexp(abs(l1) + sum(abs(t) for t in terms), 16 - prec) + mp.ldexp(1, -2 * prec)
             if abs(a) > 2 * err:
                 lo = -mp.expm1(a + err)
                 hi = -mp.expm1(a - err)
