@@ -30,6 +30,7 @@ rule hardness:
         function="optcomp.experiments.hardness.sweep",
         section="hardness",
         spec_sha256=params_hash("hardness"),
+        machine=True,
     message:
         "hardness: #INT-PARTITION counts through an exact OptComp oracle (MV Thm 1.6)"
     script:
