@@ -302,3 +302,110 @@ def test_progress_validation():
     with pytest.raises(ValueError, match="progress"):
         optcomp.epsilon_g([0.1, 0.2], delta_g=1e-6, method="optimal", progress=True)  # not an option there
     optcomp.epsilon_g([0.1, 0.2], delta_g=1e-6, method="approx", progress=False)
+
+
+# ----------------------------------------------------------------------------- groups and windows (any eps)
+
+
+def mp_H_many(atoms, xs):
+    """H(x) at every x of ``xs`` from suffix sums over the sorted atoms (50 digits)."""
+    import bisect
+
+    atoms = sorted(atoms)
+    ls = [l for l, _ in atoms]
+    A, B = [mp.mpf(0)] * (len(atoms) + 1), [mp.mpf(0)] * (len(atoms) + 1)
+    for i in range(len(atoms) - 1, -1, -1):
+        A[i] = A[i + 1] + atoms[i][1]
+        B[i] = B[i + 1] + atoms[i][1] * mp.e ** (-atoms[i][0])
+    out = []
+    for x in xs:
+        x = mp.mpf(float(x))
+        j = bisect.bisect_right(ls, x)
+        out.append(A[j] - mp.e**x * B[j])
+    return out
+
+
+GROUP_CASES = [
+    # (eps, counts): big groups (binomial windows), bundles of singletons, huge and tiny eps
+    ([0.05, 0.1370001, 0.2], [600, 3, 2]),
+    ([0.0123456789, 0.3, 0.71], [1500, 1, 1]),
+    ([1e-4, 0.5, 30.0], [400, 2, 1]),
+    ([0.1 + 1e-9, 0.15 + 2e-9, 0.07 + 3e-9], [300, 40, 2]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GROUP_CASES)))
+def test_grouped_pass_brackets_H_everywhere(case, monkeypatch):
+    """H_lower(x) <= H_true(x) <= H_upper(x) at every x, for several steps and tilts, with
+    the streamed tree forced to merge and cut many small nodes (tiny chunks) and the slack
+    budget tiny or generous: the windows never under-report."""
+    eps, counts = GROUP_CASES[case]
+    eps = np.array(eps)
+    counts = np.array(counts, dtype=np.int64)
+    order = np.argsort(eps)
+    eps, counts = eps[order], counts[order]
+    atoms = mp_group_atoms(eps, counts)
+    top = float(np.sum(eps * counts))
+    monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
+    xs = np.concatenate([np.linspace(0.0, top, 9), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
+    ref = mp_H_many(atoms, xs)
+    for h in (2.0**-4, 1.5 * 2.0**-8, 2.0**-11):
+        for theta, log_slack in ((0.0, math.log(1e-12)), (0.8, math.log(1e-300 * 2.0**-40)), (4.0, -30.0)):
+            lp = lattice.grouped_pass(eps, counts, h, theta, log_slack, 1)
+            for x, r in zip(xs, ref):
+                lo, hi = lp.excess_bounds(float(x))
+                assert mp.mpf(lo) <= r <= mp.mpf(hi), (h, theta, float(x), lo, float(r), hi)
+
+
+@pytest.mark.parametrize("delta_g", [1e-3, 1e-12, 1e-300])
+def test_grouped_bounds_against_exact_products(delta_g):
+    """The driver (steps, tilt, windows) against the exact product-of-binomials path of
+    optcomp.optimal, down to delta_g = 1e-300."""
+    eps = [0.05 + 1e-9 * math.pi, 0.11 + 1e-9 * math.e, 0.4 + 1e-9]
+    counts = [800, 60, 9]
+    m = mechanisms(np.array(eps), 0.0, None, np.array(counts))
+    info = lattice.BracketInfo()
+    b = lattice.lattice_bounds(m, delta_g, 1e-4, info=info)
+    ref = optcomp.epsilon_g(eps, counts=counts, delta_g=delta_g)
+    assert info.path == "lattice"
+    assert b.lower <= ref * (1 + 1e-13) and ref <= b.upper and b.gap <= 1e-4
+    d = lattice.lattice_delta_bounds(m, 0.9 * ref, 1e-3)
+    dref = optcomp.delta_g(eps, counts=counts, eps_g=0.9 * ref)
+    assert d.lower <= dref * (1 + 1e-12) and dref <= d.upper
+
+
+def test_group_window_tails_are_bounds():
+    """The Chernoff tails of a group's window bound the binomial's true tails (mpmath)."""
+    for eps, c, theta in ((0.05, 5000, 0.5), (0.3, 800, 3.0), (1e-3, 6000, 0.0)):
+        j_lo, j_hi, log_lump, log_up = lattice._group_window(eps, c, theta, math.log(1e-30))
+        E = mp.mpf(eps)
+        p = mp.e**E / (1 + mp.e**E)
+        below = mp.fsum(mp.binomial(c, j) * p**j * (1 - p) ** (c - j) for j in range(0, j_lo))
+        above = mp.fsum(mp.binomial(c, j) * p**j * (1 - p) ** (c - j) for j in range(j_hi + 1, c + 1))
+        assert below <= mp.e ** mp.mpf(log_lump) if j_lo > 0 else below == 0
+        assert above <= mp.e ** mp.mpf(log_up) if j_hi < c else above == 0
+        assert above <= 1e-30 * 1.0000001
+        assert 0 < j_lo < j_hi < c  # a window, not the whole support
+
+
+def test_million_mechanisms_in_groups_is_o_groups():
+    """10^6 mechanisms in 50 groups: no O(k) array; the bracket agrees with the grouped
+    exact path on a smaller copy scaled the same way (monotone sanity) and is certified."""
+    rng = np.random.default_rng(2)
+    eps = np.sort(rng.uniform(0.05, 0.2, 50))
+    counts = np.full(50, 20000)
+    b = optcomp.epsilon_bounds(eps, counts=counts, delta_g=1e-6, tol=1e-2)
+    assert b.gap <= 1e-2
+    kov = optcomp.epsilon_g(eps, counts=counts, delta_g=1e-6, method="kov")
+    assert b.upper <= kov
+
+
+@pytest.mark.slow
+def test_million_mechanisms_thousand_values_tol_1e3():
+    rng = np.random.default_rng(0)
+    eps = np.sort(rng.uniform(0.05, 0.2, 1000))
+    counts = np.full(1000, 1000)
+    b = optcomp.epsilon_bounds(eps, counts=counts, delta_g=1e-6, tol=1e-3)
+    assert b.gap <= 1e-3
+    d = optcomp.delta_bounds(eps, counts=counts, eps_g=b.upper, tol=1e-3)
+    assert d.lower <= 1e-6 * (1 + 1e-12) and d.gap <= 1e-3 * d.upper
