@@ -14,8 +14,31 @@ tol <= eta (OptComp decreases in delta_g).  :func:`lattice_delta_bounds` does th
 the delta direction.  Both bounds follow from data processing, exactly; only their
 evaluation is numerical, and it is certified in floating point (below).
 
-Construction, on a lattice of step h = 2^-j or 3 * 2^-j (so every residue below is exact
-in floating point):
+What the drivers run, in order (each path certified on its own):
+
+1. **enumerated** -- one group (binomial) or a small product of groups: listed exactly
+   (:mod:`optcomp.optimal`);
+2. **commensurable** -- every eps_i is, up to float rounding (2^-46 relative), an integer
+   multiple n_i of a common unit u (decimals such as 0.1, 0.25, 0.05; a few kinds of
+   query): :func:`commensurable_bounds`.  OptComp is nondecreasing in each eps_i, so the
+   instances n_i u_hi >= eps_i >= n_i u_lo (u_hi, u_lo floats, checked in exact
+   rationals) bound it from both sides, and each is composed *exactly* on the lattice uZ:
+   one binomial leaf per group (masses of :mod:`optcomp._binomial`, moved by at most
+   c |n u - eps| in the log for the instance's eps), one tilted FFT tree, every error
+   charged as below -- no refinement, no garbling; the tree runs in x87 long double
+   (unit roundoff 2^-64) when float64's charges would exceed 1e-10.  The bracket is
+   ~1e-11 relative: effectively exact;
+3. **grouped lattice** -- any eps: :func:`grouped_pass` (one leaf per group of equal eps,
+   or per bundle of small groups composed exactly; refined / garbled atom by atom, so a
+   group of c mechanisms costs one refinement, not c; a streamed FFT tree whose nodes are
+   cut to windows certified by Chernoff bounds, so the lattice covers a few tilted
+   standard deviations around the answer, not [-sum eps, sum eps]; memory O(#groups +
+   window), never O(k)).  Its proofs are in its docstring; the per-mechanism
+   :func:`lattice_pass` below (the construction the grouped one generalises) is kept as
+   a reference and for the tests.
+
+The per-mechanism construction, on a lattice of step h = 2^-j or 3 * 2^-j (so every
+residue below is exact in floating point):
 
 * **upper bound: a refinement** (exact, by data processing).  Mechanism i's pair of
   output distributions (the randomized response of MV Def. 3.1 / Lemma 3.2: loss +eps_i
@@ -38,7 +61,7 @@ in floating point):
   2 eps_i / h, lambda = |d log H/dx|), so gap 1e-3 at k = 1000 needs only h = 2^-9
   (~1.3e5 lattice points); mechanisms with eps_i < h/4 are dropped by T (a first-order
   term eps_i each), which the step control measures and refines away.
-* the 3k independent lattice factors (refined P0; P0 and P1 of T) are convolved by a
+* (per-mechanism pass) the 3k independent lattice factors (refined P0; P0 and P1 of T) are convolved by a
   balanced FFT tree (scipy.fft, 5-smooth lengths, batched; leaves and levels chunked
   by width so one large eps_i does not pad every row), after an exponential tilt
   (Esscher transform) P_theta(l) ~ P(l) e^{theta l} with theta chosen so the tilted
@@ -537,13 +560,21 @@ def chernoff_guess(e: np.ndarray, t: float, c: np.ndarray | None = None) -> floa
     return min(_cumulant_slope(e, hi, c), top)
 
 
-def _initial_step_n(n: int, tol: float) -> float:
+def _leaf_weight(plan, theta: float) -> float:
+    """Sum over the leaves of their measured gap coefficients (gap ~ this x h^2): about
+    0.12 (1 + theta) for a binomial group leaf and 0.1 (1 + theta) for a bundle (the
+    (1 + lambda) factor of the second-order term, lambda ~ theta = |d log H/dx|)."""
+    return (1.0 + theta) * sum(0.12 if (len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS) else 0.1
+                               for items in plan)
+
+
+def _initial_step_n(n: float, tol: float) -> float:
     """A step (2^j or 3 * 2^(j-1)) whose predicted gap is ~0.75 tol for n refined leaves:
     each leaf's refinement and garbling cost ~0.14-0.24 h^2 (measured: 0.14 for binomial
     group leaves, 0.17-0.2 for bundles of singletons, 0.23 for bundles of small groups;
     second order, one per leaf whatever its mechanisms), so one pass usually suffices;
     otherwise the next step comes from the measured gap (:func:`_next_step`)."""
-    h = min(math.sqrt(0.75 * tol / (0.2 * max(n, 1))), 0.25)
+    h = min(math.sqrt(0.75 * tol / max(n, 0.2)), 0.25)
     return _step_below(h)
 
 
@@ -616,9 +647,11 @@ def lattice_bounds(
     info.path = "lattice"
     cf = cnts.astype(float)
     plan = leaf_plan(vals, cnts)
-    h = _initial_step_n(len(plan), tol)
     x_est = chernoff_guess(vals, t_low, cf)
-    log_slack = math.log(max(t_low, 1e-300) * SLACK_REL / (4 * len(plan) + 4))
+    h = _initial_step_n(_leaf_weight(plan, tilt_for(vals, x_est, cf)), tol)
+    # mass sent to +inf: a fraction <= min(2^-40, tol/64) of t in all (H moves by less
+    # than that relative, eps by about that / theta: far inside tol)
+    log_slack = math.log(max(t_low, 1e-300) * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4))
     best = Bounds(0.0, top)
     gaps: list[float] = []
     steps: list[float] = []
@@ -721,9 +754,10 @@ def lattice_delta_bounds(
     plan = leaf_plan(vals, cnts)
     theta = tilt_for(vals, eps_g, cf)
     # relative gap of H ~ (1 + theta) x the gap in eps (d log H / dx ~ -theta at the tilt)
-    h = _initial_step_n(len(plan), tol / (1.0 + theta))
+    h = _initial_step_n(_leaf_weight(plan, theta), tol / (1.0 + theta))
     # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
-    log_slack = (_log_mgf(vals, theta, cf) - theta * eps_g + math.log(1e-8 * SLACK_REL / (4 * len(plan) + 4)))
+    log_slack = (_log_mgf(vals, theta, cf) - theta * eps_g
+                 + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4)))
     rels: list[float] = []
     steps: list[float] = []
     while True:
@@ -1044,7 +1078,7 @@ def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COM
 
 
 BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
-CHUNK_POINTS = 2**18  # leaf lattice points per chunk of the streamed FFT tree
+CHUNK_POINTS = 2**15  # leaf lattice points per chunk of the streamed FFT tree
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each node's window
 SLACK_REL = 2.0**-40  # untilted mass sent to +inf above the windows, relative to the target, in all
 
@@ -1238,15 +1272,18 @@ def _mgf_grid(theta: float) -> np.ndarray:
     return np.array(sorted(set(v for v in pos + neg if math.isfinite(v))))
 
 
-def _leaf_mgf(items, S: np.ndarray, h: float, log_lump: float, l_lump: float) -> np.ndarray:
+def _leaf_mgf(items, S: np.ndarray, h: float, log_lump: float, l_lump: float, extra: float = 0.0) -> np.ndarray:
     """Upper bounds on log E_P0[e^{s L}] of a leaf's refined (upper) row at the tilts S: the
-    exact leaf (sum_i c_i log(p_i e^{s eps_i} + q_i e^{-s eps_i})), times e^{|s| h} for the
-    refinement (every atom moves by < h, P0 mass kept), plus the lumped mass moved up to
-    l_lump (for s > 0 it can raise the MGF by at most lump e^{s l_lump})."""
+    exact leaf (sum_i c_i log(p_i e^{s eps_i} + q_i e^{-s eps_i})), times e^{2 |s| h} for the
+    refinement (every atom's mass goes to lattice points within 2h of it: lo and hi are
+    chosen outside the atom's position interval), times e^extra for the masses being
+    evaluated at the far end of that interval and their rounding (``extra`` bounds the
+    log of the row's total mass over the exact refined one), plus the lumped mass moved up
+    to l_lump (for s > 0 it can raise the MGF by at most lump e^{s l_lump})."""
     K = np.zeros(S.size)
     for eps, c in items:
         K += c * np.logaddexp(float(log_expit(eps)) + S * eps, float(log_expit(-eps)) - S * eps)
-    K = K + np.abs(S) * h
+    K = K + np.abs(S) * 2.0 * h + extra
     if log_lump > -math.inf:
         K = np.logaddexp(K, log_lump + S * l_lump)
     return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
@@ -1410,7 +1447,10 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         slack += s_leaf
         for b in range(3):
             lz_leaves[b].append(float(logZ[b]))
-        atoms_k = _leaf_mgf(items, S, h, leaf[5], float(leaf[0][leaf[4]]) if leaf[5] > -math.inf else 0.0)
+        # the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h relative
+        extra = math.log1p(8.0 * float(np.max(leaf[1]) + 4.0 * UNIT * np.max(np.abs(leaf[0])) + 1e-300) / h) \
+            + float(rho[0])
+        atoms_k = _leaf_mgf(items, S, h, leaf[5], float(leaf[0][leaf[4]]) if leaf[5] > -math.inf else 0.0, extra)
         pending.append((rows, base, logZ, rho, E2, atoms_k))
         pending_pts += rows.shape[1]
         if pending_pts >= CHUNK_POINTS:
