@@ -409,3 +409,50 @@ def test_million_mechanisms_thousand_values_tol_1e3():
     assert b.gap <= 1e-3
     d = optcomp.delta_bounds(eps, counts=counts, eps_g=b.upper, tol=1e-3)
     assert d.lower <= 1e-6 * (1 + 1e-12) and d.gap <= 1e-3 * d.upper
+
+
+@pytest.mark.parametrize("delta_g", [1e-2, 1e-30, 1e-300])
+def test_windows_cut_and_stay_sound_through_the_driver(delta_g, monkeypatch):
+    """Many small chunks, so that every merge is cut to its window (checked: some cut
+    happens), against the exact meet-in-the-middle answer of optcomp.optimal."""
+    eps = [0.03 + 1e-9 * math.pi, 0.07 + 1e-9 * math.e, 0.13 + 1e-9, 0.31 + 3e-9, 0.02 + 7e-9]
+    counts = [1100, 150, 120, 100, 2]
+    monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
+    cuts = []
+    real_cut = lattice._cut
+
+    def spy(node, *a):
+        w = node.rows.shape[1]
+        out = real_cut(node, *a)
+        cuts.append(w - node.rows.shape[1])
+        return out
+
+    monkeypatch.setattr(lattice, "_cut", spy)
+    m = mechanisms(np.array(eps), 0.0, None, np.array(counts))
+    b = lattice.lattice_bounds(m, delta_g, 1e-3)
+    ref = optcomp.epsilon_g(eps, counts=counts, delta_g=delta_g)
+    # the exact path returns upper bounds (measured up to ~1e-10 relative above the optimum
+    # at delta_g = 1e-300, see test_lattice_tighter_than_exact_path_at_1e300): one side exact
+    assert b.lower <= ref * (1 + 1e-13) and ref * (1 - 1e-8) <= b.upper and b.gap <= 1e-3
+    for x in (0.8 * ref, ref):
+        d = lattice.lattice_delta_bounds(m, x, 1e-3)
+        dref = optcomp.delta_g(eps, counts=counts, eps_g=x)
+        assert d.lower <= dref * (1 + 1e-12)
+    assert any(c > 0 for c in cuts)
+
+
+def test_lattice_tighter_than_exact_path_at_1e300(monkeypatch):
+    """Three groups (4e4 atoms, so mpmath can list them) at delta_g = 1e-300, windows
+    forced: the lattice brackets the 50-digit optimum in both directions."""
+    eps = np.array([0.03 + 1e-9 * math.pi, 0.13 + 1e-9, 0.31 + 3e-9])
+    counts = np.array([1100, 6, 4])
+    monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
+    m = mechanisms(eps, 0.0, None, counts)
+    atoms = mp_group_atoms(eps, counts)
+    true = mp_optcomp_atoms(atoms, 1e-300)
+    b = lattice.lattice_bounds(m, 1e-300, 1e-7)
+    assert b.lower <= true <= b.upper and b.gap <= 1e-7
+    for x in (float(true), float(true) * 0.995):
+        d = lattice.lattice_delta_bounds(m, x, 1e-4)
+        H = mp_H_many(atoms, [x])[0]
+        assert d.lower <= H <= d.upper
