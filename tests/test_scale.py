@@ -279,6 +279,16 @@ def test_progress_callable_receives_each_pass():
     assert seen and seen[0]["stage"] == "commensurable"
 
 
+def test_progress_within_a_long_pass():
+    seen = []
+    rng = np.random.default_rng(4)
+    b = optcomp.epsilon_bounds(rng.uniform(0.05, 0.2, 4000), delta_g=1e-6, tol=1e-4, progress=seen.append)
+    inner = [s for s in seen if s["stage"] == "lattice pass"]
+    assert seen[-1]["stage"] == "lattice" and seen[-1]["upper"] == b.upper
+    assert all(0 <= s["done"] < s["total"] for s in inner)
+    assert [s["done"] for s in inner] == sorted(s["done"] for s in inner)
+
+
 def test_progress_true_writes_one_line_to_stderr(capsys):
     optcomp.epsilon_g(np.linspace(0.05, 0.2, 100) + 1e-7 * np.pi, delta_g=1e-6, method="approx", progress=True)
     err = capsys.readouterr().err

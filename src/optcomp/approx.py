@@ -124,6 +124,8 @@ class _StderrBar:
             bits.append(f"step {status['step']:.3g}")
         if status.get("points") is not None:
             bits.append(f"{status['points']:,} points")
+        if status.get("total"):
+            bits.append(f"{100.0 * status.get('done', 0) / status['total']:.0f}% of {status['total']:,} leaves")
         if gap is not None:
             bits.append(f"gap {gap:.3g}" + (f" (tol {tol:.3g})" if tol is not None else ""))
         bits.append(f"{time.perf_counter() - self.t0:.1f} s")
@@ -141,7 +143,9 @@ class _StderrBar:
 def _check_progress(progress):
     """``progress``: None/False (silent), True (a status line on stderr) or a callable that
     receives one dict per lattice pass (keys ``stage``, ``step``, ``points``, ``lower``,
-    ``upper``, ``gap``, ``tol`` when known, ``seconds``)."""
+    ``upper``, ``gap``, ``tol`` when known, ``seconds``) and, within a pass longer than a
+    second, about one per second (``stage="lattice pass"``, ``step``, ``done``, ``total``:
+    leaves composed so far and in all)."""
     if progress is None or progress is False:
         return None
     if progress is True:

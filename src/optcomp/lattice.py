@@ -666,7 +666,7 @@ def lattice_bounds(
                 best,
             )
         t0 = time.perf_counter()
-        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan)
+        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
         b = lp.epsilon_bounds(t_low, t_high)
         b = Bounds(max(b.lower, best.lower), min(b.upper, best.upper, top))
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
@@ -769,7 +769,7 @@ def lattice_delta_bounds(
                 None,
             )
         t0 = time.perf_counter()
-        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan)
+        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
         lo, hi = lp.excess_bounds(eps_g)
         b = Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
@@ -1377,7 +1377,7 @@ def leaf_plan(vals: np.ndarray, cnts: np.ndarray) -> list:
 
 
 def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log_slack: float,
-                 workers: int = -1, plan: list | None = None) -> LatticePass:
+                 workers: int = -1, plan: list | None = None, progress=None) -> LatticePass:
     """Certified upper- and lower-bound loss distributions on the lattice hZ, built from one
     leaf per group (or per bundle of small groups), each truncated to a window, composed by
     a streamed FFT tree whose every node is truncated to a window.
@@ -1441,7 +1441,11 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
             slack += _cut(m, theta, h, S, log_slack)
             stack.append(m)
 
-    for items in plan:
+    t_last = time.perf_counter()
+    for done, items in enumerate(plan):
+        if progress is not None and time.perf_counter() - t_last > 1.0:
+            t_last = time.perf_counter()
+            progress(dict(stage="lattice pass", step=h, done=done, total=len(plan)))
         leaf = _leaf_atoms(items, theta, log_slack)
         rows, base, logZ, rho, E2, s_leaf = _leaf_rows(leaf, h, theta)
         slack += s_leaf
