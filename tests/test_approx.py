@@ -484,13 +484,16 @@ def test_homogeneous_path_against_mpmath(eps, k, delta_g):
 
 
 def test_grouped_inputs_use_the_lattice_and_agree_with_exact():
-    eps = [0.1] * 60 + [0.25] * 40 + [0.7] * 15  # 61 * 41 * 16 atoms: beyond enumeration
-    m = mechanisms(eps)
-    for dg in (1e-8, 1e-3):
-        info = lattice.BracketInfo()
-        b = lattice.lattice_bounds(m, dg, 1e-6, info=info)
-        assert info.path == "lattice"
-        assert_brackets(b, exact(m, dg), 1e-6)
+    # 61 * 41 * 16 atoms: beyond enumeration; decimals take the commensurable path (step
+    # 0.05, exact up to float residues), values off every short decimal the lattice
+    for eps, path, tol in (([0.1] * 60 + [0.25] * 40 + [0.7] * 15, "commensurable", 1e-9),
+                           ([0.1 + 1e-7 * math.pi] * 60 + [0.25 + 1e-7 * math.e] * 40 + [0.7] * 15, "lattice", 1e-6)):
+        m = mechanisms(eps)
+        for dg in (1e-8, 1e-3):
+            info = lattice.BracketInfo()
+            b = lattice.lattice_bounds(m, dg, tol, info=info)
+            assert info.path == path
+            assert_brackets(b, exact(m, dg), tol)
 
 
 def test_small_inputs_are_enumerated_exactly_both_ways():

@@ -127,7 +127,7 @@ _REGISTRY = (
            _Lazy("optimal", "optimal_epsilon"), _Lazy("optimal", "optimal_delta"), ("max_atoms",)),
     Method("approx", "Certified approximation of the optimum, MV Thm 1.7 (algorithm='paper' as published)",
            _Lazy("approx", "approx_epsilon"), _Lazy("approx", "approx_delta"),
-           ("eta", "algorithm", "tol", "max_points")),  # = optcomp.approx.OPTIONS (tests/test_approx.py)
+           ("eta", "algorithm", "tol", "max_points", "progress")),  # = optcomp.approx.OPTIONS (tests/test_approx.py)
 )
 
 #: The registry: method name -> :class:`Method` (theorem, functions, accepted options).

@@ -46,6 +46,8 @@ e^{a* eps_0}; the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is rou
 from __future__ import annotations
 
 import math
+import sys
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -72,7 +74,7 @@ __all__ = [
     "paper_grid",
 ]
 
-OPTIONS = ("eta", "algorithm", "tol", "max_points")
+OPTIONS = ("eta", "algorithm", "tol", "max_points", "progress")
 ALGORITHMS = ("fast", "paper")
 DEFAULT_ETA = {"fast": 1e-3, "paper": 0.1}
 
@@ -103,6 +105,64 @@ def _check_options(eta, algorithm, tol, max_points):
     if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 16:
         raise ValueError(f"max_points must be an integer >= 16, got {max_points!r}")
     return eta, algorithm, tol, int(max_points)
+
+
+class _StderrBar:
+    """``progress=True``: one status line on stderr, rewritten in place (``\\r``) after each
+    lattice pass, ended by a newline when the call returns."""
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self.t0 = time.perf_counter()
+        self.written = False
+
+    def __call__(self, status: dict) -> None:
+        stream = self.stream if self.stream is not None else sys.stderr
+        gap, tol = status.get("gap"), status.get("tol")
+        bits = [f"optcomp {status.get('stage', '')}"]
+        if status.get("step") is not None:
+            bits.append(f"step {status['step']:.3g}")
+        if status.get("points") is not None:
+            bits.append(f"{status['points']:,} points")
+        if status.get("total"):
+            bits.append(f"{100.0 * status.get('done', 0) / status['total']:.0f}% of {status['total']:,} leaves")
+        if gap is not None:
+            bits.append(f"gap {gap:.3g}" + (f" (tol {tol:.3g})" if tol is not None else ""))
+        bits.append(f"{time.perf_counter() - self.t0:.1f} s")
+        stream.write("\r" + ", ".join(bits) + "   ")
+        stream.flush()
+        self.written = True
+
+    def close(self) -> None:
+        if self.written:
+            stream = self.stream if self.stream is not None else sys.stderr
+            stream.write("\n")
+            stream.flush()
+
+
+def _check_progress(progress):
+    """``progress``: None/False (silent), True (a status line on stderr) or a callable that
+    receives one dict per lattice pass (keys ``stage``, ``step``, ``points``, ``lower``,
+    ``upper``, ``gap``, ``tol`` when known, ``seconds``) and, within a pass longer than a
+    second, about one per second (``stage="lattice pass"``, ``step``, ``done``, ``total``:
+    leaves composed so far and in all)."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        return _StderrBar()
+    if callable(progress):
+        return progress
+    raise ValueError(f"progress must be None, a bool or a callable taking a status dict, got {progress!r}")
+
+
+def _run(fn, progress):
+    """fn(callback) with the progress callback, closing a stderr bar however fn ends."""
+    cb = _check_progress(progress)
+    try:
+        return fn(cb)
+    finally:
+        if isinstance(cb, _StderrBar):
+            cb.close()
 
 
 # --------------------------------------------------------------------------- the paper's algorithm
@@ -291,6 +351,7 @@ def approx_epsilon(
     algorithm: str = "fast",
     tol=None,
     max_points: int = MAX_POINTS,
+    progress=None,
 ) -> float:
     """Certified approximation of OptComp(m, delta_g) in the sense of MV Theorem 1.7.
 
@@ -303,8 +364,9 @@ def approx_epsilon(
     ``math.inf`` when delta_g < 1 - prod(1 - delta_i)."""
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
+        _check_progress(progress)
         return paper_epsilon(m, delta_g, eta)
-    return lattice_bounds(m, delta_g, tol, max_points=max_points).upper
+    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress).upper
 
 
 def approx_delta(
@@ -315,6 +377,7 @@ def approx_delta(
     algorithm: str = "fast",
     tol=None,
     max_points: int = MAX_POINTS,
+    progress=None,
 ) -> float:
     """Certified upper bound on the optimal delta_g at eps_g (never below it).
 
@@ -326,8 +389,9 @@ def approx_delta(
     e^{eta/2} delta_opt(eps_g - eta) by Lemma 5.3."""
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
+        _check_progress(progress)
         return paper_delta(m, eps_g, eta)
-    return lattice_delta_bounds(m, eps_g, tol, max_points=max_points).upper
+    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress).upper
 
 
 def epsilon_bounds(
@@ -340,15 +404,17 @@ def epsilon_bounds(
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
+    progress=None,
 ) -> Bounds:
     """Certified bounds ``lower <= OptComp((eps_i, delta_i)_i, delta_g) <= upper`` with
     ``upper - lower <= tol`` (default ``tol = eta = 1e-3``).  Inputs as for
     :func:`optcomp.epsilon_g`.  ``upper`` is what ``epsilon_g(..., method="approx")``
-    returns; it satisfies MV Thm 1.7 for every eta >= tol."""
+    returns; it satisfies MV Thm 1.7 for every eta >= tol.  ``progress``: True for a status
+    line on stderr, or a callable receiving one status dict per lattice pass."""
     m = mechanisms(eps, delta, k, counts)
     delta_g = check_delta_g(delta_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return lattice_bounds(m, delta_g, tol, max_points=max_points)
+    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress)
 
 
 def delta_bounds(
@@ -361,6 +427,7 @@ def delta_bounds(
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
+    progress=None,
 ) -> Bounds:
     """Certified bounds ``lower <= delta_opt(eps_g) <= upper`` with
     ``upper - lower <= tol * upper`` (relative; default ``tol = eta = 1e-3``) or, where a
@@ -369,4 +436,4 @@ def delta_bounds(
     m = mechanisms(eps, delta, k, counts)
     eps_g = check_eps_g(eps_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return lattice_delta_bounds(m, eps_g, tol, max_points=max_points)
+    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress)

@@ -14,8 +14,31 @@ tol <= eta (OptComp decreases in delta_g).  :func:`lattice_delta_bounds` does th
 the delta direction.  Both bounds follow from data processing, exactly; only their
 evaluation is numerical, and it is certified in floating point (below).
 
-Construction, on a lattice of step h = 2^-j or 3 * 2^-j (so every residue below is exact
-in floating point):
+What the drivers run, in order (each path certified on its own):
+
+1. **enumerated** -- one group (binomial) or a small product of groups: listed exactly
+   (:mod:`optcomp.optimal`);
+2. **commensurable** -- every eps_i is, up to float rounding (2^-46 relative), an integer
+   multiple n_i of a common unit u (decimals such as 0.1, 0.25, 0.05; a few kinds of
+   query): :func:`commensurable_bounds`.  OptComp is nondecreasing in each eps_i, so the
+   instances n_i u_hi >= eps_i >= n_i u_lo (u_hi, u_lo floats, checked in exact
+   rationals) bound it from both sides, and each is composed *exactly* on the lattice uZ:
+   one binomial leaf per group (masses of :mod:`optcomp._binomial`, moved by at most
+   c |n u - eps| in the log for the instance's eps), one tilted FFT tree, every error
+   charged as below -- no refinement, no garbling; the tree runs in x87 long double
+   (unit roundoff 2^-64) when float64's charges would exceed 1e-10.  The bracket is
+   ~1e-11 relative: effectively exact;
+3. **grouped lattice** -- any eps: :func:`grouped_pass` (one leaf per group of equal eps,
+   or per bundle of small groups composed exactly; refined / garbled atom by atom, so a
+   group of c mechanisms costs one refinement, not c; a streamed FFT tree whose nodes are
+   cut to windows certified by Chernoff bounds, so the lattice covers a few tilted
+   standard deviations around the answer, not [-sum eps, sum eps]; memory O(#groups +
+   window), never O(k)).  Its proofs are in its docstring; the per-mechanism
+   :func:`lattice_pass` below (the construction the grouped one generalises) is kept as
+   a reference and for the tests.
+
+The per-mechanism construction, on a lattice of step h = 2^-j or 3 * 2^-j (so every
+residue below is exact in floating point):
 
 * **upper bound: a refinement** (exact, by data processing).  Mechanism i's pair of
   output distributions (the randomized response of MV Def. 3.1 / Lemma 3.2: loss +eps_i
@@ -38,7 +61,7 @@ in floating point):
   2 eps_i / h, lambda = |d log H/dx|), so gap 1e-3 at k = 1000 needs only h = 2^-9
   (~1.3e5 lattice points); mechanisms with eps_i < h/4 are dropped by T (a first-order
   term eps_i each), which the step control measures and refines away.
-* the 3k independent lattice factors (refined P0; P0 and P1 of T) are convolved by a
+* (per-mechanism pass) the 3k independent lattice factors (refined P0; P0 and P1 of T) are convolved by a
   balanced FFT tree (scipy.fft, 5-smooth lengths, batched; leaves and levels chunked
   by width so one large eps_i does not pad every row), after an exponential tilt
   (Esscher transform) P_theta(l) ~ P(l) e^{theta l} with theta chosen so the tilted
@@ -90,13 +113,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
 from scipy.special import expit, log_expit
 
 from ._inputs import Mechanisms
-from ._rounding import TINY, UNIT, dot_dir
+from ._rounding import TINY, UNIT, dot_dir, exact_dir
 from .loss import (
     LossDistribution,
     delta_from_excess,
@@ -160,9 +184,10 @@ def _fft():
     return scipy.fft
 
 
-def _fft_error(N: int) -> float:
-    """Max-norm error factor of one FFT convolution of length N (see module docstring)."""
-    return (40.0 * math.log2(max(N, 2)) + 10.0) * UNIT
+def _fft_error(N: int, unit: float = UNIT) -> float:
+    """Max-norm error factor of one FFT convolution of length N (see module docstring);
+    ``unit``: the unit roundoff of the arithmetic (2^-53, or 2^-64 for x87 long double)."""
+    return (40.0 * math.log2(max(N, 2)) + 10.0) * unit
 
 
 def _tilted_leaves(positions, logmasses, magnitudes, theta_h):
@@ -213,7 +238,7 @@ def _leaf_blocks(width, offset, batches, budget: int = 2**22):
     return blocks
 
 
-def _fft_tree(blocks, workers: int, budget: int = 2**22):
+def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_norm: bool = True):
     """Linear convolution of all rows of the ``blocks`` (each (X (B, n, W), widths, offsets,
     E)) along the last axis, batched over the first axis (B), by a balanced tree of FFTs
     (scipy.fft, 5-smooth lengths).
@@ -221,7 +246,10 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22):
     Each level pairs the narrowest rows with the widest (so the sums have even widths), and
     convolves the pairs in chunks of similar width (at most ``budget`` padded entries per
     batch row and chunk), so one very wide row (a large eps_i) never forces every row to
-    its width.
+    its width.  ``dtype=np.longdouble`` runs the tree in x87 extended precision (unit
+    roundoff 2^-64, about 4x slower; the commensurable path uses it where the FFT error
+    charges would otherwise dominate a 1e-9 bracket).  ``max_norm=False``: the root's
+    bound stays in the 2-norm (for a root that is convolved further).
 
     ``widths``/``offsets`` (length n) give each row's true support length and lattice
     offset; ``E`` (B, n) bounds each row's error in the 2-norm.  Returns (root (B, width),
@@ -262,7 +290,7 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22):
         porder = np.argsort(wc_all, kind="stable")
         ia, ib, wc_all = ia[porder], ib[porder], wc_all[porder]
         npairs = ia.size
-        is_root = npairs == 1 and r == 2
+        is_root = npairs == 1 and r == 2 and max_norm
         start = 0
         while start < npairs:
             end = start + 1
@@ -272,14 +300,14 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22):
                     break
                 end += 1
             pa, pb = ia[start:end], ib[start:end]
-            new_blocks.append(_convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers))
+            new_blocks.append(_convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers, dtype))
             start = end
         blocks = new_blocks
 
 
-def _gather(blocks, bid, idx, rows, width, nb, N):
+def _gather(blocks, bid, idx, rows, width, nb, N, dtype=np.float64):
     """Rows ``rows`` (global indices) copied into a zero-padded (nb, len(rows), N) array."""
-    out = np.zeros((nb, rows.size, N))
+    out = np.zeros((nb, rows.size, N), dtype=dtype)
     for b in np.unique(bid[rows]):
         sel = np.nonzero(bid[rows] == b)[0]
         Xb = blocks[b][0]
@@ -288,7 +316,7 @@ def _gather(blocks, bid, idx, rows, width, nb, N):
     return out
 
 
-def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers):
+def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers, dtype=np.float64):
     wa, wb = w[pa], w[pb]
     Wa, Wb = int(wa.max()), int(wb.max())
     N = _fft().next_fast_len(Wa + Wb - 1, real=True)
@@ -296,8 +324,8 @@ def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers
     Wc = int(wc.max())
     ea, eb = Ecat[:, pa], Ecat[:, pb]
     # contiguous zero-padded copies (much faster than letting rfft pad a strided view)
-    A = _gather(blocks, bid, idx, pa, Wa, nb, N)
-    Bm = _gather(blocks, bid, idx, pb, Wb, nb, N)
+    A = _gather(blocks, bid, idx, pa, Wa, nb, N, dtype)
+    Bm = _gather(blocks, bid, idx, pb, Wb, nb, N, dtype)
     s1a = A.sum(axis=-1) * (1.0 + Wa * UNIT) + 1e-300
     s1b = Bm.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
     s2a = np.sqrt(np.einsum("ijk,ijk->ij", A, A)) * (1.0 + Wa * UNIT)
@@ -311,7 +339,9 @@ def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers
     np.maximum(C, 0.0, out=C)
     for j in np.nonzero(wc < Wc)[0]:  # true values are exactly 0 beyond the true width
         C[:, j, wc[j]:] = 0.0
-    fe = _fft_error(N) * (s2a * s1b + s1a * s2b)
+    # norms carry (1 + W u64) >= their own summation error in either precision
+    s1a, s1b, s2a, s2b = (np.asarray(v, dtype=float) * (1.0 + 4.0 * UNIT) for v in (s1a, s1b, s2a, s2b))
+    fe = _fft_error(N, UNIT if dtype == np.float64 else 2.0**-64) * (s2a * s1b + s1a * s2b)
     Ec = (ea * s1b + eb * (s1a + np.sqrt(wa) * ea) + fe) * (1.0 + 1e-9)
     if is_root:  # max-norm bound via 2-norms
         Einf = (ea * s2b + eb * (s2a + ea) + fe) * (1.0 + 1e-9)
@@ -342,25 +372,28 @@ class LatticePass:
         return excess_lower(self.lower_loss, self.lower_p0, x), self.upper.excess(x)
 
 
-def _cumulant_slope(e: np.ndarray, theta: float) -> float:
-    """d/dtheta log E_P0[e^{theta L}] = sum_i eps_i tanh(eps_i (theta + 1/2))."""
-    return float(np.sum(e * np.tanh(e * (theta + 0.5))))
+def _cumulant_slope(e: np.ndarray, theta: float, c: np.ndarray | None = None) -> float:
+    """d/dtheta log E_P0[e^{theta L}] = sum_i c_i eps_i tanh(eps_i (theta + 1/2)) (c_i = 1
+    when ``c`` is None)."""
+    terms = e * np.tanh(e * (theta + 0.5))
+    return float(np.sum(terms if c is None else c * terms))
 
 
-def tilt_for(e: np.ndarray, x: float) -> float:
+def tilt_for(e: np.ndarray, x: float, c: np.ndarray | None = None) -> float:
     """The Esscher tilt theta >= 0 that centres the loss distribution at x (0 if x is
-    below the P0 mean).  Any theta gives correct bounds; this one makes them tight."""
-    if x <= _cumulant_slope(e, 0.0):
+    below the P0 mean); ``c``: multiplicities of the values ``e``.  Any theta gives
+    correct bounds; this one makes them tight."""
+    if x <= _cumulant_slope(e, 0.0, c):
         return 0.0
-    top = float(np.sum(e))
+    top = float(np.sum(e if c is None else c * e))
     if x >= top:
         x = top * (1.0 - 1e-9)
     lo, hi = 0.0, 1.0
-    while _cumulant_slope(e, hi) < x and hi < 1e8:
+    while _cumulant_slope(e, hi, c) < x and hi < 1e8:
         lo, hi = hi, hi * 2.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if _cumulant_slope(e, mid) < x:
+        if _cumulant_slope(e, mid, c) < x:
             lo = mid
         else:
             hi = mid
@@ -499,20 +532,21 @@ def _positive(m: Mechanisms) -> np.ndarray:
     return np.ascontiguousarray(np.repeat(vals, cnts), dtype=float)
 
 
-def _log_mgf(e: np.ndarray, theta: float) -> float:
-    """K(theta) = log E_P0[e^{theta L}] = sum_i log(p_i e^{theta eps_i} + q_i e^{-theta eps_i})."""
-    return float(np.sum(np.logaddexp(log_expit(e) + theta * e, log_expit(-e) - theta * e)))
+def _log_mgf(e: np.ndarray, theta: float, c: np.ndarray | None = None) -> float:
+    """K(theta) = log E_P0[e^{theta L}] = sum_i c_i log(p_i e^{theta eps_i} + q_i e^{-theta eps_i})."""
+    terms = np.logaddexp(log_expit(e) + theta * e, log_expit(-e) - theta * e)
+    return float(np.sum(terms if c is None else c * terms))
 
 
-def chernoff_guess(e: np.ndarray, t: float) -> float:
+def chernoff_guess(e: np.ndarray, t: float, c: np.ndarray | None = None) -> float:
     """The x at which the Chernoff bound P0[L > x] <= exp(K(theta) - theta K'(theta)),
     x = K'(theta), equals t: an estimate (slightly above) of eps_g used only to aim the
-    tilt of the first lattice pass."""
-    top = float(np.sum(e))
+    tilt of the first lattice pass (``c``: multiplicities of the values ``e``)."""
+    top = float(np.sum(e if c is None else c * e))
     logt = math.log(max(min(t, 0.5), 1e-300))
 
     def rate(theta):
-        return _log_mgf(e, theta) - theta * _cumulant_slope(e, theta)
+        return _log_mgf(e, theta, c) - theta * _cumulant_slope(e, theta, c)
 
     lo, hi = 0.0, 1.0
     while rate(hi) > logt and hi < 1e6:
@@ -523,7 +557,34 @@ def chernoff_guess(e: np.ndarray, t: float) -> float:
             lo = mid
         else:
             hi = mid
-    return min(_cumulant_slope(e, hi), top)
+    return min(_cumulant_slope(e, hi, c), top)
+
+
+def _leaf_weight(plan, theta: float) -> float:
+    """Sum over the leaves of their measured gap coefficients (gap ~ this x h^2): about
+    0.12 (1 + theta) for a binomial group leaf and 0.1 (1 + theta) for a bundle (the
+    (1 + lambda) factor of the second-order term, lambda ~ theta = |d log H/dx|)."""
+    return (1.0 + theta) * sum(0.12 if (len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS) else 0.1
+                               for items in plan)
+
+
+def _initial_step_n(n: float, tol: float) -> float:
+    """A step (2^j or 3 * 2^(j-1)) whose predicted gap is ~0.75 tol for n refined leaves:
+    each leaf's refinement and garbling cost ~0.14-0.24 h^2 (measured: 0.14 for binomial
+    group leaves, 0.17-0.2 for bundles of singletons, 0.23 for bundles of small groups;
+    second order, one per leaf whatever its mechanisms), so one pass usually suffices;
+    otherwise the next step comes from the measured gap (:func:`_next_step`)."""
+    h = min(math.sqrt(0.75 * tol / max(n, 0.2)), 0.25)
+    return _step_below(h)
+
+
+def _points_estimate(vals: np.ndarray, cnts: np.ndarray, theta: float, h: float) -> int:
+    """Lattice points of the widest node: the tilted spread (sd sigma_theta of the loss
+    under P_theta) times a generous window factor, capped by the full support."""
+    e2 = vals * (1.0 + 2.0 * theta)
+    var = float(np.sum(cnts * (2.0 * vals) ** 2 * expit(e2) * expit(-e2)))
+    full = 2.0 * float(np.sum(cnts * vals))
+    return int(min(full, 30.0 * math.sqrt(var) + 4.0 * float(np.max(vals)) + 2.0) / h) + 1
 
 
 def _initial_step(e: np.ndarray, tol: float) -> float:
@@ -553,6 +614,7 @@ def lattice_bounds(
     max_points: int = MAX_POINTS,
     info: BracketInfo | None = None,
     workers: int = -1,
+    progress=None,
 ) -> Bounds:
     """Certified (lower, upper) on OptComp(m, delta_g) with upper - lower <= tol.
 
@@ -577,14 +639,25 @@ def lattice_bounds(
     if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
         return Bounds(exact[0], min(exact[1], top))
-    e = _positive(m)
-    h = _initial_step(e, tol)
-    x_est = chernoff_guess(e, t_low)
+    comm = commensurable_bounds(m, t_low, t_high, max_points=max_points, workers=workers, info=info,
+                                progress=progress)
+    if comm is not None and comm.gap <= tol:  # eps_i = n_i u: the lattice at step u is exact
+        return Bounds(comm.lower, min(comm.upper, top))
+    info.passes.clear()
+    info.path = "lattice"
+    cf = cnts.astype(float)
+    plan = leaf_plan(vals, cnts)
+    x_est = chernoff_guess(vals, t_low, cf)
+    h = _initial_step_n(_leaf_weight(plan, tilt_for(vals, x_est, cf)), tol)
+    # mass sent to +inf: a fraction <= min(2^-40, tol/64) of t in all (H moves by less
+    # than that relative, eps by about that / theta: far inside tol)
+    log_slack = math.log(max(t_low, 1e-300) * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4))
     best = Bounds(0.0, top)
     gaps: list[float] = []
     steps: list[float] = []
     while True:
-        points = int(2.0 * float(np.sum(e)) / h) + e.size + 1
+        theta = tilt_for(vals, x_est, cf)
+        points = _points_estimate(vals, cnts, theta, h)
         if points > max_points:
             raise ApproxTooCostly(
                 f"a certified gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
@@ -593,11 +666,14 @@ def lattice_bounds(
                 best,
             )
         t0 = time.perf_counter()
-        lp = lattice_pass(e, h, tilt_for(e, x_est), workers)
+        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
         b = lp.epsilon_bounds(t_low, t_high)
         b = Bounds(max(b.lower, best.lower), min(b.upper, best.upper, top))
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                                 seconds=time.perf_counter() - t0))
+        if progress is not None:
+            progress(dict(stage="lattice", step=h, points=lp.points, lower=b.lower, upper=b.upper, gap=b.gap,
+                          tol=tol, seconds=time.perf_counter() - t0))
         best = b
         gap = b.gap
         if gap <= tol:
@@ -644,6 +720,7 @@ def lattice_delta_bounds(
     max_points: int = MAX_POINTS,
     info: BracketInfo | None = None,
     workers: int = -1,
+    progress=None,
 ) -> Bounds:
     """Certified (lower, upper) on the optimal delta_g(eps_g), refined until
 
@@ -665,13 +742,26 @@ def lattice_delta_bounds(
     if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
         return Bounds(delta_from_excess(m, exact[0], round_up=False), delta_from_excess(m, exact[1]))
-    e = _positive(m)
-    h = _initial_step(e, tol * 0.3)
-    theta = tilt_for(e, eps_g)
+    comm = commensurable_excess_bounds(m, eps_g, rel_gap=max(tol, 1e-12), max_points=max_points,
+                                       workers=workers, info=info, progress=progress)
+    if comm is not None:  # eps_i = n_i u: the lattice at step u is exact
+        b = Bounds(delta_from_excess(m, comm[0], round_up=False), delta_from_excess(m, comm[1]))
+        if b.gap <= tol * b.upper + DELTA_FLOOR:
+            return b
+    info.passes.clear()
+    info.path = "lattice"
+    cf = cnts.astype(float)
+    plan = leaf_plan(vals, cnts)
+    theta = tilt_for(vals, eps_g, cf)
+    # relative gap of H ~ (1 + theta) x the gap in eps (d log H / dx ~ -theta at the tilt)
+    h = _initial_step_n(_leaf_weight(plan, theta), tol / (1.0 + theta))
+    # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
+    log_slack = (_log_mgf(vals, theta, cf) - theta * eps_g
+                 + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4)))
     rels: list[float] = []
     steps: list[float] = []
     while True:
-        points = int(2.0 * float(np.sum(e)) / h) + e.size + 1
+        points = _points_estimate(vals, cnts, theta, h)
         if points > max_points:
             raise ApproxTooCostly(
                 f"a delta gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
@@ -679,11 +769,14 @@ def lattice_delta_bounds(
                 None,
             )
         t0 = time.perf_counter()
-        lp = lattice_pass(e, h, theta, workers)
+        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
         lo, hi = lp.excess_bounds(eps_g)
         b = Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
                                 seconds=time.perf_counter() - t0))
+        if progress is not None:
+            progress(dict(stage="lattice", step=h, points=lp.points, lower=b.lower, upper=b.upper, gap=b.gap,
+                          tol=tol, seconds=time.perf_counter() - t0))
         if b.gap <= tol * b.upper + DELTA_FLOOR:
             return b
         if eps_g - tol >= 0.0:
@@ -701,3 +794,712 @@ def lattice_delta_bounds(
                 return b
             raise ApproxTooCostly(f"the certified delta gap stopped shrinking at {rel:g} relative (tol={tol:g})", b)
         h = _next_step(steps, rels, tol)
+
+
+# --------------------------------------------------------------------------- commensurable eps: exact lattice
+
+
+COMMENSURABLE_MAX_DEN = 10**6  # denominators tried for each eps (decimals with up to 6 digits)
+COMMENSURABLE_MAX_LCM = 10**12  # common denominator accepted
+COMMENSURABLE_REL = 2.0**-46  # |eps_i - n_i u| <= this * eps_i (a few ulps: float decimals)
+SMALL_GROUP = 64  # groups up to this count take their masses from lgamma and log_expit directly
+COMMENSURABLE_GAP = 1e-10  # relative gap the commensurable path aims at (float64 pass, then long double)
+
+
+@dataclass(frozen=True)
+class CommonUnit:
+    """eps_i = n_i u up to float rounding (|eps_i - n_i u| <= 2^-46 eps_i), u = ``unit``."""
+
+    unit: Fraction
+    n: np.ndarray  # int64, n_i >= 1
+    eps: np.ndarray  # the distinct positive eps_i (floats)
+    count: np.ndarray  # their multiplicities
+
+    @property
+    def points(self) -> int:
+        """Points of the composed lattice distribution: 2 sum_i c_i n_i + 1."""
+        return 2 * sum(int(a) * int(b) for a, b in zip(self.count.tolist(), self.n.tolist())) + 1
+
+
+def common_unit(eps: np.ndarray, count: np.ndarray, max_points: int = MAX_POINTS) -> CommonUnit | None:
+    """A common unit u of the positive ``eps`` (distinct, with multiplicities ``count``):
+    each eps_i is within 2^-46 relative of a rational a_i/b_i with b_i <= 10^6 (the
+    nearest such by continued fractions), u = gcd of the a_i/b_i, n_i = eps_i/u.  None
+    when some eps_i is not of that form, the common denominator exceeds 10^12, or the
+    composed lattice would exceed ``max_points`` points.  Only a *choice* of lattice: the
+    bounds built on it (:func:`commensurable_pass`) are certified whatever u is."""
+    nums, dens = [], []
+    for v in eps.tolist():
+        fv = Fraction(v)
+        f = fv.limit_denominator(COMMENSURABLE_MAX_DEN)
+        if f <= 0 or abs(fv - f) > fv * Fraction(COMMENSURABLE_REL):
+            return None
+        nums.append(f.numerator)
+        dens.append(f.denominator)
+    L = math.lcm(*dens)
+    if L > COMMENSURABLE_MAX_LCM:
+        return None
+    scaled = [a * (L // b) for a, b in zip(nums, dens)]
+    g = math.gcd(*scaled)
+    n = [s // g for s in scaled]
+    total = 2 * sum(int(c) * ni for c, ni in zip(count.tolist(), n)) + 1
+    if total > max_points:
+        return None
+    return CommonUnit(Fraction(g, L), np.array(n, dtype=np.int64), eps, count)
+
+
+def _binomial_leaf(eps: float, c: int, n: int, u_inst: float, theta_u: float):
+    """Tilted masses of one group on the index lattice: c mechanisms of eps'' = n u_inst
+    (the instance's eps, a real number within 2^-46 relative of the float ``eps``), loss
+    (2j - c) n u_inst = idx u_inst for j ~ Bin(c, p''), stored at position n j of a row of
+    width cn + 1 (losses of a sum of such groups all have the parity of sum_i c_i n_i, so
+    the composed row indexes only that parity: half the points).
+
+    Returns (row, logZ, rho, E2): row[n j] = P''(j) e^{theta_u idx - logZ} up to a
+    relative error e^{rho} - 1 for every entry that is a normal float, and an absolute
+    error (2-norm) E2 for the underflowed ones.  P'' is the binomial mass at eps'': the
+    masses of :func:`optcomp._binomial.binomial_log_pmf` at the float eps (log error
+    ``err``) moved by |d log P(j)/d eps| = |j q - (c - j) p| <= c per unit of eps, i.e. by
+    at most c |n u_inst - eps| in the log (the distance computed in exact rationals)."""
+    from ._binomial import binomial_log_pmf
+
+    j = np.arange(c + 1, dtype=np.int64)
+    if c <= SMALL_GROUP:
+        # direct: log C(c, j) + j log p + (c - j) log q (lgamma, log_expit: a few ulps of
+        # each term; every term's magnitude charged 8 ulps, plus the float p vs exact)
+        jf = j.astype(float)
+        lp, lq = float(log_expit(eps)), float(log_expit(-eps))
+        lc = np.array([math.lgamma(c + 1) - math.lgamma(i + 1) - math.lgamma(c - i + 1) for i in range(c + 1)])
+        logp = lc + jf * lp + (c - jf) * lq
+        err = 8.0 * UNIT * (3.0 * math.lgamma(c + 1) + jf * abs(lp) + (c - jf) * abs(lq) + np.abs(logp) + 4.0)
+    else:
+        logp, err = binomial_log_pmf(eps, c, j)
+    shift = exact_dir(abs(Fraction(n) * Fraction(u_inst) - Fraction(eps)) * c, True)
+    idx = (2 * j - c) * n
+    tl = theta_u * idx.astype(float)
+    lw = logp + tl
+    M = float(np.max(lw))
+    with np.errstate(under="ignore"):
+        w = np.exp(lw - M)
+    Z = float(np.sum(w))  # >= 1 (the largest term is 1)
+    w /= Z
+    logZ = M + math.log(Z)
+    mag = np.abs(logp) + np.abs(tl) + abs(M) + abs(logZ) + 4.0
+    # relative error of each entry (in the log): log-pmf error, eps'' vs eps, and the
+    # rounding of lw, lw - M, exp, the sum Z (c + 1 positive terms) and logZ = M + log Z
+    # (treated as exact from here on)
+    rel = err + 8.0 * UNIT * mag + shift + (c + 8) * UNIT
+    # entries >= 2^-40 carry it as a relative error rho (the largest among them); the
+    # others as an absolute one, w (e^rel - 1) each (far tails, whose log-pmf bound is the
+    # loosest, then do not widen the bracket), plus 2^-1073 for subnormal rounding
+    core = w >= 2.0**-40
+    rho = float(np.max(rel[core]))
+    tail = ~core
+    E2 = 0.0
+    if np.any(tail):
+        with np.errstate(under="ignore"):
+            a_err = w[tail] * np.expm1(rel[tail]) * 2.0 + 2.0**-1073
+        E2 = float(np.sqrt(np.sum(a_err * a_err))) * (1.0 + 1e-9) + 2.0**-1060
+    row = np.zeros(c * n + 1)  # position n j: the loss index is 2 n j - c n (one parity only)
+    row[::n] = w
+    return row, logZ, rho, E2
+
+
+def _unit_instances(cu: CommonUnit) -> tuple[float, float]:
+    """(u_hi, u_lo): floats with n_i u_hi >= eps_i >= n_i u_lo for every i (exact rationals).
+
+    OptComp is nondecreasing in each eps_i (an (eps, delta)-DP mechanism is (eps', delta)-DP
+    for eps' >= eps), so the instance eps_i'' = n_i u_hi bounds it from above and
+    n_i u_lo from below; both are exactly commensurable with unit u_hi (u_lo)."""
+    ratios = [Fraction(e) / int(n) for e, n in zip(cu.eps.tolist(), cu.n.tolist())]
+    return exact_dir(max(ratios), True), exact_dir(min(ratios), False)
+
+
+def commensurable_pass(cu: CommonUnit, theta: float, workers: int = -1, extended: bool = False) -> LatticePass:
+    """The loss distributions of the two commensurable instances n_i u_hi >= eps_i >= n_i u_lo
+    (:func:`_unit_instances`), composed exactly on the lattice u Z by the tilted FFT tree
+    (one binomial leaf per group, batch 0 the upper instance and batch 1 the lower one).
+
+    Upper: P0 masses raised by the leaf and FFT error bounds, losses (index) u_hi rounded
+    up -- raising a loss at fixed P0 lowers P1, which only raises H.  Lower: P0 masses
+    lowered by the error bounds, losses index u_lo rounded down (lowers H).  No
+    refinement or garbling is needed: every atom of the instances lies on the lattice, so
+    the bracket's width is the float residues of the eps_i (~1e-16 relative) plus the
+    FFT error charges (``extended``: the FFT tree in x87 long double, ~2000x smaller
+    charges at ~4x the FFT time)."""
+    u_hi, u_lo = _unit_instances(cu)
+    u_f = float(cu.unit)
+    th = theta * u_f
+    rows, widths, offsets, E, logZ, rho = [], [], [], [], [[], []], [[], []]
+    for e, c, n in zip(cu.eps.tolist(), cu.count.tolist(), cu.n.tolist()):
+        r_hi, lz_hi, rh_hi, e_hi = _binomial_leaf(e, int(c), int(n), u_hi, th)
+        r_lo, lz_lo, rh_lo, e_lo = _binomial_leaf(e, int(c), int(n), u_lo, th)
+        rows.append((r_hi, r_lo))
+        widths.append(r_hi.size)
+        offsets.append(0)
+        E.append((e_hi, e_lo))
+        logZ[0].append(lz_hi)
+        logZ[1].append(lz_lo)
+        rho[0].append(rh_hi)
+        rho[1].append(rh_lo)
+    blocks = _row_blocks(rows, np.array(widths, dtype=np.int64), np.array(offsets, dtype=np.int64), np.array(E).T)
+    del rows
+    root, w, off, Eroot = _fft_tree(blocks, workers, dtype=np.longdouble if extended else np.float64)
+    del blocks
+    # back to float64: relative 2^-53 per entry (charged in ``rel``), 2^-1074 absolute
+    root = root.astype(float)
+    Eroot = np.asarray(Eroot, dtype=float) * (1.0 + 4.0 * UNIT) + 2.0**-1073
+    # root position J = sum_i n_i j_i holds the loss index 2 J - sum_i c_i n_i (exact integers)
+    S = sum(int(c) * int(n) for c, n in zip(cu.count.tolist(), cu.n.tolist()))
+    idx = (2 * (np.arange(w, dtype=np.int64) + off) - S).astype(float)
+    tl = th * idx
+    out = []
+    for b, u_inst in enumerate((u_hi, u_lo)):
+        lz = math.fsum(logZ[b])
+        mag = np.abs(tl) + abs(lz) + 4.0
+        # relative error of every root entry: the leaves' (they multiply), the sum of the
+        # logZ (fsum: correctly rounded, u |lz|), th * idx and the exponent (u each)
+        rel = float(np.sum(rho[b])) + 8.0 * UNIT * mag + 2.0 * UNIT
+        loss = idx * u_inst  # integer times a float: one rounding, <= u |loss|
+        if b == 0:
+            keep = idx > 0.0
+            loss_up = loss[keep] * (1.0 + 4.0 * UNIT)
+            with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+                p_up = np.exp(lz - tl[keep] + rel[keep]) * (root[0, keep] + Eroot[0]) * (1.0 + 8.0 * UNIT)
+            p_up[np.isnan(p_up)] = 1.0
+            np.minimum(p_up, 1.0, out=p_up)
+            nz = p_up > 0.0
+            slack = TINY * float(np.count_nonzero(~nz))
+            out.append(LossDistribution(loss_up[nz], p_up[nz], slack=slack, exact_from=0.0))
+        else:
+            p0 = root[1] - Eroot[1]
+            keep = (idx > 0.0) & (p0 > 0.0)
+            loss_lo = loss[keep] * (1.0 - 4.0 * UNIT)
+            with np.errstate(under="ignore", over="ignore"):
+                p_lo = np.exp(lz - tl[keep] - rel[keep]) * p0[keep] * (1.0 - 8.0 * UNIT)
+            p_lo[~np.isfinite(p_lo)] = 0.0  # an overflowed lower bound is replaced by 0 (safe)
+            ok = p_lo > 0.0
+            out.append((loss_lo[ok], p_lo[ok]))
+    return LatticePass(h=u_f, theta=theta, upper=out[0], lower_loss=out[1][0], lower_p0=out[1][1], points=w)
+
+
+def _row_blocks(rows, widths, offsets, E, budget: int = 2**22):
+    """Leaves given as dense rows (one (B-tuple of arrays) per leaf) grouped into blocks of
+    similar width for :func:`_fft_tree` (as :func:`_leaf_blocks`)."""
+    order = np.argsort(widths, kind="stable")
+    ws = widths[order]
+    nb = len(rows[0])
+    blocks, start, k = [], 0, widths.size
+    while start < k:
+        end = start + 1
+        while end < k and ws[end] <= 1.5 * ws[start] + 64 and (end - start + 1) * int(ws[end]) <= budget:
+            end += 1
+        sel = order[start:end]
+        W = int(ws[end - 1])
+        X = np.zeros((nb, sel.size, W))
+        for r, i in enumerate(sel.tolist()):
+            for b in range(nb):
+                X[b, r, : widths[i]] = rows[i][b]
+        blocks.append((X, widths[sel].astype(np.int64), offsets[sel].astype(np.int64), E[:, sel].copy()))
+        start = end
+    return blocks
+
+
+def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap: float = COMMENSURABLE_GAP,
+                         max_points: int = MAX_POINTS, workers: int = -1, info: BracketInfo | None = None,
+                         progress=None) -> Bounds | None:
+    """Certified (lower, upper) on OptComp at residual target t (``t_low`` its value rounded
+    down, ``t_high`` rounded up; see :func:`optcomp.loss.residual_target`) when the positive
+    eps_i are commensurable (:func:`common_unit`), else None.
+
+    The bracket is exact up to the float residues of the eps_i and the FFT error charges:
+    a first pass in float64 (relative gap ~1e-11 typically); if its relative gap exceeds
+    ``rel_gap`` (default 1e-9), the tilt is re-aimed at the bracket and the tree run in
+    long double (gap ~1e-13), at most three passes.  Cost: one FFT tree over
+    sum_i c_i n_i + 1 points per pass."""
+    vals, cnts = m.positive()
+    if vals.size == 0:
+        return None
+    cu = common_unit(vals, cnts, max_points)
+    if cu is None:
+        return None
+    top = dot_dir(cnts, vals, True)
+    x_est = chernoff_guess(vals, t_low, cnts.astype(float))
+    best = Bounds(0.0, top)
+    for i in range(3):
+        t0 = time.perf_counter()
+        lp = commensurable_pass(cu, tilt_for(vals, x_est, cnts.astype(float)), workers, extended=i > 0)
+        b = lp.epsilon_bounds(t_low, t_high)
+        best = Bounds(max(b.lower, best.lower), min(b.upper, best.upper))
+        if info is not None:
+            info.path = "commensurable"
+            info.passes.append(dict(h=lp.h, points=lp.points, lower=best.lower, upper=best.upper,
+                                    theta=lp.theta, seconds=time.perf_counter() - t0))
+        if progress is not None:
+            progress(dict(stage="commensurable", step=lp.h, points=lp.points, lower=best.lower, upper=best.upper,
+                          gap=best.gap, seconds=time.perf_counter() - t0))
+        if not math.isfinite(best.upper) or best.gap <= rel_gap * best.upper:
+            break
+        x_est = 0.5 * (best.lower + best.upper) if best.gap < 0.1 * best.upper else best.upper
+    return best
+
+
+def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COMMENSURABLE_GAP,
+                                max_points: int = MAX_POINTS, workers: int = -1, info: BracketInfo | None = None,
+                                progress=None) -> tuple[float, float] | None:
+    """Certified (lower, upper) on H(x) = E_P0[(1 - e^{x - L})_+] (no delta event) when the
+    positive eps_i are commensurable (:func:`common_unit`), else None; one tilted FFT tree
+    aimed at x (float64; again in long double when the relative gap exceeds ``rel_gap``).
+    ``optcomp.loss.delta_from_excess`` turns them into delta bounds."""
+    vals, cnts = m.positive()
+    if vals.size == 0:
+        return None
+    cu = common_unit(vals, cnts, max_points)
+    if cu is None:
+        return None
+    theta = tilt_for(vals, x, cnts.astype(float))
+    for extended in (False, True):
+        t0 = time.perf_counter()
+        lp = commensurable_pass(cu, theta, workers, extended=extended)
+        lo, hi = lp.excess_bounds(x)
+        if info is not None:
+            info.path = "commensurable"
+            info.passes.append(dict(h=lp.h, points=lp.points, lower=lo, upper=hi, theta=lp.theta,
+                                    seconds=time.perf_counter() - t0))
+        if progress is not None:
+            progress(dict(stage="commensurable", step=lp.h, points=lp.points, lower=lo, upper=hi,
+                          gap=hi - lo, seconds=time.perf_counter() - t0))
+        if hi - lo <= rel_gap * hi:
+            break
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- groups and windows: the lattice at scale
+
+
+BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
+CHUNK_POINTS = 2**15  # leaf lattice points per chunk of the streamed FFT tree
+WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each node's window
+SLACK_REL = 2.0**-40  # untilted mass sent to +inf above the windows, relative to the target, in all
+
+
+def _chernoff_exponent(c: int, m: int, lp: float, lq: float, upper: bool) -> float:
+    """log of a bound on P[X >= m] (``upper``) or P[X <= m] for X ~ Bin(c, e^lp), q = e^lq:
+    -c D(m/c || p) beyond the mean (0 on the near side, -inf beyond the support), with
+    D(a || p) = a log(a/p) + (1 - a) log((1 - a)/q) evaluated in floats and widened by 16
+    ulps of every term's size times c (plus 1e-12)."""
+    if upper and m > c or not upper and m < 0:
+        return -math.inf
+    a = m / c
+    p = math.exp(lp)
+    if (upper and a <= p) or (not upper and a >= p):
+        return 0.0
+    t1 = a * (math.log(a) - lp) if a > 0.0 else 0.0
+    t2 = (1.0 - a) * (math.log1p(-a) - lq) if a < 1.0 else 0.0
+    mag = abs(a * math.log(a) if a > 0 else 0.0) + a * abs(lp) + abs((1 - a) * math.log1p(-a) if a < 1 else 0.0) + (1 - a) * abs(lq)
+    return -c * (t1 + t2) + 16.0 * UNIT * c * (mag + 1.0) + 1e-12
+
+
+def _group_window(eps: float, c: int, theta: float, log_slack: float):
+    """[j_lo, j_hi] of Bin(c, p) kept for a group leaf, log of the P0 mass of X < j_lo (lumped
+    at j_lo for the upper bound), log of the P0 mass of X > j_hi (sent to +inf).
+
+    j_hi: the least with P0[X > j_hi] <= e^log_slack and P_theta[X > j_hi] <= 2^-60 (Chernoff
+    bounds, P_theta the tilted binomial p_theta = expit(eps (1 + 2 theta))); j_lo: the
+    largest with the lumped mass's tilted weight P0[X < j_lo] e^{theta l_{j_lo}} / M(theta)
+    <= 2^-60 and P_theta[X < j_lo] <= 2^-60 (M(theta) = E_P0 e^{theta L})."""
+    lp, lq = float(log_expit(eps)), float(log_expit(-eps))
+    e2 = eps * (1.0 + 2.0 * theta)
+    lpt, lqt = float(log_expit(e2)), float(log_expit(-e2))
+    logM = c * float(np.logaddexp(lp + theta * eps, lq - theta * eps))
+    mean = c * math.exp(lpt)
+
+    def hi_ok(m):
+        return (_chernoff_exponent(c, m + 1, lp, lq, True) <= log_slack
+                and _chernoff_exponent(c, m + 1, lpt, lqt, True) <= WINDOW_LOG)
+
+    def lo_ok(m):
+        if m <= 0:
+            return True
+        lump = _chernoff_exponent(c, m - 1, lp, lq, False) + theta * (2 * m - c) * eps - logM
+        return lump <= WINDOW_LOG and _chernoff_exponent(c, m - 1, lpt, lqt, False) <= WINDOW_LOG
+
+    a, b = min(c, max(0, math.floor(mean))), c  # hi_ok(c) holds
+    while a < b:
+        mid = (a + b) // 2
+        if hi_ok(mid):
+            b = mid
+        else:
+            a = mid + 1
+    j_hi = b
+    a, b = 0, min(j_hi, max(0, math.ceil(mean)))  # lo_ok(0) holds
+    while a < b:
+        mid = (a + b + 1) // 2
+        if lo_ok(mid):
+            a = mid
+        else:
+            b = mid - 1
+    j_lo = a
+    log_lump = _chernoff_exponent(c, j_lo - 1, lp, lq, False) if j_lo > 0 else -math.inf
+    log_up = _chernoff_exponent(c, j_hi + 1, lp, lq, True) if j_hi < c else -math.inf
+    return j_lo, j_hi, log_lump, log_up
+
+
+def _leaf_atoms(items, theta: float, log_slack: float):
+    """The exact atoms of one leaf: (loss, perr, logp, err, lump_index, log_lump, log_up).
+
+    ``items``: one (eps, c) group with c + 1 > BUNDLE_ATOMS (a window of its binomial,
+    :func:`_group_window`), or several small ones composed exactly (every combination).
+    ``loss`` are float positions within ``perr`` of the true ones, ``logp`` the log P0
+    masses within ``err``; the P0 mass below the window (<= e^log_lump) is added to atom
+    ``lump_index`` for the upper bound, the mass above it (<= e^log_up) goes to +inf."""
+    from ._binomial import binomial_log_pmf
+
+    if len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS:
+        eps, c = items[0]
+        j_lo, j_hi, log_lump, log_up = _group_window(eps, c, theta, log_slack)
+        j = np.arange(j_lo, j_hi + 1, dtype=np.int64)
+        logp, err = binomial_log_pmf(eps, c, j)
+        loss = (2 * j - c).astype(float) * eps
+        perr = UNIT * np.abs(loss)
+        return loss, perr, logp, err, 0, log_lump, log_up
+    loss = np.zeros(1)
+    logp = np.zeros(1)
+    mag = 0.0
+    span = 0.0
+    for eps, c in items:
+        j = np.arange(c + 1, dtype=np.int64)
+        jf = j.astype(float)
+        lp, lq = float(log_expit(eps)), float(log_expit(-eps))
+        lc = np.array([math.lgamma(c + 1) - math.lgamma(i + 1) - math.lgamma(c - i + 1) for i in range(c + 1)])
+        lm = lc + jf * lp + (c - jf) * lq
+        mag += 3.0 * math.lgamma(c + 1) + c * (abs(lp) + abs(lq)) + 4.0
+        span += c * eps
+        loss = (loss[:, None] + ((2 * j - c).astype(float) * eps)[None, :]).ravel()
+        logp = (logp[:, None] + lm[None, :]).ravel()
+    m = len(items)
+    perr = np.full(loss.size, 4.0 * (m + 2) * UNIT * span)
+    err = 8.0 * UNIT * (mag + np.abs(logp) + 4.0 * m)
+    return loss, perr, logp, err, 0, -math.inf, -math.inf
+
+
+def _leaf_rows(atoms, h: float, theta: float):
+    """The three tilted lattice rows of one leaf (see :func:`grouped_pass`): refined P0
+    (upper), garbled P0 and garbled P1 (lower).  Returns (rows (3, W), offset, logZ (3,),
+    rho (3,), E2 (3,), slack) -- rho a relative and E2 an absolute (2-norm) error bound of
+    each row, slack the P0 mass sent to +inf."""
+    loss, perr, logp, err, li, log_lump, log_up = atoms
+    n = loss.size
+    # interval positions: lo h <= l - perr <= l <= l + perr <= hi h, checked on exact products
+    pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
+    x = loss - pe
+    y = loss + pe
+    lo = np.floor(x / h)
+    lo[lo * h > x] -= 1.0
+    hi = np.ceil(y / h)
+    hi[hi * h < y] += 1.0
+    hi = np.maximum(hi, lo + 1.0)
+    tg = np.rint(loss / h)  # the garbling T: any function of the atom
+    # upper: the lumped mass joins atom li (P0 only: a loss raised at fixed P0 only raises H)
+    logp0 = logp.copy()
+    err0 = err.copy()
+    if log_lump > -math.inf:
+        logp0[li] = float(np.logaddexp(logp0[li], log_lump))
+        err0[li] = err0[li] + 4.0 * UNIT * (abs(logp0[li]) + 1.0)
+    D = (hi - lo) * h  # exact
+    d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))  # >= hi h - l
+    d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))  # >= l - lo h
+    d_hi = np.minimum(d_hi, D)
+    d_lo = np.minimum(d_lo, D)
+    with np.errstate(divide="ignore"):
+        # P0 mass at lo: P0 (e^{hi - l} - 1)/(e^D - 1), at hi: P0 (1 - e^{-(l - lo)})/(1 - e^{-D});
+        # each increases in its distance, so the widened distances give upper bounds
+        l_lo = np.log(np.expm1(d_hi)) - np.log(np.expm1(D))
+        l_hi = np.log(-np.expm1(-d_lo)) - np.log(-np.expm1(-D))
+    fin_lo, fin_hi = np.isfinite(l_lo), np.isfinite(l_hi)
+    e_lo = err0 + 8.0 * UNIT * (np.abs(np.where(fin_lo, l_lo, 0.0)) + np.abs(np.log(np.expm1(D))) + 4.0)
+    e_hi = err0 + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + np.abs(np.log(-np.expm1(-D))) + 4.0)
+    th = theta * h
+    base = int(min(lo.min(), tg.min()))
+    W = int(max(hi.max(), tg.max())) - base + 1
+    batches = [
+        ([lo, hi], [logp0 + l_lo, logp0 + l_hi], [e_lo, e_hi], th),
+        ([tg], [logp], [err], th),
+        ([tg], [logp - loss], [err + perr + 4.0 * UNIT * (np.abs(loss) + np.abs(logp))], th + h),
+    ]
+    rows = np.zeros((3, W))
+    logZ = np.zeros(3)
+    rho = np.zeros(3)
+    E2 = np.zeros(3)
+    for b, (poss, lms, errs, tb) in enumerate(batches):
+        lws = [lm + tb * p for p, lm in zip(poss, lms)]
+        mx = max(float(np.max(lw[np.isfinite(lw)])) for lw in lws if np.any(np.isfinite(lw)))
+        for p, lw in zip(poss, lws):
+            with np.errstate(under="ignore"):
+                rows[b] += np.bincount((p - base).astype(np.int64), weights=np.exp(lw - mx), minlength=W)
+        Z = float(np.sum(rows[b]))
+        rows[b] /= Z
+        logZ[b] = mx + math.log(Z)
+        r = 0.0
+        for p, lm, lw, er in zip(poss, lms, lws, errs):
+            ok = np.isfinite(lw)
+            if np.any(ok):
+                r = max(r, float(np.max(er[ok] + 8.0 * UNIT * (np.abs(lm[ok]) + np.abs(lw[ok]) + abs(mx)
+                                                                  + abs(logZ[b]) + 4.0))))
+        rho[b] = r + (2 * n + 8) * UNIT
+        E2[b] = 2.0 * n * 2.0**-1070
+    slack = math.exp(log_up) * (1.0 + 1e-9) if log_up > -math.inf else 0.0
+    return rows, base, logZ, rho, E2, slack
+
+
+class _Node:
+    """A composed part of the streamed tree: rows (3, W) at lattice offset ``off``, 2-norm
+    error bounds E (3,), the sums over its leaves of logZ and rho, and ``K``: upper bounds
+    on log E_P0[e^{s L}] of its (true, refined, lumped) upper-bound row at the tilts s of
+    :func:`_mgf_grid` (what the window bounds of :func:`_cut` rest on)."""
+
+    __slots__ = ("rows", "off", "E", "lz", "rho", "K", "level")
+
+    def __init__(self, rows, off, E, lz, rho, K, level=0):
+        self.rows, self.off, self.E, self.lz, self.rho, self.K, self.level = rows, off, E, lz, rho, K, level
+
+
+def _mgf_grid(theta: float) -> np.ndarray:
+    """Tilts s at which every node carries a bound on its log-MGF: negative ones bound the
+    lower tail (s <= 0), positive ones the upper tail."""
+    pos = [theta * f for f in (1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0)] + [2.0**k for k in range(-4, 9)]
+    neg = [0.0] + [-(2.0**k) for k in range(-4, 9)] + [-theta * f for f in (0.25, 0.5, 1.0, 2.0)]
+    return np.array(sorted(set(v for v in pos + neg if math.isfinite(v))))
+
+
+def _leaf_mgf(items, S: np.ndarray, h: float, log_lump: float, l_lump: float, extra: float = 0.0) -> np.ndarray:
+    """Upper bounds on log E_P0[e^{s L}] of a leaf's refined (upper) row at the tilts S: the
+    exact leaf (sum_i c_i log(p_i e^{s eps_i} + q_i e^{-s eps_i})), times e^{2 |s| h} for the
+    refinement (every atom's mass goes to lattice points within 2h of it: lo and hi are
+    chosen outside the atom's position interval), times e^extra for the masses being
+    evaluated at the far end of that interval and their rounding (``extra`` bounds the
+    log of the row's total mass over the exact refined one), plus the lumped mass moved up
+    to l_lump (for s > 0 it can raise the MGF by at most lump e^{s l_lump})."""
+    K = np.zeros(S.size)
+    for eps, c in items:
+        K += c * np.logaddexp(float(log_expit(eps)) + S * eps, float(log_expit(-eps)) - S * eps)
+    K = K + np.abs(S) * 2.0 * h + extra
+    if log_lump > -math.inf:
+        K = np.logaddexp(K, log_lump + S * l_lump)
+    return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
+
+
+def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -> float:
+    """Truncate ``node`` to a window; returns the P0 mass (an upper bound) sent to +inf.
+
+    Both edges come from Chernoff bounds on the node's true upper-bound row (log-MGF bounds
+    ``node.K``), never from the computed entries (whose error bounds are absolute):
+
+    * above index hi: P0[L > l] <= E[e^{sL}] e^{-s l} (s > 0) <= e^log_slack -- that mass
+      goes to +inf in the upper row (H only grows) and is dropped from the garbled rows (a
+      garbling to a symbol dropped at the end: the lower curve only shrinks);
+    * below index lo: the upper row's mass is lumped at lo (loss raised at fixed P0: H only
+      grows); in the row's tilted units it weighs e^{theta l - lz} P0[L < l] <=
+      e^{theta l - lz} E[e^{sL}] e^{-s l} (s <= 0) <= 2^-60 sum(row); the value charged is
+      that bound, and since the true lump lies anywhere below it, it also joins the row's
+      error bound.  The garbled rows' mass below lo is dropped.
+
+    The node's log-MGF bounds are updated for the lump (mass moved up to l_lo)."""
+    r = node.rows
+    W = r.shape[1]
+    if W < 256:
+        return 0.0
+    mode = int(np.argmax(r[0]))
+    K = node.K
+    lz_lo = float(node.lz[0]) - 1e-12 * (1.0 + abs(float(node.lz[0])))
+    # upper edge: the least index hi with min_s K(s) - s h (off + hi + 1) <= log_slack
+    pos = S > 0.0
+    need = (K[pos] - log_slack) / (S[pos] * h)  # off + hi + 1 >= need
+    hi = int(math.ceil(float(np.min(need)))) - node.off - 1 + 1
+    hi = min(W - 1, max(mode, hi))
+    # lower edge: the largest lo with  K(s) - s h idx + theta h idx - lz <= log(2^-60 sum r0)
+    target = WINDOW_LOG + math.log(float(np.sum(r[0])) + 1e-300)
+    neg = S <= 0.0
+    bound_idx = (target + lz_lo - K[neg]) / ((theta - S[neg]) * h) if theta > 0.0 else None
+    if bound_idx is None:
+        lo = 0
+    else:
+        lo = int(math.floor(float(np.max(bound_idx)))) - node.off - 1
+        lo = max(0, min(mode, lo))
+    if lo == 0 and hi == W - 1:
+        return 0.0
+    slack = 0.0
+    if hi < W - 1:
+        l_cut = h * float(node.off + hi + 1)
+        slack = math.exp(float(np.min(K[pos] - S[pos] * l_cut))) * (1.0 + 1e-9)
+    lump = 0.0
+    if lo > 0:
+        idx = float(node.off + lo)
+        log_lump = float(np.min(K[neg] - S[neg] * h * idx)) + theta * h * idx - lz_lo
+        lump = math.exp(log_lump) * (1.0 + 1e-9)
+        # the lumped P0 mass (<= e^{log_lump + lz - theta h idx}) now sits at l = h idx
+        lz_hi = float(node.lz[0]) + 1e-12 * (1.0 + abs(float(node.lz[0])))
+        node.K = np.logaddexp(K, log_lump + lz_hi - theta * h * idx + S * h * idx) + 1e-12 * (np.abs(K) + 1.0)
+    node.rows = r[:, lo: hi + 1].copy()
+    node.rows[0, 0] += lump
+    node.E = node.E.copy()
+    # the true lumped mass lies anywhere in [0, lump]: charged to the row's error bound
+    node.E[0] += lump + 4.0 * UNIT * float(node.rows[0, 0])
+    node.off += lo
+    return slack
+
+
+def _merge(a: _Node, b: _Node, workers: int, final: bool) -> _Node:
+    blocks = [(a.rows[:, None, :], np.array([a.rows.shape[1]]), np.array([a.off]), a.E[:, None]),
+              (b.rows[:, None, :], np.array([b.rows.shape[1]]), np.array([b.off]), b.E[:, None])]
+    root, w, off, E = _fft_tree(blocks, workers, max_norm=final)
+    return _Node(np.ascontiguousarray(root), off, np.asarray(E, dtype=float), a.lz + b.lz, a.rho + b.rho,
+                 a.K + b.K, max(a.level, b.level) + 1)
+
+
+def leaf_plan(vals: np.ndarray, cnts: np.ndarray) -> list:
+    """The leaves: each group with c + 1 > BUNDLE_ATOMS alone (a binomial window), the others
+    bundled (in eps order) while the product of their (c + 1) stays <= BUNDLE_ATOMS."""
+    plan, cur, size = [], [], 1
+    for e, c in zip(vals.tolist(), cnts.tolist()):
+        c = int(c)
+        if c + 1 > BUNDLE_ATOMS:
+            plan.append([(e, c)])
+            continue
+        if size * (c + 1) > BUNDLE_ATOMS:
+            plan.append(cur)
+            cur, size = [], 1
+        cur.append((e, c))
+        size *= c + 1
+    if cur:
+        plan.append(cur)
+    return plan
+
+
+def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log_slack: float,
+                 workers: int = -1, plan: list | None = None, progress=None) -> LatticePass:
+    """Certified upper- and lower-bound loss distributions on the lattice hZ, built from one
+    leaf per group (or per bundle of small groups), each truncated to a window, composed by
+    a streamed FFT tree whose every node is truncated to a window.
+
+    Leaves.  A leaf is the *exact* loss distribution of its mechanisms (a window of the
+    group's binomial (2j - c) eps, j ~ Bin(c, p), or every combination of a bundle), as
+    atoms l with P0 masses.  Upper bound (refinement, as in :func:`lattice_pass` but per
+    atom of the leaf): atom l is split under P1 between lattice points lo <= l <= hi with
+    (1 - pi) e^{lo} + pi e^{hi} = e^{l}, i.e. P0 masses P0 (e^{hi - l} - 1)/(e^{hi - lo} - 1)
+    at lo and P0 (1 - e^{lo - l})/(1 - e^{lo - hi}) at hi; forgetting the split gives back
+    the leaf, so by data processing H_true <= H_refined at every x.  The float position of
+    l is only known within perr: lo and hi are chosen outside the interval, and each mass,
+    monotone in its distance, is evaluated at the far end (an upper bound).  Lower bound
+    (garbling): T(atom) = the lattice point nearest its float position (a function of the
+    outcome), P0 and P1 = P0 e^{-l} pushed forward.  The gap is second order per *leaf*,
+    not per mechanism: a group of c mechanisms costs what one mechanism costs.
+
+    Windows.  Every bound below only ever raises the upper curve / lowers the lower one:
+    the upper side is a function H(x) = sum_L P0(L)(1 - e^{x-L})_+ of lattice P0 masses,
+    nondecreasing in every node's P0 entries and in their losses, so mass may be added,
+    moved up or sent to +inf (slack); the lower side may drop any outcomes of any node (a
+    garbling to a symbol that is dropped at the end, where its term is >= 0).  Leaf tails
+    come from Chernoff bounds (:func:`_group_window`), node tails from the computed rows
+    with their error bounds (:func:`_cut`): tilted mass lumped or dropped below the window
+    <= 2^-60, untilted P0 mass sent to +inf above it <= e^log_slack per node (the driver
+    gives SLACK_REL times the target over the number of nodes).  So the lattice covers a
+    few tilted standard deviations around the answer, not [-sum eps, sum eps].
+
+    Stream.  Leaves are built chunk by chunk (<= CHUNK_POINTS points), each chunk composed
+    by :func:`_fft_tree` (2-norm bounds) and cut; chunk roots are merged pairwise as in a
+    binary counter (equal levels first), each merge cut again, the last merge with the
+    max-norm bound.  Memory: one chunk plus O(log) nodes."""
+    plan = plan if plan is not None else leaf_plan(vals, cnts)
+    th = theta * h
+    S = _mgf_grid(theta)
+    lz_leaves: list[list[float]] = [[], [], []]
+    slack = 0.0
+    stack: list[_Node] = []
+    pending = []
+    pending_pts = 0
+
+    def flush():
+        nonlocal slack, pending, pending_pts
+        if not pending:
+            return
+        rows = [p[0] for p in pending]
+        widths = np.array([r.shape[1] for r in rows], dtype=np.int64)
+        offs = np.array([p[1] for p in pending], dtype=np.int64)
+        E = np.array([p[4] for p in pending]).T
+        blocks = _row_blocks([tuple(r) for r in rows], widths, offs, E)
+        root, w, off, Er = _fft_tree(blocks, workers, max_norm=False)
+        node = _Node(np.ascontiguousarray(root), off, np.asarray(Er, dtype=float),
+                     np.sum([p[2] for p in pending], axis=0), np.sum([p[3] for p in pending], axis=0),
+                     np.sum([p[5] for p in pending], axis=0))
+        pending, pending_pts = [], 0
+        slack += _cut(node, theta, h, S, log_slack)
+        stack.append(node)
+        while len(stack) >= 2 and stack[-1].level == stack[-2].level:
+            b_, a_ = stack.pop(), stack.pop()
+            m = _merge(a_, b_, workers, False)
+            slack += _cut(m, theta, h, S, log_slack)
+            stack.append(m)
+
+    t_last = time.perf_counter()
+    for done, items in enumerate(plan):
+        if progress is not None and time.perf_counter() - t_last > 1.0:
+            t_last = time.perf_counter()
+            progress(dict(stage="lattice pass", step=h, done=done, total=len(plan)))
+        leaf = _leaf_atoms(items, theta, log_slack)
+        rows, base, logZ, rho, E2, s_leaf = _leaf_rows(leaf, h, theta)
+        slack += s_leaf
+        for b in range(3):
+            lz_leaves[b].append(float(logZ[b]))
+        # the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h relative
+        extra = math.log1p(8.0 * float(np.max(leaf[1]) + 4.0 * UNIT * np.max(np.abs(leaf[0])) + 1e-300) / h) \
+            + float(rho[0])
+        atoms_k = _leaf_mgf(items, S, h, leaf[5], float(leaf[0][leaf[4]]) if leaf[5] > -math.inf else 0.0, extra)
+        pending.append((rows, base, logZ, rho, E2, atoms_k))
+        pending_pts += rows.shape[1]
+        if pending_pts >= CHUNK_POINTS:
+            flush()
+    flush()
+    while len(stack) >= 2:
+        b_, a_ = stack.pop(), stack.pop()
+        m = _merge(a_, b_, workers, len(stack) == 0)
+        if stack:
+            slack += _cut(m, theta, h, S, log_slack)
+        stack.append(m)
+    node = stack[0]
+    root, w, off, Eroot = node.rows, node.rows.shape[1], node.off, node.E
+    logZ = [math.fsum(lz) for lz in lz_leaves]
+    J = np.arange(w, dtype=float)
+    idx = J + off
+    thetas = (theta, theta, theta + 1.0)
+    rho = []
+    for b in range(3):
+        mag_w = float(np.sum(np.abs(lz_leaves[b]))) + abs(logZ[b]) + abs(thetas[b] * h) * (abs(off) + w)
+        rho.append(math.expm1(float(node.rho[b]) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
+    loss = h * idx  # exact: an integer times h (2^j or 3 * 2^j)
+    # ---- upper
+    keep = loss > 0.0
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        p_up = np.exp(logZ[0] - th * idx[keep]) * (root[0, keep] + Eroot[0]) * (1.0 + rho[0])
+    p_up[np.isnan(p_up)] = 1.0
+    np.minimum(p_up, 1.0, out=p_up)
+    nz = p_up > 0.0
+    slack_all = slack * (1.0 + 1e-9) + TINY * float(np.count_nonzero(~nz))
+    upper = LossDistribution(loss[keep][nz], p_up[nz], slack=slack_all, exact_from=0.0)
+    # ---- lower (as in lattice_pass)
+    p0t = root[1] - Eroot[1]
+    ok = p0t > 0.0
+    Jk = idx[ok]
+    with np.errstate(divide="ignore", over="ignore"):
+        log_p0 = logZ[1] - th * Jk + np.log(p0t[ok]) + math.log1p(-rho[1])
+        log_p1 = logZ[2] - (th + h) * Jk + np.log(root[2, ok] + Eroot[2]) + math.log1p(rho[2])
+    ell = log_p0 - log_p1
+    err = 4.0 * UNIT * (np.abs(log_p0) + np.abs(log_p1) + abs(logZ[1]) + abs(logZ[2]) + (2 * abs(th) + h) * np.abs(Jk) + 4.0)
+    ell = ell - err
+    pos = ell > 0.0
+    mag0 = abs(logZ[1]) + abs(th * Jk[pos]) + np.abs(np.log(p0t[ok][pos])) + np.abs(log_p0[pos]) + 4.0
+    with np.errstate(under="ignore"):
+        p_lo = np.exp(log_p0[pos]) * (1.0 - 4.0 * UNIT * mag0)
+    ell = ell[pos]
+    order = np.argsort(ell, kind="stable")
+    return LatticePass(h=h, theta=theta, upper=upper, lower_loss=ell[order], lower_p0=p_lo[order], points=w)
