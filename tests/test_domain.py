@@ -379,7 +379,12 @@ def _exact_out_of_reach(groups) -> bool:
     for e, _d, c in groups:
         if 0 < e < 800:  # eps >= 800 is an exact shift, eps = 0 no loss
             positive[e] = positive.get(e, 0) + c
-    return len(positive) > 1 and sum(math.log2(c + 1) for c in positive.values()) > 2 * math.log2(MAX_ATOMS) + 1
+    if len(positive) <= 1:
+        return False
+    # meet in the middle lists two halves of at most max_atoms atoms each: out of reach when the
+    # product exceeds max_atoms^2, or when one group alone (c + 1 atoms) exceeds max_atoms
+    return (sum(math.log2(c + 1) for c in positive.values()) > 2 * math.log2(MAX_ATOMS) + 1
+            or max(positive.values()) + 1 > MAX_ATOMS)
 
 
 def body_counts(groups, data, max_atoms=ATOMS_DEFAULT):

@@ -352,19 +352,41 @@ def _split(groups):
     return halves, sizes
 
 
+def _exact_positions(groups, order):
+    """A callable giving the exact (rational) loss of atom i of :func:`_product`'s listing."""
+    shape = [n + 1 for _, n in groups]
+    fe = [(Fraction(e), n) for e, n in groups]
+
+    def exact(i: int) -> Fraction:
+        idx = np.unravel_index(int(order[i]), shape)
+        return sum((f * (2 * int(mi) - n) for (f, n), mi in zip(fe, idx)), Fraction(0))
+
+    return exact
+
+
+_MITM_EXACT_PAIRS = 20_000  # ambiguous (query, atom) pairs settled exactly per evaluation
+
+
 class _MeetInTheMiddle:
     """H(x) of the product of two listed distributions A (queries) and B (suffix D, W):
     ``H(x) = sum_a pa H_B(x - la)`` with ``H_B(y) = D_j + W_j (1 - e^{-(lb_j - y)})``,
     lb_j the first atom of B above y; every term non-negative.  Positions are floats
-    within ``pos_err`` of the truth; distances are widened by it (upper bounds)."""
+    within ``pos_err`` of the truth and distances are widened by it (upper bounds), except
+    for the pairs where that matters -- y within 2 pos_err of an atom of B (eps_g on or next
+    to an atom, e.g. the float sum of all eps_i) -- whose distance is formed exactly from
+    the rational positions (up to ``_MITM_EXACT_PAIRS`` of them)."""
 
     def __init__(self, half_a, half_b, shift: Fraction = Fraction(0), slack: float = 0.0):
-        la, _, pa, ua = product_atoms(half_a)
-        lb, _, pb, ub = product_atoms(half_b)
+        la, _, pa, ua, oa = _product(half_a, False)
+        lb, _, pb, ub, ob = _product(half_b, False)
         if la.size > lb.size:
-            la, pa, ua, lb, pb, ub = lb, pb, ub, la, pa, ua
-        keep = pa > 0
+            la, pa, ua, oa, lb, pb, ub, ob = lb, pb, ub, ob, la, pa, ua, oa
+            half_a, half_b = half_b, half_a
+        keep = np.flatnonzero(pa > 0)
         self.la, self.pa = la[keep], pa[keep]
+        exact_a = _exact_positions(half_a, oa)
+        self.exact_a = lambda i: exact_a(int(keep[i]))
+        self.exact_b = _exact_positions(half_b, ob)
         self.lb = lb
         self.D, self.W = suffix_dw(pb, lb, pos_err=_position_error(half_b))
         self.rel = rounding_bound(lb.size) + 4.0 * rounding_bound(self.la.size)
@@ -379,10 +401,25 @@ class _MeetInTheMiddle:
         """(h, b): h >= H(x) before the relative charge, b = -dH/dx (both before charging)."""
         xs = _to_float(Fraction(x) - self.shift, False) if self.shift else x  # down: H decreases in x
         y = xs - self.la
+        nb = self.lb.size
         j = np.searchsorted(self.lb, y - self.pos_err, side="right")  # ambiguous atoms count as above
-        inside = j < self.lb.size
-        jj = np.minimum(j, self.lb.size - 1)
+        jj = np.minimum(j, nb - 1)
         v = np.maximum(self.lb[jj] - y, 0.0) + self.pos_err
+        inside = j < nb
+        ambiguous = np.flatnonzero(inside & (self.lb[jj] - y <= 2.0 * self.pos_err))
+        if 0 < ambiguous.size <= _MITM_EXACT_PAIRS:
+            fx = Fraction(x) - self.shift
+            jj = jj.copy()
+            for i in ambiguous.tolist():
+                yi = fx - self.exact_a(i)
+                k = int(jj[i])
+                while k < nb and self.exact_b(k) <= yi:
+                    k += 1
+                if k >= nb:
+                    inside[i] = False
+                    continue
+                jj[i] = k
+                v[i] = max(exact_dir(self.exact_b(k) - yi, up=True), 0.0)
         with np.errstate(under="ignore", over="ignore"):
             e = np.exp(-v)
             h = float(np.sum(np.where(inside, self.pa * (self.D[jj] + self.W[jj] * -np.expm1(-v)), 0.0)))
@@ -503,7 +540,15 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     top = _max_loss(m)
     if t == 0.0:
         return top
-    kind, info, shift, slack = _exact_solver(m, max_atoms)
+    try:
+        kind, info, shift, slack = _exact_solver(m, max_atoms)
+    except ExactTooLarge:
+        from .lattice import commensurable_bounds  # eps_i = n_i u: the lattice u Z is exact
+
+        b = commensurable_bounds(m, t, residual_target(m, delta_g, round_up=True))
+        if b is not None and b.upper - b.lower <= COMMENSURABLE_REL * b.upper:
+            return min(b.upper, top)
+        raise
     if kind == "none":
         return min(solve_segments(_point_mass(shift, slack), t), top)
     groups = [info] if kind == "homogeneous" else info
@@ -526,6 +571,7 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     return min(x, top)
 
 
+COMMENSURABLE_REL = 1e-9  # beyond the other exact paths: the commensurable lattice's bracket, if this tight
 REFINE_ATOMS = 4096  # up to this many atoms an ill-conditioned root is settled in 40 digits
 REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relative, ~1.1e-13)
 
@@ -587,7 +633,15 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
     max_atoms = _check_max_atoms(max_atoms)
     if eps_g >= _max_loss(m):
         return delta_from_excess(m, 0.0)
-    kind, info, shift, slack = _exact_solver(m, max_atoms)
+    try:
+        kind, info, shift, slack = _exact_solver(m, max_atoms)
+    except ExactTooLarge:
+        from .lattice import commensurable_excess_bounds
+
+        ex = commensurable_excess_bounds(m, eps_g, rel_gap=COMMENSURABLE_REL)
+        if ex is not None and ex[1] - ex[0] <= COMMENSURABLE_REL * ex[1]:
+            return delta_from_excess(m, ex[1])
+        raise
     if kind == "none":
         return delta_from_excess(m, _point_mass(shift, slack).excess(eps_g))
     if kind == "homogeneous":
