@@ -19,6 +19,8 @@ import sys
 
 import pytest
 
+import numpy as np
+
 import optcomp
 from optcomp import cli
 
@@ -180,7 +182,8 @@ def test_compare_lists_every_method_with_its_theorem():
 
 
 def test_compare_reports_an_exact_computation_that_is_too_large():
-    eps = ",".join(str(0.01 + 0.001 * i) for i in range(60))  # 60 distinct values: 2^30 atoms per half
+    # 60 distinct arbitrary reals (not multiples of a common unit): 2^30 atoms per half
+    eps = ",".join(repr(v) for v in np.random.default_rng(60).uniform(0.01, 0.07, 60).tolist())
     rows = inproc_json("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "kov,optimal")
     assert rows[0]["eps_g"] > 0 and rows[1]["eps_g"] is None and "approx" in rows[1]["note"]
 

@@ -24,6 +24,7 @@ __all__ = [
     "LOG_NO_DELTA_REL",
     "mechanisms",
     "check_delta_g",
+    "check_probability",
     "check_eps_g",
     "check_k",
     "check_unit_open",
@@ -255,12 +256,17 @@ def _check_real(name: str, value) -> float:
     return x
 
 
+def check_probability(name: str, value) -> float:
+    """A real number in [0, 1) (delta_g, a per-query delta), -0.0 made 0.0."""
+    x = _check_real(name, value)
+    if not 0.0 <= x < 1.0:
+        raise ValueError(f"{name} must lie in [0, 1), got {x!r}")
+    return x + 0.0
+
+
 def check_delta_g(delta_g) -> float:
     """delta_g must be a real number in [0, 1)."""
-    x = _check_real("delta_g", delta_g)
-    if not 0.0 <= x < 1.0:
-        raise ValueError(f"delta_g must lie in [0, 1), got {x!r}")
-    return x
+    return check_probability("delta_g", delta_g)
 
 
 def check_eps_g(eps_g) -> float:

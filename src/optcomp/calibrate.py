@@ -48,7 +48,7 @@ import numpy as np
 import optcomp
 
 from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_delta_g, check_eps_g,
-                      check_k)
+                      check_k, check_probability)
 
 __all__ = [
     "per_query_epsilon",
@@ -78,10 +78,7 @@ def _check_rtol(rtol) -> float:
 
 def _check_delta(delta) -> float:
     """A per-query delta: one number in [0, 1)."""
-    x = _check_real("delta", delta)
-    if not 0.0 <= x < 1.0:
-        raise ValueError(f"delta must lie in [0, 1), got {x!r}")
-    return x + 0.0
+    return check_probability("delta", delta)
 
 
 def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: float = _RTOL) -> float:

@@ -154,7 +154,9 @@ def sweep(smk) -> None:
             raise ValueError(f"{smk.params.function} returned {len(frames)} tables for {len(smk.output)} outputs")
         for df, path in zip(frames, smk.output):
             meta = provenance(smk, smk.params.function)
-            if meta is not None and before is not None:
+            if meta is not None and "machine" in meta and "timing" not in Path(path).parts:
+                del meta["machine"]  # only timing tables describe the machine (others stay byte-stable)
+            elif meta is not None and before is not None:
                 meta["machine"]["load_average_before"] = before
             io.write_csv(df, path, meta=meta)
         print(f"wrote {', '.join(smk.output)}", file=log)
