@@ -243,7 +243,7 @@ def exact_heterogeneous(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
 
 
 def exact_homogeneous(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
-    """MV Thm 1.4 for k identical (eps, 0)-DP mechanisms, k up to 10^6, versus
+    """MV Thm 1.4 for k identical (eps, 0)-DP mechanisms, k up to 10^12, versus
     ``dp_accounting``'s self-composition (k <= ``dp_accounting_k_max``)."""
     cfg = spec["exact_homogeneous"]
     ks = int_grid(cfg["k"])
