@@ -464,8 +464,22 @@ class LossDistribution:
             self._cache["serr"] = 4.0 * UNIT * (abs(o) + big) + self.pos_err * (1.0 + 4.0 * UNIT)
         return self._cache["serr"]
 
+    def _lattice_first_above(self, x: float) -> int:
+        """:meth:`_first_above` for exact lattice positions (``step`` and ``exact`` given):
+        O(1) in exact arithmetic, no array of positions."""
+        fx = Fraction(x)
+        q = (fx - self.exact(0)) / (Fraction(self.unit) * Fraction(self.step))
+        i = min(max(math.floor(q) + 1, 0), self.size)
+        while i > 0 and self.exact(i - 1) > fx:  # guard the arithmetic against the callback
+            i -= 1
+        while i < self.size and self.exact(i) <= fx:
+            i += 1
+        return i
+
     def _first_above(self, x: float) -> int:
         """Index of the first atom whose true position is > x (size if none)."""
+        if self.step is not None and self.exact is not None:
+            return self._lattice_first_above(x)
         pos = self.positions()
         err = self._search_err()
         lo = int(np.searchsorted(pos, x - err, side="right"))
@@ -478,6 +492,8 @@ class LossDistribution:
         return hi
 
     def _first_above_lower(self, x: float) -> int:
+        if self.step is not None and self.exact is not None:
+            return self._lattice_first_above(x)  # exact: the same index both ways
         pos = self.positions()
         err = self._search_err()
         lo = int(np.searchsorted(pos, x - err, side="right"))
