@@ -386,7 +386,7 @@ def readme_block(name: str) -> str:
     return readme.split(f"<!-- {name}:start -->")[1].split(f"<!-- {name}:end -->")[0]
 
 
-@pytest.mark.parametrize("block", ["ratios", "timing-summary", "command-times"])
+@pytest.mark.parametrize("block", ["ratios", "timing-summary", "command-times", "bench-scale", "bench-exact"])
 def test_readme_quotes_the_committed_generated_files(block):
     """Every number the README quotes in these blocks is a copy of a generated file
     (``python -m optcomp.pipeline update-readme`` copies them)."""

@@ -402,6 +402,8 @@ README_QUOTES = {
     "ratios": "results/homogeneous/ratios.md",
     "timing-summary": "results/timing/reference/summary.md",
     "command-times": "results/timing/reference/commands.md",
+    "bench-scale": "benchmarks/results/bench_scale.md",
+    "bench-exact": "benchmarks/results/bench_exact.md",
 }
 
 
