@@ -388,6 +388,7 @@ class _MeetInTheMiddle:
         self.exact_a = lambda i: exact_a(int(keep[i]))
         self.exact_b = _exact_positions(half_b, ob)
         self.lb = lb
+        self.exact_budget = 4 * _MITM_EXACT_PAIRS
         self.D, self.W = suffix_dw(pb, lb, pos_err=_position_error(half_b))
         self.rel = rounding_bound(lb.size) + 4.0 * rounding_bound(self.la.size)
         self.shift = shift
@@ -407,7 +408,15 @@ class _MeetInTheMiddle:
         v = np.maximum(self.lb[jj] - y, 0.0) + self.pos_err
         inside = j < nb
         ambiguous = np.flatnonzero(inside & (self.lb[jj] - y <= 2.0 * self.pos_err))
-        if 0 < ambiguous.size <= _MITM_EXACT_PAIRS:
+        if ambiguous.size:
+            # what the widening can add on these pairs: pa W (1 - e^{-3 pos_err}); settle them
+            # exactly only where that is not negligible next to H (e.g. x at the top atom)
+            h_est = float(np.sum(np.where(inside, self.pa * (self.D[jj] + self.W[jj] * -np.expm1(-v)), 0.0)))
+            extra = 3.0 * self.pos_err * float(np.sum(self.pa[ambiguous] * self.W[jj[ambiguous]]))
+            if extra <= 2.0**-42 * h_est:  # a 2e-13 relative excess at most
+                ambiguous = ambiguous[:0]
+        if 0 < ambiguous.size <= min(_MITM_EXACT_PAIRS, self.exact_budget):
+            self.exact_budget -= ambiguous.size  # bounded work per solve: then widening (safe) only
             fx = Fraction(x) - self.shift
             jj = jj.copy()
             for i in ambiguous.tolist():
