@@ -269,7 +269,7 @@ def grouped(draw):
     eps = draw(st.lists(EPS, min_size=n, max_size=n, unique=True))
     cmax = 100 if n == 2 else 15
     if draw(st.integers(0, 4)) == 0:
-        cmax = 10**12  # only the safe side is checkable there
+        cmax = 10**12 // n  # only the safe side is checkable there (at most 10^12 in all: the domain)
     return [(e, draw(DELTA_I), int(round(10 ** draw(st.floats(0, math.log10(cmax)))))) for e in eps]
 
 

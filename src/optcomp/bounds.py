@@ -356,8 +356,14 @@ def _kov_epsilon(m: Mechanisms, delta_g: float) -> float:
     t = min(t, 1.0)
     mean = _kov_mean_hi(m)
     norm = _norm_hi(m)
-    # second term: log(e + norm / t) >= 1; norm / t may overflow to inf (term inf)
-    log2 = _up(math.log(_up(_E_HI + _up(norm / t))), _LIBM)
+    # second term: log(e + norm / t) >= 1; when norm / t overflows (t subnormal), use
+    # log(e + q) <= log(q) + e/q with log q = log(norm) - log(t), each bounded outward
+    q = norm / t
+    if math.isinf(q):
+        log_q = _up(_up(math.log(norm), _LIBM) - _dn(math.log(t), _LIBM))
+        log2 = _up(log_q + _up(_E_HI * _up(t / norm)))
+    else:
+        log2 = _up(math.log(_up(_E_HI + _up(q))), _LIBM)
     second = _up(mean + _sqrt2l_times(log2, norm))
     # third term: log(1/t) = 0 exactly at t = 1
     third = _up(mean + (0.0 if t == 1.0 else _sqrt2l_times(_log_inv_hi(t), norm)))
