@@ -192,8 +192,7 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
     m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t)
     if shift:
         m_floor = 0  # the shift may move negative-loss atoms above 0
-    # masses scaled so that those near the target t are ~2^-80 (masses <= 1 stay below 2^1000)
-    scale = int(min(1000, max(0, -math.ceil(math.log2(t)) - 80))) if t > 0.0 else 0
+    scale = _scale_for(t)
     while True:
         dist = binomial_window(eps, k, m_lo, m_hi, shift, slack, scale)
         # the truncated tail against 2^-50 t, both in the window's scaled units (no underflow)
@@ -268,7 +267,7 @@ def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: 
         return (_homogeneous_epsilon(eps, n, t_high, shift, slack, upward=False),
                 _homogeneous_epsilon(eps, n, t_low, shift, slack))
     if 1 < len(groups) and _atom_count(groups) <= max_atoms:
-        dist = product_distribution(groups, shift, slack, lower=True)
+        dist = product_distribution(groups, shift, slack, lower=True, log2_scale=_scale_for(t_low))
         return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
     return None
 
@@ -296,12 +295,17 @@ def product_atoms(groups, *, lower: bool = False):
     return loss, p_lo, p_up, underflow
 
 
-def _product(groups, lower: bool):
+def _scale_for(t: float) -> int:
+    """2^s making masses near the target t about 2^-80 (masses <= 1 stay below 2^1000)."""
+    return int(min(1000, max(0, -math.ceil(math.log2(t)) - 80))) if t > 0.0 else 0
+
+
+def _product(groups, lower: bool, log2_scale: int = 0):
     loss = np.zeros(1)
     p_lo = np.ones(1) if lower else None
     p_up = np.ones(1)
-    for eps, n in groups:
-        fl, flo, fup, _, _ = binomial_atoms(eps, n, 0, n)
+    for i, (eps, n) in enumerate(groups):  # the first factor carries the 2^s scale
+        fl, flo, fup, _, _ = binomial_atoms(eps, n, 0, n, log2_scale if i == 0 else 0)
         loss = (loss[:, None] + fl[None, :]).ravel()
         if lower:
             p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
@@ -322,10 +326,12 @@ def _position_error(groups) -> float:
     return 2.0 * (len(groups) + 1) * UNIT * total * (1.0 + 1e-12)
 
 
-def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0.0, *, lower: bool = False) -> LossDistribution:
+def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0.0, *, lower: bool = False,
+                         log2_scale: int = 0) -> LossDistribution:
     """The full product-of-binomials distribution (plus an exact shift) with exact atom
-    positions on demand (each atom's (m_1, ..., m_g) is recovered from the sort order)."""
-    loss, p_lo, p_up, underflow, order = _product(groups, lower)
+    positions on demand (each atom's (m_1, ..., m_g) is recovered from the sort order),
+    masses scaled by 2^log2_scale (``slack`` is unscaled)."""
+    loss, p_lo, p_up, underflow, order = _product(groups, lower, log2_scale)
     shape = [n + 1 for _, n in groups]
     fe = [(Fraction(e), n) for e, n in groups]
 
@@ -333,8 +339,9 @@ def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0
         idx = np.unravel_index(int(order[i]), shape)
         return shift + sum((fe_ * (2 * int(mi) - n) for (fe_, n), mi in zip(fe, idx)), Fraction(0))
 
-    return LossDistribution(loss, p_up, slack=underflow + slack, origin=shift, pos_err=_position_error(groups),
-                            exact=exact, p0_lower=p_lo)
+    return LossDistribution(loss, p_up, slack=underflow + (up(math.ldexp(slack, log2_scale), 1) if slack else 0.0),
+                            origin=shift, pos_err=_position_error(groups), exact=exact, p0_lower=p_lo,
+                            log2_scale=log2_scale)
 
 
 def _atom_count(groups) -> int:
@@ -565,7 +572,7 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
         eps, n = info
         x = _homogeneous_epsilon(eps, n, t, shift, slack)
     elif kind == "full":
-        dist = product_distribution(info, shift, slack, lower=True)
+        dist = product_distribution(info, shift, slack, lower=True, log2_scale=_scale_for(t))
         x = solve_segments(dist, t)
     else:
         return min(_MeetInTheMiddle(*info, shift=shift, slack=slack).epsilon(t), top)
