@@ -383,18 +383,18 @@ class _Suffix:
         Ds, Ws = self._block(j // _BLOCK)
         return Ds[j % _BLOCK], Ws[j % _BLOCK]
 
-    def first_at_or_below(self, target: float, factor: float) -> int:
-        """The first atom j with factor * D_j <= target (the top atom's D is 0)."""
+    def first_at_or_below(self, target: float, factor: float, wfactor: float = 0.0) -> int:
+        """The first atom j with factor * D_j + wfactor * W_j <= target (the top atom's D is 0)."""
         if self.D is not None:
-            hit = self.D * factor <= target
+            hit = self.D * factor + self.W * wfactor <= target
             return int(np.argmax(hit)) if hit.any() else self.n - 1
-        hit = self.Dt * factor <= target
+        hit = self.Dt * factor + self.Wt * wfactor <= target
         b = int(np.argmax(hit)) if hit.any() else len(self.Dt)
         if b == 0:
             return 0
-        Ds, _ = self._block(b - 1)
-        for i, d in enumerate(Ds):
-            if d * factor <= target:
+        Ds, Ws = self._block(b - 1)
+        for i, (d, w) in enumerate(zip(Ds, Ws)):
+            if d * factor + w * wfactor <= target:
                 return (b - 1) * _BLOCK + i
         return b * _BLOCK if b < len(self.Dt) else self.n - 1
 
@@ -520,13 +520,21 @@ class LossDistribution:
             p = self.p0 if upward else self.p0_lower
             if p is None:
                 raise ValueError("this distribution carries no lower-bound masses")
-            self._cache[key] = _Suffix(p, self.loss, self.unit, self.pos_err, upward, self.step)
+            self._cache[key] = _Suffix(p, self.loss, self.unit, 0.0, upward, self.step)
         return self._cache[key]
 
     @property
     def error(self) -> float:
         """Relative rounding-error bound charged to each evaluation of H."""
         return rounding_bound(self.size)
+
+    @property
+    def pos_charge(self) -> float:
+        """Charge per unit of W_J for the atoms' position errors: every distance l_i - l_J
+        (i > J) is off by at most 2 pos_err, and dH/d(l_i - x) = p_i e^{-(l_i - x)}, so H moves by at
+        most 2 pos_err (W_J - p_J) (atom J's own distance is exact; the recurrences use the
+        listed positions)."""
+        return 2.0 * self.pos_err * (1.0 + 1e-9)
 
     def _abs(self) -> float:
         return 8.0 * (self.size + 1) * _ABS
@@ -551,7 +559,7 @@ class LossDistribution:
             return self._unscale(self.slack, True)
         dj, wj = self._suffix(True).at(j)
         v = self._distance(j, x, True)
-        h = dj + wj * -math.expm1(-v)
+        h = dj + wj * -math.expm1(-v) + self.pos_charge * max(wj - float(self.p0[j]), 0.0)
         return self._unscale(h * (1.0 + self.error) + self._abs() + self.slack, True)
 
     def excess_many(self, xs) -> np.ndarray:
@@ -568,7 +576,7 @@ class LossDistribution:
                 continue
             dj, wj = suffix.at(j)
             v = self._distance(j, x, True)
-            h = dj + wj * -math.expm1(-v)
+            h = dj + wj * -math.expm1(-v) + self.pos_charge * max(wj - float(self.p0[j]), 0.0)
             out[i] = self._unscale(h * (1.0 + self.error) + self._abs() + self.slack, True)
         return out
 
@@ -579,7 +587,7 @@ class LossDistribution:
             return 0.0
         dj, wj = self._suffix(False).at(j)
         v = self._distance(j, x, False)
-        h = dj + wj * -math.expm1(-v)
+        h = dj + wj * -math.expm1(-v) - self.pos_charge * max(wj - float(self.p0_lower[j]), 0.0)
         return self._unscale(max(h * (1.0 - self.error) - self._abs(), 0.0), False)
 
     def delta(self, m: Mechanisms, eps_g: float) -> float:
@@ -617,9 +625,11 @@ def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
     # the first atom whose charged H(l_J) = D_J is <= the target: any J with that property
     # gives a valid upper bound below (the root of the charged segment formula), the first
     # one the least; for lower bounds the first such J is <= the true one
-    J = suffix.first_at_or_below(target, f)
+    c = dist.pos_charge * f if upward else -dist.pos_charge * f
+    J = suffix.first_at_or_below(target, f, c)
     dj, wj = suffix.at(J)
-    Dc, Wc = dj * f, wj * f
+    p_j = float((dist.p0 if upward else dist.p0_lower)[J])
+    Dc, Wc = dj * f + max(wj - p_j, 0.0) * c, wj * f  # D_J charged for the atoms above J's positions
     # on [l_{J-1}, l_J]: H(x) = D_J + W_J (1 - e^{-v}), v = l_J - x
     y = (target - Dc) / Wc if Wc > 0.0 else 0.0
     if y <= 0.0:
