@@ -332,12 +332,10 @@ def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0
     positions on demand (each atom's (m_1, ..., m_g) is recovered from the sort order),
     masses scaled by 2^log2_scale (``slack`` is unscaled)."""
     loss, p_lo, p_up, underflow, order = _product(groups, lower, log2_scale)
-    shape = [n + 1 for _, n in groups]
-    fe = [(Fraction(e), n) for e, n in groups]
+    unshifted = _exact_positions(groups, order)
 
     def exact(i: int) -> Fraction:
-        idx = np.unravel_index(int(order[i]), shape)
-        return shift + sum((fe_ * (2 * int(mi) - n) for (fe_, n), mi in zip(fe, idx)), Fraction(0))
+        return shift + unshifted(i)
 
     return LossDistribution(loss, p_up, slack=underflow + (up(math.ldexp(slack, log2_scale), 1) if slack else 0.0),
                             origin=shift, pos_err=_position_error(groups), exact=exact, p0_lower=p_lo,
