@@ -16,10 +16,20 @@ with ``stirlerr(n) = log n! - (n + 1/2) log n + n - 1/2 log 2 pi`` (series for n
 table below) and the deviance ``bd0(x, M) = x log(x/M) + M - x >= 0``, summed as a series
 in ``v = (x - M)/(x + M)`` when x is near M (no cancellation).  q, kq and kp are formed
 once in 40-digit arithmetic and carried as double-doubles, so the rounding of q moves
-nothing.  Each mass comes with an absolute error bound of its logarithm (a few units of
-2^-53 times the size of the terms; checked against 50-digit mpmath in
+nothing.  Each mass comes with an absolute error bound of its logarithm (a few units of the
+arithmetic's roundoff u times the size of the terms; checked against 50-digit mpmath in
 ``tests/test_binomial.py``), and can be returned scaled by 2^s, so that masses far below
 the float range (delta_g down to 1e-300 at huge k) keep their relative accuracy.
+
+Precision.  A mass e^y known through y carries a relative error of about |y| u: in double
+precision (u = 2^-53) about 1e-13 at y = -700 -- the documented 1e-12 of ``optimal`` would be
+spent in the masses alone at delta_g ~ 1e-300.  So the masses are computed in double and
+every one whose error bound exceeds ``REFINE_ERR`` (2^-43, i.e. |y| beyond ~80) is
+recomputed in the platform's extended precision (``numpy.longdouble``: 64-bit significand
+on x86-64, u = 2^-64, 2^-113 on aarch64 Linux; where it is only a double, as on Apple
+silicon, nothing changes and the bounds say so), exponentiated there and rounded once to a
+double.  Near the mode, where the masses matter at moderate delta_g, the double pass is
+kept: the extended one is ~3x slower.
 """
 
 from __future__ import annotations
@@ -32,134 +42,240 @@ import numpy as np
 __all__ = ["binomial_log_pmf", "binomial_masses"]
 
 _U = 2.0**-53
-_HALF_LOG_2PI = 0.9189385332046728  # 1/2 log(2 pi), correctly rounded
+_XP = np.longdouble
+_U_XP = float(np.finfo(_XP).epsneg) / 2.0 if np.finfo(_XP).nmant > 52 else _U  # unit roundoff
+REFINE_ERR = 2.0**-43  # masses whose log error bound exceeds this are recomputed in _XP
+
+
+def _split(x) -> tuple[float, float]:
+    """A 40-digit mpmath number as a double-double (hi, lo)."""
+    hi = float(x)
+    return hi, float(x - hi)
+
+
+def _const(dt, hi: float, lo: float):
+    """hi + lo in precision dt (rounded once)."""
+    return dt(hi) + dt(lo) if dt is not np.float64 else np.float64(hi)
+
+
+_TABLE_MAX = 31  # stirlerr(n) tabulated for n <= 31, the series beyond
 
 
 @lru_cache(maxsize=1)
-def _stirlerr_table() -> np.ndarray:
+def _constants():
+    """1/2 log(2 pi) and stirlerr(n), n = 0.._TABLE_MAX, as double-doubles, from 40-digit mpmath."""
     import mpmath as mp
 
     with mp.workdps(40):
-        return np.array([0.0] + [float(mp.log(mp.factorial(n)) - (n + mp.mpf(0.5)) * mp.log(n) + n
-                                       - mp.log(2 * mp.pi) / 2) for n in range(1, 16)])
+        half = _split(mp.log(2 * mp.pi) / 2)
+        table = [(0.0, 0.0)] + [_split(mp.log(mp.factorial(n)) - (n + mp.mpf(0.5)) * mp.log(n) + n
+                                       - mp.log(2 * mp.pi) / 2) for n in range(1, _TABLE_MAX + 1)]
+    return half, table
+
+
+@lru_cache(maxsize=2)
+def _stirlerr_table(dt) -> np.ndarray:
+    return np.array([_const(dt, hi, lo) for hi, lo in _constants()[1]], dtype=dt)
+
+
+# Stirling's series stirlerr(n) = sum_i (-1)^i c_i / n^(2i+1), its coefficients as fractions
+_STIRLING = ((1, 12), (1, 360), (1, 1260), (1, 1680), (1, 1188), (691, 360360), (1, 156), (3617, 122400))
 
 
 def _stirlerr(n: np.ndarray) -> np.ndarray:
-    """stirlerr(n) for integers n >= 1 (relative error a few u; 0 < stirlerr < 0.082)."""
-    out = np.empty(n.shape)
-    small = n <= 15
-    out[small] = _stirlerr_table()[n[small].astype(np.int64)]
-    x = n[~small]
+    """stirlerr(n) for integers n >= 1 given as floats of any precision (relative error a
+    few u; 0 < stirlerr < 0.082): tabulated to n = 31; beyond, Stirling's series through
+    n^-15 (the first omitted term, 43867/244188 n^-17, is below 2^-80 of the sum for
+    n >= 32), or its first two terms for n >= 2^20 (the third is below 2^-80 of the first)."""
+    dt = n.dtype.type
+    small = n <= _TABLE_MAX
+    x = n if not np.any(small) else n[~small]
     nn = x * x
-    out[~small] = (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - (1.0 / 1188) / nn) / nn) / nn) / nn) / x
+    if x.size and float(np.min(x)) >= 2.0**20:
+        big = (dt(1) / 12 - (dt(1) / 360) / nn) / x
+    else:
+        big = np.zeros(x.shape, dtype=dt)
+        for i in range(len(_STIRLING) - 1, -1, -1):  # Horner in 1/n^2, alternating signs
+            a, b = _STIRLING[i]
+            big = dt(a) / dt(b) - big / nn
+        big = big / x
+    if not np.any(small):
+        return big
+    out = np.empty(n.shape, dtype=dt)
+    out[small] = _stirlerr_table(dt)[n[small].astype(np.int64)]
+    out[~small] = big
     return out
 
 
 def _series(t: np.ndarray, first: int, coef) -> np.ndarray:
-    """sum_{n >= first} coef(n) t^n for 0 <= t <= 1/2 (every term >= 0), to 2^-60 relative."""
-    out = np.zeros(t.shape)
-    term = t**first
+    """sum_{n >= first} coef(n) t^n for 0 <= t <= 1/2 (every term >= 0), to 2^-70 relative,
+    by Horner from the last term: the rounding of each level is damped by t^level, so the
+    sum carries <= 2u/(1 - t) <= 4u from the levels and (first + 1) u from t^first, besides
+    the error of t itself (charged by the caller)."""
+    dt = t.dtype.type
     top = float(np.max(t)) if t.size else 0.0
-    n_max = first if top == 0.0 else first + min(60, math.ceil(-41.6 / math.log(top)))
-    for n in range(first, n_max + 1):
-        out += coef(n) * term
-        term = term * t
-    return out
+    n_max = first if top == 0.0 else first + min(80, math.ceil(-48.5 / math.log(top)))
+    out = np.zeros(t.shape, dtype=dt)
+    for n in range(n_max, first - 1, -1):
+        out = out * t + coef(dt, n)
+    return out * t**first
 
 
-def _bd0(x: np.ndarray, mh: float, ml: float) -> tuple[np.ndarray, np.ndarray]:
-    """(x log(x/M) + M - x, a bound on its absolute error) for M = mh + ml (a double-double)
-    and integers x >= 1 (as floats).
+def _bd0(x: np.ndarray, mh: float, ml: float, u: float):
+    """(x log(x/M) + M - x, a bound on its absolute error, d = x - M, whether every x is in
+    the near regime below) for M = mh + ml (a double-double) and integers x >= 1 (as floats
+    of the working precision, unit roundoff u).
 
     Written M phi(r), r = x/M, phi(r) = r log r + 1 - r >= 0, it is summed without
-    cancellation wherever cancellation could hurt, from the exact d = x - M:
-    |d| < 0.1 (x + M): Loader's series in v = d/(x + M) (terms of one sign);
+    cancellation wherever cancellation could hurt, from d = x - M (x - mh is exact, by
+    Sterbenz or by the extra bits of the extended format, then one rounding):
+    |d| < 0.1 (x + M): Loader's series in v = d/(x + M) (the first term dominates, the
+    others are below v^2 < 1% of it);
     1/2 <= r < 1: M sum_{n>=2} t^n / (n(n-1)), t = -d/M;  1 < r <= 2: x sum_{n>=2} s^n / n,
-    s = d/x (all terms positive, error a few u of the result); elsewhere the closed form,
+    s = d/x (all terms positive, Horner: 16 u of the result); elsewhere the closed form,
     whose terms then cancel by at most a factor ~4 (charged by their sizes)."""
-    d = (x - mh) - ml
-    sx = x + mh
-    out = np.empty(x.shape)
-    err = np.empty(x.shape)
+    dt = x.dtype.type
+    mh_, ml_ = dt(mh), dt(ml)
+    d = (x - mh_) - ml_
+    sx = (x + mh_) + ml_  # ml matters in extended precision
     near = np.abs(d) < 0.1 * sx
+    if near.all():  # the common case (windows around the bulk): no masks
+        return (*_bd0_near(d, x, sx, u), d, True)
+    out = np.empty(x.shape, dtype=dt)
+    err = np.empty(x.shape, dtype=dt)
     if np.any(near):
-        dn, xn = d[near], x[near]
-        v = dn / sx[near]
-        r = dn * v
-        ej = 2.0 * xn * v
-        v2 = v * v
-        top = float(np.max(v2))
-        steps = 1 if top == 0.0 else min(13, max(1, math.ceil(-41.6 / math.log(top))))
-        for i in range(1, steps + 1):  # |v| < 0.1: 13 steps reach v^26 < 1e-26
-            ej = ej * v2
-            r = r + ej / (2 * i + 1)
-        out[near] = r
-        err[near] = 8.0 * _U * r  # d, v carry ~3 u, the series terms one sign
-    below = ~near & (d < 0) & (x >= 0.5 * mh)
+        out[near], err[near] = _bd0_near(d[near], x[near], sx[near], u)
+    below = ~near & (d < 0) & (x >= 0.5 * mh_)
     if np.any(below):
-        t = -d[below] / mh
-        out[below] = mh * _series(t, 2, lambda n: 1.0 / (n * (n - 1)))
-        err[below] = 8.0 * _U * out[below]
-    above = ~near & (d > 0) & (x <= 2.0 * mh)
+        t = -d[below] / (mh_ + ml_)  # 3 u (d, M, the division): 2 x 3 u through t^2
+        out[below] = (mh_ + ml_) * _series(t, 2, lambda dt, n: dt(1) / (n * (n - 1)))
+        err[below] = 16.0 * u * out[below]
+    above = ~near & (d > 0) & (x <= 2.0 * mh_)
     if np.any(above):
         xa = x[above]
-        out[above] = xa * _series(d[above] / xa, 2, lambda n: 1.0 / n)
-        err[above] = 8.0 * _U * out[above]
+        out[above] = xa * _series(d[above] / xa, 2, lambda dt, n: dt(1) / n)
+        err[above] = 16.0 * u * out[above]
     far = ~(near | below | above)
     if np.any(far):
         xf = x[far]
-        lg = np.log(xf / mh) - ml / mh
+        lg = np.log(xf / mh_) - ml_ / mh_
         a = xf * lg
-        out[far] = a + (mh - xf) + ml
-        err[far] = 16.0 * _U * (np.abs(a) + np.abs(mh - xf) + mh * _U)
-    return out, err
+        out[far] = a + (mh_ - xf) + ml_
+        err[far] = 16.0 * u * (np.abs(a) + np.abs(mh_ - xf) + mh_ * u)
+    return out, err, d, False
+
+
+def _bd0_near(d, x, sx, u):
+    """Loader's series d v + 2 x sum_{i>=1} v^(2i+1)/(2i+1), v = d/(x + M), |v| < 0.1: d
+    carries u, x + M 2 u, v 4 u, d v 6 u; the tail terms are below v^2 of the first and
+    change little, and each of the ``steps`` additions rounds by <= u of the sum: (7 + steps) u."""
+    v = d / sx
+    r = d * v
+    ej = 2.0 * x * v
+    v2 = v * v
+    top = float(np.max(v2)) if v2.size else 0.0
+    steps = 1 if top == 0.0 else min(16, max(1, math.ceil(-48.5 / math.log(top))))
+    for i in range(1, steps + 1):  # |v| < 0.1: 16 steps reach v^32 < 1e-32
+        ej = ej * v2
+        r = r + ej / (2 * i + 1)
+    return r, (7.0 + steps) * u * r
 
 
 @lru_cache(maxsize=256)
 def _parameters(eps: float, k: int):
-    """Double-double q, kq, kp and log q, log p for Bin(k, p), p = e^eps/(1 + e^eps)."""
+    """Double-double kq, kp, log q, log p, -log(k p q) for Bin(k, p), p = e^eps/(1 + e^eps),
+    q = 1 - p."""
     import mpmath as mp
 
     with mp.workdps(40):
-        e = mp.mpf(eps)
-        q = 1 / (1 + mp.exp(e))
+        q = 1 / (1 + mp.exp(mp.mpf(eps)))
         p = 1 - q
-        kq, kp = k * q, k * p
-
-        def dd(x):
-            hi = float(x)
-            return hi, float(x - hi)
-
-        return dd(kq), dd(kp), float(mp.log(q)), float(mp.log1p(-q))
+        return _split(k * q), _split(k * p), _split(mp.log(q)), _split(mp.log1p(-q)), _split(-mp.log(k * p * q))
 
 
-def binomial_log_pmf(eps: float, k: int, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def binomial_log_pmf(eps: float, k: int, m: np.ndarray, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
     """(log P[M = m], a bound on its absolute error) for M ~ Bin(k, p), p = e^eps/(1+e^eps),
-    integers 0 <= m <= k (an array)."""
-    (kqh, kql), (kph, kpl), log_q, log_p = _parameters(float(eps), int(k))
+    integers 0 <= m <= k (an array), computed in ``dtype`` (float64, or numpy.longdouble for
+    the extended precision: its unit roundoff enters the bound)."""
+    dt = np.dtype(dtype).type
+    u = _U if dt is np.float64 else _U_XP
+    (kqh, kql), (kph, kpl), lq, lp, c_log = _parameters(float(eps), int(k))
     m = np.asarray(m, dtype=np.int64)
-    y = m.astype(float)  # successes (prob p)
-    j = (k - m).astype(float)  # failures (prob q)
-    out = np.empty(y.shape)
-    err = np.empty(y.shape)
+    y = m.astype(dt)  # successes (prob p)
+    j = (k - m).astype(dt)  # failures (prob q)
+    out = np.empty(y.shape, dtype=dt)
+    err = np.empty(y.shape, dtype=dt)
+    kk = dt(k)
+    lk = np.log(kk)
+    half = _const(dt, *_constants()[0])
+    st_k = _stirlerr(np.array([kk]))[0]
+    # every term is within a few u of its value; the sum of the five rounds once per term
+    # (u of each partial sum, each at most the sum of the magnitudes)
+
+    def mid_terms(ym, jm):
+        b1, e1, dj, near1 = _bd0(jm, kqh, kql, u)
+        b2, e2, dm, near2 = _bd0(ym, kph, kpl, u)
+        st = st_k - _stirlerr(jm) - _stirlerr(ym)
+        if near1 and near2:
+            # log(k/(j m)) = -log(k p q) - log1p(dj/kq) - log1p(dm/kp): a constant (a
+            # double-double) and two small logarithms (|d/M| < 0.25) instead of three
+            # logs of size log k; log1p within 4 ulp (8 u), its argument within 2 u (so
+            # <= 2.6 u of the result more), three additions
+            l1 = np.log1p(dj / (dt(kqh) + dt(kql)))
+            l2 = np.log1p(dm / (dt(kph) + dt(kpl)))
+            c_hi, c_lo = c_log
+            L = ((dt(c_hi) - l1) - l2) + dt(c_lo)
+            err_L = 3.0 * u * (abs(c_hi) + np.abs(l1) + np.abs(l2)) + 11.0 * u * (np.abs(l1) + np.abs(l2))
+        else:
+            lj, ly = np.log(jm), np.log(ym)
+            L = (lk - lj) - ly  # logs within 4 ulp (8 u), two additions
+            err_L = 10.0 * u * (lk + np.abs(lj) + np.abs(ly))
+        val = st - b1 - b2 + 0.5 * L - half
+        # four additions (u of each partial sum, each at most the sum of the magnitudes),
+        # the terms' own errors, the stirlerr values (a few u of < 0.25) and half (u)
+        return val, e1 + e2 + 4.0 * u * (b1 + b2 + 0.5 * np.abs(L) + 2.0 * np.abs(st) + 1.0) + 0.5 * err_L + u
+
+    mid = (m > 0) & (m < k)
+    if mid.all():
+        return mid_terms(y, j)
     top = m == k  # p^k
     none = m == 0  # q^k
-    mid = ~(top | none)
-    out[top] = k * log_p
-    err[top] = 8.0 * _U * abs(k * log_p) + 4.0 * _U
-    out[none] = k * log_q
-    err[none] = 8.0 * _U * abs(k * log_q) + 4.0 * _U
+    for sel, (h, lo) in ((top, lp), (none, lq)):
+        if np.any(sel):
+            log1 = _const(dt, h, lo)
+            out[sel] = kk * log1
+            err[sel] = 8.0 * u * abs(kk * log1) + 4.0 * u
     if np.any(mid):
-        ym, jm = y[mid], j[mid]
-        b1, e1 = _bd0(jm, kqh, kql)
-        b2, e2 = _bd0(ym, kph, kpl)
-        lk = math.log(k)
-        lj, ly = np.log(jm), np.log(ym)
-        st = float(_stirlerr(np.array([float(k)]))[0]) - _stirlerr(jm) - _stirlerr(ym)
-        out[mid] = st - b1 - b2 + 0.5 * (lk - lj - ly) - _HALF_LOG_2PI
-        # the pieces themselves, plus the rounding of adding them up (u of each partial sum)
-        err[mid] = e1 + e2 + 8.0 * _U * (b1 + b2 + np.abs(st)) + 16.0 * _U * (lk + np.abs(lj) + np.abs(ly) + 4.0)
+        out[mid], err[mid] = mid_terms(y[mid], j[mid])
     return out, err
+
+
+# ln 2 = hi + lo, hi with 32 significant bits (so n * hi is exact for |n| < 2^21)
+_LN2_DD = (0.6931471803691238, 1.9082149292705877e-10)
+_LOG_FLOOR = -1.0e5  # log masses below are bounded by e^-1e5 = 0 (+ the subnormal charge)
+
+
+def _exp_bounds(y, err, s: int, u: float):
+    """Lower and upper bounds (doubles) on 2^s e^y' for every y' within err of y, from y,
+    err in a precision of unit roundoff u, with an error independent of |y|: y = n ln 2 + r
+    with n = rint(y / ln 2) and r = (y - n hi) - n lo (y - n hi exact by Sterbenz, n hi exact
+    for |n| < 2^18; one rounding, u |r| <= u/2), so e^y = 2^n e^r and the power of two is
+    applied exactly (ldexp) after e^r and the error factor e^(+-err) (two exps within 4 ulp,
+    8 u each, two products: 20 u; the rounding to a double 2^-53 relative, or 2^-1075
+    absolute when subnormal)."""
+    dt = y.dtype.type
+    y = np.maximum(y, dt(_LOG_FLOOR))
+    n = np.rint(y / dt(math.log(2.0)))
+    r = (y - n * dt(_LN2_DD[0])) - n * dt(_LN2_DD[1])
+    base = np.exp(r)
+    widen = np.exp(err + u * (np.abs(r) + 1.0))
+    with np.errstate(under="ignore", over="ignore"):
+        hi = (base * widen * (1.0 + 20.0 * u)).astype(np.float64) * (1.0 + 2.0 * _U)
+        lo = (base / widen * (1.0 - 20.0 * u)).astype(np.float64) * (1.0 - 2.0 * _U)
+        e2 = (n + s).astype(np.int64)
+        hi = np.ldexp(hi, e2) + 2.0**-1074
+        lo = np.maximum(np.ldexp(lo, e2) - 2.0**-1074, 0.0)
+    return lo, hi
 
 
 def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = None):
@@ -168,7 +284,8 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
     ``log2_scale`` s: the masses are returned multiplied by 2^s (exactly: a power of two);
     ``None`` picks s >= 0 so that the largest mass of the window's first 2^18 atoms is
     about 1 (s <= 1000), so that masses down to ~1e-600 stay normal floats; a mass that
-    would overflow after scaling is +inf (an upper bound still)."""
+    would overflow after scaling is +inf (an upper bound still).  Masses whose double
+    bound is above ``REFINE_ERR`` are recomputed in extended precision."""
     n = m_hi - m_lo + 1
     p_lo, p_up = np.empty(n), np.empty(n)
     chunk = 1 << 18  # bounded temporaries whatever the window
@@ -178,10 +295,10 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
         if log2_scale is None:  # from the first chunk's largest mass (windows start near the mode)
             top = float(np.max(logp))
             log2_scale = int(min(1000, max(0, math.floor(-top / math.log(2.0)))))
-        shift = log2_scale * math.log(2.0)  # rounding of the product: u |shift|, charged below
-        y = logp + shift
-        err += 2.0 * _U * (abs(shift) + np.abs(y))
-        with np.errstate(under="ignore", over="ignore"):
-            p_up[a:a + m.size] = np.exp(y + err) * (1.0 + 4.0 * _U)
-            p_lo[a:a + m.size] = np.exp(y - err) * (1.0 - 4.0 * _U)
+        lo_, hi_ = _exp_bounds(logp, err, log2_scale, _U)
+        fine = err > REFINE_ERR
+        if _U_XP < _U and np.any(fine):
+            ly, ey = binomial_log_pmf(eps, k, m[fine], dtype=_XP)
+            lo_[fine], hi_[fine] = _exp_bounds(ly, ey, log2_scale, _U_XP)
+        p_lo[a:a + m.size], p_up[a:a + m.size] = lo_, hi_
     return p_lo, p_up, log2_scale
