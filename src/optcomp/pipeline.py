@@ -430,13 +430,42 @@ def update_readme(readme: str | os.PathLike = "README.md", root: str | os.PathLi
         if pattern.search(text) and pattern.search(text).group(0) != new:
             text = pattern.sub(lambda _m: new, text)
             changed.append(name)
+    refreshed = _refresh_console(text, Path(root))
+    if refreshed != text:
+        text = refreshed
+        changed.append("console sessions")
     path.write_text(text)
     return changed
 
 
+def _refresh_console(text: str, root: Path) -> str:
+    """Rerun every ``$ optcomp ...`` line of the README's ``console`` blocks (as
+    ``python -m optcomp`` from ``root/src``) and put its output (stdout and stderr) below it."""
+    import re
+    import subprocess
+    import tempfile
+
+    env = dict(os.environ, PYTHONPATH=str((root / "src").resolve()))
+
+    def run_block(match) -> str:
+        out = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for line in match.group(1).splitlines(keepends=True):
+                if not line.startswith("$ "):
+                    continue
+                command = line[2:].rstrip("\n")
+                shell = re.sub(r"(^|\| )optcomp ", rf"\g<1>{sys.executable} -m optcomp ", command)
+                r = subprocess.run(shell, shell=True, capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
+                out.append(line + r.stdout + r.stderr)
+        return "```console\n" + "".join(out) + "```"
+
+    return re.sub(r"```console\n(.*?)```", run_block, text, flags=re.S)
+
+
 if __name__ == "__main__":
     # python -m optcomp.pipeline config-reference [schema.yaml]   -> the table of config/README.md
-    # python -m optcomp.pipeline update-readme                    -> copy generated files into README
+    # python -m optcomp.pipeline update-readme                    -> copy generated files into README,
+    #                                                                rerun its console sessions
     if len(sys.argv) >= 2 and sys.argv[1] == "config-reference":
         print(config_reference(*sys.argv[2:3]), end="")
     elif len(sys.argv) >= 2 and sys.argv[1] == "update-readme":
