@@ -167,7 +167,7 @@ def _child(args: list[str], timeout: float, mem_bytes: int | None = None):
     return json.loads(out.stdout.strip().splitlines()[-1]), "ok"
 
 
-PLD_LADDER = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5)
+PLD_LADDER = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6, 1e-6)
 
 
 def pld_for(inst: str, ours: dict, timeout: float) -> dict:
@@ -189,7 +189,7 @@ def pld_for(inst: str, ours: dict, timeout: float) -> dict:
         if err <= target:
             status = "reached"
             break
-    out = dict(status=status)
+    out = dict(status=status, load=round(os.getloadavg()[0], 2), date=time.strftime("%Y-%m-%d %H:%M"))
     if best is not None:
         out.update(best)
     return out
@@ -248,7 +248,14 @@ def main(argv=None) -> int:
         print(f"  {row['case']}: {row.get('seconds', math.nan):.3g} s", file=sys.stderr)
     end = os.getloadavg()
     lines = [f"Machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start, "
-             f"{end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end (`benchmarks/bench_scale.py`; each case in a fresh process).", ""]
+             f"{end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end (`benchmarks/bench_scale.py`; each case in a fresh process)."]
+    if args.pld_from is not None:
+        when = sorted({(str(r.get("pld_date", "")), str(r.get("pld_load", ""))) for r in rows if r.get("pld_date")})
+        lines.append(f"dp_accounting columns from an earlier run of the same script (`--pld-from {args.pld_from.name}`; "
+                     + ", ".join(f"{d} at load {l}" for d, l in when) + "): its ratio compares times of two runs.")
+    else:
+        lines.append(f"dp_accounting: each try in its own process, ≤ 4 GiB, ≤ {args.pld_timeout:g} s.")
+    lines.append("")
     lines.append("| instance | method | time (target) | peak memory | certified gap (rel.) | delta_bounds at eps_g: time, rel. gap "
           "| dp_accounting PLD: discretisation, time, error vs our bracket | ratio (PLD time / ours) |")
     lines.append("|---|---|---|---|---|---|---|---|")
