@@ -404,6 +404,7 @@ README_QUOTES = {
     "command-times": "results/timing/reference/commands.md",
     "bench-scale": "benchmarks/results/bench_scale.md",
     "bench-exact": "benchmarks/results/bench_exact.md",
+    "bench-approx": "benchmarks/results/bench_approx.md",
 }
 
 
