@@ -258,21 +258,24 @@ _LOG_FLOOR = -1.0e5  # log masses below are bounded by e^-1e5 = 0 (+ the subnorm
 def _exp_bounds(y, err, s: int, u: float):
     """Lower and upper bounds (doubles) on 2^s e^y' for every y' within err of y, from y,
     err in a precision of unit roundoff u, with an error independent of |y|: y = n ln 2 + r
-    with n = rint(y / ln 2) and r = (y - n hi) - n lo (y - n hi exact by Sterbenz, n hi exact
-    for |n| < 2^18; one rounding, u |r| <= u/2), so e^y = 2^n e^r and the power of two is
+    with n = rint(y / ln 2) and r = (y - n hi) - n lo (n hi exact for |n| < 2^18, n lo below
+    3e-5; two roundings of at most u |r| <= 0.35 u each), so e^y = 2^n e^r and the power of two is
     applied exactly (ldexp) after e^r and the error factor e^(+-err) (two exps within 4 ulp,
     8 u each, two products: 20 u; the rounding to a double 2^-53 relative, or 2^-1075
     absolute when subnormal)."""
     dt = y.dtype.type
     y = np.maximum(y, dt(_LOG_FLOOR))
-    n = np.rint(y / dt(math.log(2.0)))
-    r = (y - n * dt(_LN2_DD[0])) - n * dt(_LN2_DD[1])
+    n = np.rint(y * dt(1.0 / math.log(2.0)))
+    r = (y - n * dt(_LN2_DD[0])) - n * dt(_LN2_DD[1])  # |r| <= 0.35 + tiny: two roundings <= 0.7 u
     base = np.exp(r)
-    widen = np.exp(err + u * (np.abs(r) + 1.0))
+    widen = np.exp(err + u)
+    # 20 u for the exps and products, 2^-53 for the rounding to a double, 2^-53 for the product
+    # by up/down themselves (in extended precision 20 u is far below 2^-53: 4 units of 2^-53 cover all)
+    up, down = 1.0 + (4.0 * _U + 20.0 * u), 1.0 - (4.0 * _U + 20.0 * u)
     with np.errstate(under="ignore", over="ignore"):
-        hi = (base * widen * (1.0 + 20.0 * u)).astype(np.float64) * (1.0 + 2.0 * _U)
-        lo = (base / widen * (1.0 - 20.0 * u)).astype(np.float64) * (1.0 - 2.0 * _U)
-        e2 = (n + s).astype(np.int64)
+        hi = (base * widen).astype(np.float64, copy=False) * up
+        lo = (base / widen).astype(np.float64, copy=False) * down
+        e2 = n.astype(np.int64) + s
         hi = np.ldexp(hi, e2) + 2.0**-1074
         lo = np.maximum(np.ldexp(lo, e2) - 2.0**-1074, 0.0)
     return lo, hi
