@@ -72,3 +72,15 @@ def test_readme_command_line_session(tmp_path):
             if command.startswith("optcomp "):
                 seen.add(command.split()[1])
     assert {"epsilon", "delta", "bounds", "compare", "split", "curve"} <= seen
+
+
+def test_readme_quotes_are_the_generated_files():
+    """Every number block the README quotes is its generated file, word for word (refreshed
+    by ``python -m optcomp.pipeline update-readme``, never typed by hand)."""
+    from optcomp.pipeline import README_QUOTES, quoted_text
+
+    text = (ROOT / "README.md").read_text()
+    for name, source in README_QUOTES.items():
+        block = re.search(rf"<!-- {name}:start -->\n(.*?)\n<!-- {name}:end -->", text, re.S)
+        assert block, f"README has no {name} block"
+        assert block.group(1) == quoted_text((ROOT / source).read_text()), f"README block {name} != {source}"

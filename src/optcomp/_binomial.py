@@ -281,14 +281,16 @@ def _exp_bounds(y, err, s: int, u: float):
     return lo, hi
 
 
-def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = None):
+def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = None, refine: bool = True):
     """Lower and upper bounds on 2^s P[M = m] for m in [m_lo, m_hi], and s.
 
     ``log2_scale`` s: the masses are returned multiplied by 2^s (exactly: a power of two);
     ``None`` picks s >= 0 so that the largest mass of the window's first 2^18 atoms is
     about 1 (s <= 1000), so that masses down to ~1e-600 stay normal floats; a mass that
     would overflow after scaling is +inf (an upper bound still).  Masses whose double
-    bound is above ``REFINE_ERR`` are recomputed in extended precision."""
+    bound is above ``REFINE_ERR`` and that are normal floats after the scaling are
+    recomputed in extended precision (unless not ``refine``: a root eps_g is insensitive
+    to the masses' relative errors where they are deep in the tail)."""
     n = m_hi - m_lo + 1
     p_lo, p_up = np.empty(n), np.empty(n)
     chunk = 1 << 18  # bounded temporaries whatever the window
@@ -299,8 +301,10 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
             top = float(np.max(logp))
             log2_scale = int(min(1000, max(0, math.floor(-top / math.log(2.0)))))
         lo_, hi_ = _exp_bounds(logp, err, log2_scale, _U)
-        fine = err > REFINE_ERR
-        if _U_XP < _U and np.any(fine):
+        # refined: loose masses that are normal floats after the scaling (the others are
+        # charged 2^-1074 absolute each, whatever their relative error)
+        fine = (err > REFINE_ERR) & (logp > -740.0 - log2_scale * math.log(2.0))
+        if refine and _U_XP < _U and np.any(fine):
             ly, ey = binomial_log_pmf(eps, k, m[fine], dtype=_XP)
             lo_[fine], hi_[fine] = _exp_bounds(ly, ey, log2_scale, _U_XP)
         p_lo[a:a + m.size], p_up[a:a + m.size] = lo_, hi_

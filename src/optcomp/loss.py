@@ -89,8 +89,10 @@ def rounding_bound(n: int) -> float:
     sum: all terms non-negative), ``D = d + D' + W' f`` <= 5 u on top of W' (expm1 within
     2 u); a block of 32 steps therefore <= 9 * 32 u, and each level of the recursion adds
     one block and one combination (<= 16 u).  16 u more cover an H evaluation from D, W.
+    The first level runs min(n, 32) steps.
     """
-    return (16.0 + _levels(max(n, 2)) * (9.0 * _BLOCK + 16.0)) * UNIT
+    levels = _levels(max(n, 2))
+    return (16.0 + 9.0 * min(max(n, 2), _BLOCK) + 16.0 + (levels - 1) * (9.0 * _BLOCK + 16.0)) * UNIT
 
 
 def _widen(g: np.ndarray, pos_err: float, upward: bool) -> np.ndarray:
@@ -279,9 +281,12 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
 
 
 def _no_event(m: Mechanisms) -> tuple[float, float]:
-    """Bounds (lo, hi) on A = 1 - prod_i (1 - delta_i), the probability of a delta event:
-    exact rationals rounded both ways for up to 256 mechanisms, else from log space with
-    its error bound (relative error of log_no_delta, expm1 within 2 ulp)."""
+    """Bounds (lo, hi) on A = 1 - prod_i (1 - delta_i), the probability of a delta event,
+    each the nearest float on its side (so delta_g(epsilon_g(d)) <= d can hold to the last
+    ulp): exact rationals for up to 256 mechanisms, else -expm1(sum_i c_i log1p(-delta_i))
+    in 40-digit arithmetic (relative error < 1e-36), widened by 1e-30 relative and rounded
+    outward, for up to 4096 distinct nonzero delta_i; beyond, from log space with its
+    error bound (a few ulps: relative error of log_no_delta, expm1 within 2 ulp)."""
     if not np.any(m.delta):
         return 0.0, 0.0
     if m.k <= 256:
@@ -291,10 +296,26 @@ def _no_event(m: Mechanisms) -> tuple[float, float]:
                 prod *= (1 - Fraction(d)) ** int(c)
         a = 1 - prod
         return exact_dir(a, up=False), exact_dir(a, up=True)
-    log_nd = m.log_no_delta
-    value = -math.expm1(log_nd)
-    err = LOG_NO_DELTA_REL * abs(log_nd) * math.exp(min(log_nd * (1.0 - LOG_NO_DELTA_REL), 0.0)) + 4.0 * UNIT * value
-    return max(0.0, down(value - err, 1)), min(1.0, up(value + err, 1))
+    if np.count_nonzero(m.delta) > 4096:
+        log_nd = m.log_no_delta
+        value = -math.expm1(log_nd)
+        err = LOG_NO_DELTA_REL * abs(log_nd) * math.exp(min(log_nd * (1.0 - LOG_NO_DELTA_REL), 0.0)) + 4.0 * UNIT * value
+        return max(0.0, down(value - err, 1)), min(1.0, up(value + err, 1))
+    import mpmath as mp
+
+    with mp.workdps(40):
+        lnd = mp.fsum(int(c) * mp.log1p(-mp.mpf(d)) for d, c in zip(m.delta.tolist(), m.count.tolist()) if d)
+        a = -mp.expm1(lnd)
+        margin = a * mp.mpf("1e-30")
+        return (max(0.0, exact_dir(_mpf_fraction(a - margin), up=False)),
+                min(1.0, exact_dir(_mpf_fraction(a + margin), up=True)))
+
+
+def _mpf_fraction(x) -> Fraction:
+    """An mpmath number as the exact rational it is."""
+    sign, man, exp, _ = x._mpf_
+    f = Fraction(int(man)) * Fraction(2) ** int(exp)
+    return -f if sign else f
 
 
 def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:

@@ -22,8 +22,10 @@ positions next to eps_g):
   two halves whose 2^{k/2} subset sums are enumerated and sorted; H(x) is a sum over
   the first half of the second half's suffix quantities (binary search), and eps_g is found
   by Newton's method in e^x, where H is convex, from below.  O(2^{k/2} k) per step.
-* an ill-conditioned root of a small distribution (at most ``REFINE_ATOMS`` atoms; H flat
-  at the root, so the float64 bracket is loose) is settled in 40-digit arithmetic.
+* a loose float64 bracket of a product distribution (at most ``PRECISE_ATOMS`` = 2^15
+  atoms) -- an ill-conditioned root where H is flat, or eps_g (or atoms) closer together
+  than the float positions' error, e.g. a large eps_i beside tiny ones -- is settled in
+  40-digit arithmetic from the exact rational positions, both for eps_g and for delta_g.
 * :func:`optimal_epsilon_bruteforce`: Theorem 1.5 exactly as written, a sum over all
   2^k subsets (the paper's algorithm; kept as the reference the tests compare with).
 
@@ -40,9 +42,10 @@ from fractions import Fraction
 import numpy as np
 
 from ._inputs import Mechanisms
-from ._rounding import TINY, UNIT, dot_dir, exact_dir, up
+from ._rounding import TINY, UNIT, dot_dir, down, exact_dir, up
 from ._binomial import binomial_log_pmf, binomial_masses
 from .loss import (
+    _no_event,
     LossDistribution,
     WindowTooNarrow,
     delta_from_excess,
@@ -127,13 +130,13 @@ def _binomial_tail(eps: float, k: int, m_hi: int, p_up: np.ndarray) -> float:
 
 
 def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = Fraction(0),
-                    slack: float = 0.0, log2_scale: int | None = None) -> LossDistribution:
+                    slack: float = 0.0, log2_scale: int | None = None, refine: bool = True) -> LossDistribution:
     """The homogeneous loss distribution (plus an exact ``shift``) restricted to m in
     [m_lo, m_hi], atoms at ``shift + (2 m - k) eps`` listed as integers m - m_lo in units of
     2 eps (exact gaps whatever k), masses scaled by a power of two (``log2_scale``).  The
     mass above m_hi is bounded and charged as slack (with ``slack``, an unscaled absolute
     amount); the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
-    p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale)
+    p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale, refine)
     tail = _binomial_tail(eps, k, m_hi, p0)
     fe = Fraction(eps)
     origin = shift + fe * (2 * m_lo - k)
@@ -145,11 +148,11 @@ def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = 
     )
 
 
-def _chernoff_m(k: int, p: float, tail: float) -> int:
-    """The least m = ceil(k a) with the Chernoff bound exp(-k KL(a || p)) <= tail, so
-    P0[M >= m] <= tail for M ~ Bin(k, p) (up to the rounding of KL: a window heuristic,
+def _chernoff_m(k: int, p: float, log_tail: float) -> int:
+    """The least m = ceil(k a) with the Chernoff bound exp(-k KL(a || p)) <= e^log_tail, so
+    P0[M >= m] <= e^log_tail for M ~ Bin(k, p) (a log: tails far below the float range) (up to the rounding of KL: a window heuristic,
     correctness never rests on it -- the callers check the rigorous tail bound)."""
-    log_tail = math.log(min(max(tail, 1e-320), 0.5))
+    log_tail = min(log_tail, math.log(0.5))
     q = 1.0 - p
 
     def rate(a):  # k KL(a || p), a in [p, 1]
@@ -179,9 +182,14 @@ def _homogeneous_window(eps: float, k: int, t: float):
     p = 1.0 / (1.0 + math.exp(-eps))
     sd = math.sqrt(k * p * (1.0 - p))
     m_floor = min(k // 2 + 1, k)  # first m with (2m - k) eps > 0
-    m_root = _chernoff_m(k, p, 4.0 * t)
-    m_lo = max(m_floor, m_root - int(math.ceil(min(1.0 / (2.0 * eps), 2.0 * k) + sd)) - 2)
-    m_hi = min(k, max(_chernoff_m(k, p, t * _TAIL * 2.0**-8) + 2, m_lo + 64))
+    log_t = math.log(t) if t > 0.0 else -745.0
+    m_root = _chernoff_m(k, p, log_t + math.log(4.0))
+    # the root lies at most one unit of loss (1/(2 eps) atoms) below m_root, and in practice
+    # within a few standard deviations (a narrower first guess: the callers widen on
+    # WindowTooNarrow, so this only decides the speed -- tiny eps at k = 10^12 would
+    # otherwise list 10^7 deep-tail atoms)
+    m_lo = max(m_floor, m_root - int(math.ceil(min(1.0 / (2.0 * eps), 2.0 * k, 3.0 * sd + 64.0) + sd)) - 2)
+    m_hi = min(k, max(_chernoff_m(k, p, log_t + math.log(_TAIL * 2.0**-8)) + 2, m_lo + 64))
     return m_floor, m_lo, m_hi
 
 
@@ -194,7 +202,11 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
         m_floor = 0  # the shift may move negative-loss atoms above 0
     scale = _scale_for(t)
     while True:
-        dist = binomial_window(eps, k, m_lo, m_hi, shift, slack, scale)
+        # masses in double precision: the root moves by (relative mass error) x H / |H'|,
+        # below 1e-12 x the root wherever the masses are deep in the tail (H / |H'| is then
+        # the mean excess of the loss over x, small against x); small distributions whose
+        # root sits where H is flat are settled in 40 digits by the caller
+        dist = binomial_window(eps, k, m_lo, m_hi, shift, slack, scale, refine=False)
         # the truncated tail against 2^-50 t, both in the window's scaled units (no underflow)
         if _binomial_tail(eps, k, m_hi, dist.p0) > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
             m_hi = min(k, m_hi + max(64, m_hi - m_lo))
@@ -240,7 +252,7 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     sd = math.sqrt(k * p * (1.0 - p)) + 1.0
     m_cut = max(m_first, int(mean - 40.0 * sd) - 64)
     near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
-    m_hi = min(k, max(m_cut + 64, _chernoff_m(k, p, math.exp(max(near, -740.0)) * _TAIL * 2.0**-8) + 2))
+    m_hi = min(k, max(m_cut + 64, _chernoff_m(k, p, near + math.log(_TAIL * 2.0**-8)) + 2))
     while True:
         dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
         low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0
@@ -546,11 +558,46 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     <= 1 - (1 - delta_g)/prod(1 - delta_i)``, returned rounded *up* (never below the
     optimum; a few ulps above it).  ``math.inf`` when delta_g < 1 - prod(1 - delta_i).
     Raises :class:`ExactTooLarge` when no exact algorithm fits in ``max_atoms``.
+
+    The inverse law: :func:`optimal_delta` at the returned eps_g is <= delta_g.  The two
+    directions charge their float errors differently (and small ill-conditioned roots are
+    settled in 40 digits, tighter than the float delta), so the root is checked with the
+    other direction (one more evaluation of H) and, where that fails, solved again for the
+    target t shrunk by 2^-50, 2^-45, 2^-43, 2^-41, 2^-38 (relative) until it holds, as long as the
+    root moves by at most ``INVERSE_MOVE`` (5e-13) relative.  Where nothing helps -- delta_g
+    within an ulp or two of 1 - prod(1 - delta_i), where any charged H(x) > 0 adds an ulp,
+    or a root so ill-conditioned (H flat) that the float charges of delta_g would move it
+    further -- the unmoved root is returned: it is still an upper bound on the optimum, and
+    ``optimal_delta`` there exceeds delta_g by at most its own float charges (~1e-13
+    relative; distributions of up to 256 atoms are settled in 40 digits, so never).
     """
     max_atoms = _check_max_atoms(max_atoms)
+    x0 = _optimal_epsilon(m, delta_g, max_atoms)
+    if not x0 < math.inf:
+        return x0
+    top = _max_loss(m)
+    x = x0
+    hopeless = delta_g - _no_event(m)[1] <= 8.0 * math.ulp(delta_g)  # d within ulps of A
+    for shrink in (2.0**-50, 2.0**-45, 2.0**-43, 2.0**-41, 2.0**-38, None):
+        if x >= top:
+            return top
+        if x - x0 > INVERSE_MOVE * x0:
+            break  # an ill-conditioned root: accuracy first (x0 is above the true root)
+        if optimal_delta(m, x, max_atoms=max_atoms) <= delta_g:
+            return x
+        if shrink is None or hopeless:
+            break
+        x = _optimal_epsilon(m, delta_g, max_atoms, shrink)
+    return x0
+
+
+def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: float = 0.0) -> float:
+    """The root of H(x) = t (1 - shrink), t the residual target of delta_g, rounded up."""
     t = residual_target(m, delta_g)
     if t < 0.0:
         return math.inf
+    if shrink:
+        t = down(t * (1.0 - shrink), 1)
     top = _max_loss(m)
     if t == 0.0:
         return top
@@ -574,58 +621,82 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
         x = solve_segments(dist, t)
     else:
         return min(_MeetInTheMiddle(*info, shift=shift, slack=slack).epsilon(t), top)
-    if 0.0 < x < math.inf and _atom_count(groups) <= REFINE_ATOMS:
+    if 0.0 < x < math.inf and _atom_count(groups) <= PRECISE_ATOMS:
         # a small distribution whose root sits where H is flat (delta_g near the mass above
         # it) amplifies the float64 error bounds: settle it in 40 digits when they are loose
         t_high = residual_target(m, delta_g, round_up=True)
         lower = _homogeneous_epsilon(eps, n, t_high, shift, slack, upward=False) if kind == "homogeneous" \
             else dist.epsilon_lower(t_high)
         if x - lower > REFINE_REL * x:
-            x = min(x, _precise_epsilon(m, groups, shift, slack, delta_g))
+            x = min(x, _precise_epsilon(m, groups, shift, slack, delta_g, shrink))
     return min(x, top)
 
 
 COMMENSURABLE_REL = 1e-9  # beyond the other exact paths: the commensurable lattice's bracket, if this tight
-REFINE_ATOMS = 4096  # up to this many atoms an ill-conditioned root is settled in 40 digits
+PRECISE_ATOMS = 2**15  # up to this many atoms a loose float bracket is settled in 40 digits
+PRECISE_SMALL = 256  # ... and up to this many whenever it is wider than 2^-50 (cheap: ~ms)
+INVERSE_MOVE = 5e-13  # largest relative move of a root for the inverse law
 REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relative, ~1.1e-13)
 
 
-def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta_g: float) -> float:
-    """OptComp from the definition in 40-digit arithmetic, for at most REFINE_ATOMS atoms:
-    exact rational positions, binomial masses and the target t = 1 - (1 - delta_g) /
-    prod(1 - delta_i) in mpmath, the root of H(x) = t on its segment in closed form, and
-    the result moved up by a margin far above the 40-digit rounding (1e-30 relative, plus
-    the mass ``slack`` of huge-eps mechanisms charged to the target).  An upper bound."""
+def _precise_atoms(groups, shift: Fraction):
+    """The product-of-binomials distribution in 40-digit arithmetic: exact rational atom
+    positions (sorted) and their P0 masses (mpmath; call inside ``mp.workdps(40)``)."""
     import itertools
 
     import mpmath as mp
 
+    one = mp.mpf(1)
+    factors = []
+    for eps, n in groups:
+        q = one / (1 + mp.exp(mp.mpf(eps)))
+        p = 1 - q
+        fe = Fraction(eps)
+        factors.append([(fe * (2 * j - n), mp.binomial(n, j) * p**j * q ** (n - j)) for j in range(n + 1)])
+    atoms = {}
+    for combo in itertools.product(*factors):
+        pos = shift + sum((c[0] for c in combo), Fraction(0))
+        atoms[pos] = atoms.get(pos, 0) + mp.fprod(c[1] for c in combo)
+    pos = sorted(atoms)
+    return pos, [atoms[x] for x in pos]
+
+
+def _mp_fraction(x: Fraction):
+    import mpmath as mp
+
+    return mp.mpf(x.numerator) / x.denominator
+
+
+def _mp_round(x, upward: bool) -> float:
+    """An mpmath number rounded to a float on the given side (exactly)."""
+    sign, man, exp, _ = x._mpf_
+    f = Fraction(int(man)) * Fraction(2) ** int(exp)
+    return exact_dir(-f if sign else f, up=upward)
+
+
+def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta_g: float,
+                     shrink: float = 0.0) -> float:
+    """OptComp from the definition in 40-digit arithmetic, for at most PRECISE_ATOMS atoms:
+    exact rational positions, binomial masses and the target t = 1 - (1 - delta_g) /
+    prod(1 - delta_i) in mpmath, the root of H(x) = t on its segment in closed form, and
+    the result moved up by a margin far above the 40-digit rounding (1e-30 relative, plus
+    the mass ``slack`` of huge-eps mechanisms charged to the target).  An upper bound."""
+    import mpmath as mp
+
     with mp.workdps(40):
-        one = mp.mpf(1)
         lnd = mp.fsum(int(c) * mp.log1p(-mp.mpf(float(d))) for d, c in zip(m.delta.tolist(), m.count.tolist()) if d)
-        t = -mp.expm1(mp.log1p(-mp.mpf(delta_g)) - lnd)
+        t = -mp.expm1(mp.log1p(-mp.mpf(delta_g)) - lnd) * (1 - mp.mpf(shrink))
         t = t - abs(t) * mp.mpf("1e-32") - mp.mpf(slack) - mp.mpf("1e-320")
         if t <= 0:
             return math.inf if t < 0 else _to_float(shift + sum((Fraction(e) * n for e, n in groups), Fraction(0)), True)
-        factors = []
-        for eps, n in groups:
-            q = one / (1 + mp.exp(mp.mpf(eps)))
-            p = 1 - q
-            fe = Fraction(eps)
-            factors.append([(fe * (2 * j - n), mp.binomial(n, j) * p**j * q ** (n - j)) for j in range(n + 1)])
-        atoms = {}
-        for combo in itertools.product(*factors):
-            pos = shift + sum((c[0] for c in combo), Fraction(0))
-            atoms[pos] = atoms.get(pos, 0) + mp.fprod(c[1] for c in combo)
-        pos = sorted(atoms)
-        mass = [atoms[x] for x in pos]
-        lmp = [mp.mpf(x.numerator) / x.denominator for x in pos]
+        pos, mass = _precise_atoms(groups, shift)
+        lmp = [_mp_fraction(x) for x in pos]
         # the module's recurrences, in 40 digits: W_j = p_j + e^{-g_j} W_{j+1},
         # D_j = H(l_j) = D_{j+1} + W_{j+1} (1 - e^{-g_j}) -- positive terms, no cancellation
         D, W = [mp.mpf(0)] * len(pos), [mp.mpf(0)] * len(pos)
         W[-1] = mass[-1]
         for j in range(len(pos) - 2, -1, -1):
-            g = lmp[j + 1] - lmp[j]
+            g = _mp_fraction(pos[j + 1] - pos[j])
             D[j] = D[j + 1] + W[j + 1] * -mp.expm1(-g)
             W[j] = mass[j] + W[j + 1] * mp.exp(-g)
         J = next(j for j in range(len(pos)) if D[j] <= t)
@@ -636,9 +707,20 @@ def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta
             x = max(x, lmp[J - 1])
         if x <= 0:
             return 0.0
-        x = x + abs(x) * mp.mpf("1e-30") + mp.mpf("1e-300")
-        sign, man, exp, _ = x._mpf_
-        return exact_dir(Fraction(int(man)) * Fraction(2) ** int(exp), up=True)
+        return _mp_round(x + abs(x) * mp.mpf("1e-30") + mp.mpf("1e-300"), True)
+
+
+def _precise_excess(groups, shift: Fraction, slack: float, x: float) -> float:
+    """An upper bound on H(x) from the definition in 40-digit arithmetic (at most
+    PRECISE_ATOMS atoms): exact distances l - x, sum_{l > x} p (1 - e^{-(l - x)}) (positive
+    terms), moved up by 1e-30 relative, plus ``slack`` (mass at +inf)."""
+    import mpmath as mp
+
+    fx = Fraction(x)
+    with mp.workdps(40):
+        pos, mass = _precise_atoms(groups, shift)
+        h = mp.fsum(p * -mp.expm1(-_mp_fraction(l - fx)) for l, p in zip(pos, mass) if l > fx)
+        return _mp_round(h * (1 + mp.mpf("1e-30")) + mp.mpf(slack) + mp.mpf("1e-320"), True)
 
 
 def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
@@ -658,11 +740,26 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
         raise
     if kind == "none":
         return delta_from_excess(m, _point_mass(shift, slack).excess(eps_g))
+    groups = [info] if kind == "homogeneous" else info
     if kind == "homogeneous":
         eps, n = info
-        return delta_from_excess(m, _homogeneous_excess(eps, n, eps_g, shift, slack))
-    if kind == "full":
-        return delta_from_excess(m, product_distribution(info, shift, slack).excess(eps_g))
+        h = _homogeneous_excess(eps, n, eps_g, shift, slack)
+        lower = (lambda: _homogeneous_excess(eps, n, eps_g, shift, slack, upward=False))
+    elif kind == "full":
+        dist = product_distribution(info, shift, slack, lower=True)
+        h = dist.excess(eps_g)
+        lower = (lambda: dist.excess_lower(eps_g))
+    if kind in ("homogeneous", "full"):
+        atoms = _atom_count(groups)
+        if atoms <= PRECISE_ATOMS:
+            # a loose float bracket -- atoms closer to eps_g (or to each other) than their
+            # float positions' error, or a flat H -- is settled from the exact positions;
+            # small distributions always (then delta_g(epsilon_g(d)) <= d never needs the
+            # root moved)
+            rel = 2.0**-50 if atoms <= PRECISE_SMALL else REFINE_REL
+            if h - lower() > rel * h:
+                h = min(h, _precise_excess(groups, shift, slack, eps_g))
+        return delta_from_excess(m, h)
     return delta_from_excess(m, _MeetInTheMiddle(*info, shift=shift, slack=slack).excess(eps_g))
 
 
