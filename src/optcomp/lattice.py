@@ -568,6 +568,23 @@ def _leaf_weight(plan, theta: float) -> float:
                                for items in plan)
 
 
+def _log_slope(vals: np.ndarray, cnts: np.ndarray, theta: float) -> float:
+    """An estimate of lambda = |d log H / dx| at the x the tilt ``theta`` centres (only used to
+    choose the first step of :func:`lattice_delta_bounds`: the relative gap of H is about
+    lambda times the gap in eps).  Normal approximation of the tilted loss (sd sigma):
+    H ~ int_0^inf e^{-theta u} (1 - e^{-u}) phi_sigma(u) du and -H' ~ int_0^inf
+    e^{-(theta + 1) u} phi_sigma(u) du, with int_0^inf e^{-a u} phi_sigma(u) du =
+    erfcx(a sigma / sqrt 2) / 2; lambda -> theta for sigma theta >> 1 and ~0.8/sigma at
+    theta = 0."""
+    from scipy.special import erfcx
+
+    e2 = vals * (1.0 + 2.0 * theta)
+    sigma = math.sqrt(float(np.sum(cnts * (2.0 * vals) ** 2 * expit(e2) * expit(-e2))))
+    i0 = float(erfcx(theta * sigma / math.sqrt(2.0)))
+    i1 = float(erfcx((theta + 1.0) * sigma / math.sqrt(2.0)))
+    return i1 / (i0 - i1) if i0 > i1 else math.inf
+
+
 def _initial_step_n(n: float, tol: float) -> float:
     """A step (2^j or 3 * 2^(j-1)) whose predicted gap is ~0.75 tol for n refined leaves:
     each leaf's refinement and garbling cost ~0.14-0.24 h^2 (measured: 0.14 for binomial
@@ -753,8 +770,9 @@ def lattice_delta_bounds(
     cf = cnts.astype(float)
     plan = leaf_plan(vals, cnts)
     theta = tilt_for(vals, eps_g, cf)
-    # relative gap of H ~ (1 + theta) x the gap in eps (d log H / dx ~ -theta at the tilt)
-    h = _initial_step_n(_leaf_weight(plan, theta), tol / (1.0 + theta))
+    # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
+    lam = min(_log_slope(vals, cf, theta), 1.0 + theta)
+    h = _initial_step_n(_leaf_weight(plan, theta), tol / lam)
     # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
     log_slack = (_log_mgf(vals, theta, cf) - theta * eps_g
                  + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4)))
