@@ -359,7 +359,7 @@ def test_grouped_pass_brackets_H_everywhere(case, monkeypatch):
     monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
     xs = np.concatenate([np.linspace(0.0, top, 9), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
     ref = mp_H_many(atoms, xs)
-    for h in (2.0**-4, 1.5 * 2.0**-8, 2.0**-11):
+    for h in (2.0**-4, 1.5 * 2.0**-8, 15 * 2.0**-13, 13 * 2.0**-14, 2.0**-11):  # steps m 2^j, m <= 15
         for theta, log_slack in ((0.0, math.log(1e-12)), (0.8, math.log(1e-300 * 2.0**-40)), (4.0, -30.0)):
             lp = lattice.grouped_pass(eps, counts, h, theta, log_slack, 1)
             for x, r in zip(xs, ref):
@@ -382,6 +382,20 @@ def test_grouped_bounds_against_exact_products(delta_g):
     d = lattice.lattice_delta_bounds(m, 0.9 * ref, 1e-3)
     dref = optcomp.delta_g(eps, counts=counts, eps_g=0.9 * ref)
     assert d.lower <= dref * (1 + 1e-12) and dref <= d.upper
+
+
+def test_step_grid_is_exact_and_dense():
+    """Steps are m 2^j with 8 <= m <= 15 (so h n is exact for |n| < 2^49), the largest <= x,
+    at most 1/8 below it; grouped_pass refuses other steps."""
+    rng = np.random.default_rng(5)
+    for x in np.exp(rng.uniform(-700.0, 3.0, 20000)).tolist() + [1.0, 0.25, 1.875, 2.0 - 2.0**-50, 15 * 2.0**-900]:
+        h = lattice._step_below(x)
+        mant, _ = math.frexp(h)
+        assert h <= x < h * (1.0 + 1.0 / 8.0) and mant * 16 == int(mant * 16)
+        n = int(rng.integers(1, 2**49))
+        assert Fraction(h) * n == Fraction(h * n)  # exact products
+    with pytest.raises(ValueError, match="m 2\\^j"):
+        lattice.grouped_pass(np.array([0.1]), np.array([3]), 17 * 2.0**-12, 0.0, -40.0, 1)
 
 
 def test_group_window_tails_are_bounds():

@@ -37,8 +37,8 @@ What the drivers run, in order (each path certified on its own):
    :func:`lattice_pass` below (the construction the grouped one generalises) is kept as
    a reference and for the tests.
 
-The per-mechanism construction, on a lattice of step h = 2^-j or 3 * 2^-j (so every
-residue below is exact in floating point):
+The per-mechanism construction, on a lattice of step h = m 2^j with an integer m <= 15 (so
+every residue below is exact in floating point):
 
 * **upper bound: a refinement** (exact, by data processing).  Mechanism i's pair of
   output distributions (the randomized response of MV Def. 3.1 / Lemma 3.2: loss +eps_i
@@ -73,16 +73,17 @@ residue below is exact in floating point):
   k = 10^5 (eps_i ~ 0.03) at tol 1e-2 in ~30 s, at the default ``max_points``.
 * delta direction (:func:`lattice_delta_bounds`): the same passes at x = eps_g, until
   upper - lower <= tol * upper or upper <= delta_opt(eps_g - tol) (certified).
-* steps: a first pass at a step whose gap is predicted ~16 tol (cheap), then the step
-  predicted from the measured gap and its measured order in h; the tilt is re-aimed at
-  the bracket.  ``max_points`` caps the lattice (:class:`ApproxTooCostly` carries the
+* steps (h = m 2^j, 8 <= m <= 15): a first pass at the step whose gap is predicted ~0.75 tol
+  (measured per-leaf coefficients; in the delta direction the eps gap times an estimate
+  of |d log H/dx|), usually the only one; otherwise the step predicted from the measured
+  gap and its measured order in h; the tilt is re-aimed at the bracket.  ``max_points`` caps the lattice (:class:`ApproxTooCostly` carries the
   best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
   (binomial atoms with their pmf error charged both ways), upward and downward.
 
 Soundness in floating point.  Nothing is computed "exactly"; every quantity is bounded
 on the safe side:
 
-* residues, lattice positions: exact (h = 2^j or 3 * 2^j, so h n is exact and the residue
+* residues, lattice positions: exact (h = m 2^j, m <= 15, and |n| < 2^49, so h n is exact and the residue
   eps - h n is exact by Sterbenz's lemma; positions C + h n with the integer n exact and
   C = sum of offsets correctly rounded by fsum); loss values of the upper bound are then
   moved up by 4 ulps of |loss| + |C|;
@@ -403,7 +404,7 @@ def tilt_for(e: np.ndarray, x: float, c: np.ndarray | None = None) -> float:
 def _residues(x: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
     """Integers n and residues r with x = h n + r, 0 <= r < h, all exact.
 
-    h is a power of two or three times one and h n < 2^53 ulps, so h n is exact; r = x - h n
+    h = m 2^j with an integer m <= 15 and |n| < 2^49, so h n is exact; r = x - h n
     is then exact by Sterbenz's lemma (h n >= x/2 when x >= h; n in {0, 1} otherwise).  The
     float floor(x/h) may be off by one next to an integer: corrected on the exact r."""
     n = np.floor(x / h)
@@ -418,7 +419,7 @@ def _residues(x: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
 
 def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> LatticePass:
     """Certified upper- and lower-bound loss distributions of sum_i s_i eps_i on the lattice of
-    step ``h`` (a power of two or 3 times one, so every residue below is exact).
+    step ``h`` (h = m 2^j with an integer m <= 15, so every residue below is exact).
 
     Mechanism i (eps_i > 0; p_i = e^{eps_i}/(1 + e^{eps_i}) = P0[s_i = +], q_i = 1 - p_i)
     lives on the shifted lattice c_i + hZ with c_i = eps_i - h floor(eps_i/h): its atom
@@ -586,7 +587,7 @@ def _log_slope(vals: np.ndarray, cnts: np.ndarray, theta: float) -> float:
 
 
 def _initial_step_n(n: float, tol: float) -> float:
-    """A step (2^j or 3 * 2^(j-1)) whose predicted gap is ~0.75 tol for n refined leaves:
+    """A step (:func:`_step_below`) whose predicted gap is ~0.75 tol for n refined leaves:
     each leaf's refinement and garbling cost ~0.14-0.24 h^2 (measured: 0.14 for binomial
     group leaves, 0.17-0.2 for bundles of singletons, 0.23 for bundles of small groups;
     second order, one per leaf whatever its mechanisms), so one pass usually suffices;
@@ -602,14 +603,6 @@ def _points_estimate(vals: np.ndarray, cnts: np.ndarray, theta: float, h: float)
     var = float(np.sum(cnts * (2.0 * vals) ** 2 * expit(e2) * expit(-e2)))
     full = 2.0 * float(np.sum(cnts * vals))
     return int(min(full, 30.0 * math.sqrt(var) + 4.0 * float(np.max(vals)) + 2.0) / h) + 1
-
-
-def _initial_step(e: np.ndarray, tol: float) -> float:
-    """A power-of-two step whose predicted gap is ~16 tol (a cheap first pass)."""
-    k = e.size
-    # gap ~ 0.1 k h^2 (for eps ~ 0.1; the constant is not relied on, only measured)
-    h = min(math.sqrt(16.0 * tol / (0.1 * k)), 0.25)
-    return 2.0 ** math.floor(math.log2(h))
 
 
 @dataclass
@@ -635,10 +628,11 @@ def lattice_bounds(
 ) -> Bounds:
     """Certified (lower, upper) on OptComp(m, delta_g) with upper - lower <= tol.
 
-    Lattice passes (:func:`lattice_pass`) at steps h = 2^-j or 3 * 2^-j: the first at a step whose
-    gap is predicted ~16 tol, then at the step predicted from the measured gap (which
-    scales as h^2), halving further if needed; the tilt of each pass is aimed at the
-    midpoint of the previous bracket.  Raises :class:`ApproxTooCostly` (with the best
+    Lattice passes (:func:`grouped_pass`) at steps h = m 2^j (:func:`_step_below`): the first at
+    a step whose gap is predicted ~0.75 tol (:func:`_initial_step_n`; one pass usually
+    suffices), then at the step predicted from the measured gap (which scales as h^2),
+    refining further if needed; the tilt of each pass is aimed at the midpoint of the
+    previous bracket.  Raises :class:`ApproxTooCostly` (with the best
     bracket) when the lattice would exceed ``max_points`` points or stops improving.
     """
     info = info if info is not None else BracketInfo()
@@ -709,14 +703,29 @@ def lattice_bounds(
         h = _next_step(steps, gaps, tol)
 
 
+STEP_MANTISSA_BITS = 4  # steps h = m 2^j with an integer 8 <= m <= 15: consecutive steps 1/8 apart at most
+
+
 def _step_below(x: float) -> float:
-    """The largest lattice step of the form 2^j or 3 * 2^(j-1) that is <= x."""
+    """The largest lattice step h = m 2^(j-3), 8 <= m <= 15 (consecutive ones at most 1/8
+    apart), with h <= x.
+
+    A 4-bit mantissa keeps every product of h with an integer n, |n| < 2^49, exact (m n <
+    2^53), which is what the residues and lattice positions rely on (:func:`grouped_pass`
+    checks the bound); the finer grid lets the step sit closer to the one the tolerance
+    allows (the cost of a pass is ~1/h)."""
     j = math.floor(math.log2(x))
-    return 1.5 * 2.0**j if 1.5 * 2.0**j <= x else 2.0**j
+    unit = 2.0 ** (j - STEP_MANTISSA_BITS + 1)
+    m = min(2 ** STEP_MANTISSA_BITS - 1, max(2 ** (STEP_MANTISSA_BITS - 1), math.floor(x / unit)))
+    h = m * unit
+    while h > x and m > 2 ** (STEP_MANTISSA_BITS - 1):  # float floor next to an integer
+        m -= 1
+        h = m * unit
+    return h
 
 
 def _next_step(steps, gaps, tol) -> float:
-    """The next lattice step (2^j or 3 * 2^(j-1)): the gap is second order in h (refinement
+    """The next lattice step (:func:`_step_below`): the gap is second order in h (refinement
     and garbling of every mechanism with eps_i >> h) but first order in the contribution
     of mechanisms with eps_i < h/4 (the garbling drops them); the local order is measured
     from the last two passes.  At least a factor 4/3 and at most 16 per pass."""
@@ -1573,6 +1582,12 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     binary counter (equal levels first), each merge cut again, the last merge with the
     max-norm bound.  Memory: one chunk plus O(log) nodes."""
     plan = plan if plan is not None else leaf_plan(vals, cnts)
+    # every lattice index n below has |n| <= sum c eps / h + 4: h n exact needs m |n| < 2^53
+    mant = math.frexp(h)[0]
+    if mant * 16.0 != math.floor(mant * 16.0):
+        raise ValueError(f"lattice step {h!r} is not m 2^j with an integer m <= 15")
+    if float(np.sum(cnts * vals)) / h + 8.0 >= 2.0**49:
+        raise ValueError(f"lattice step {h!r} too small for exact positions (sum eps / h >= 2^49)")
     th = theta * h
     S = _mgf_grid(theta)
     lz_leaves: list[list[float]] = [[], [], []]
@@ -1632,7 +1647,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     for b in range(3):
         mag_w = float(np.sum(np.abs(lz_leaves[b]))) + abs(logZ[b]) + abs(thetas[b] * h) * (abs(off) + w)
         rho.append(math.expm1(float(node.rho[b]) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
-    loss = h * idx  # exact: an integer times h (2^j or 3 * 2^j)
+    loss = h * idx  # exact: an integer (|idx| < 2^49, checked above) times h = m 2^j, m <= 15
     # ---- upper
     keep = loss > 0.0
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
