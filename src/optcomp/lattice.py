@@ -327,10 +327,13 @@ def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers
     # contiguous zero-padded copies (much faster than letting rfft pad a strided view)
     A = _gather(blocks, bid, idx, pa, Wa, nb, N, dtype)
     Bm = _gather(blocks, bid, idx, pb, Wb, nb, N, dtype)
-    s1a = A.sum(axis=-1) * (1.0 + Wa * UNIT) + 1e-300
-    s1b = Bm.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
-    s2a = np.sqrt(np.einsum("ijk,ijk->ij", A, A)) * (1.0 + Wa * UNIT)
-    s2b = np.sqrt(np.einsum("ijk,ijk->ij", Bm, Bm)) * (1.0 + Wb * UNIT)
+    # norms over the first Wa (Wb) columns: the padding is exactly 0
+    Av, Bv = A[..., :Wa], Bm[..., :Wb]
+    s1a = Av.sum(axis=-1) * (1.0 + Wa * UNIT) + 1e-300
+    s1b = Bv.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
+    s2a = np.sqrt(np.einsum("ijk,ijk->ij", Av, Av)) * (1.0 + Wa * UNIT)
+    s2b = np.sqrt(np.einsum("ijk,ijk->ij", Bv, Bv)) * (1.0 + Wb * UNIT)
+    del Av, Bv
     FA = _fft().rfft(A, axis=-1, workers=workers, overwrite_x=True)
     del A
     FA *= _fft().rfft(Bm, axis=-1, workers=workers, overwrite_x=True)
@@ -1106,6 +1109,7 @@ def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COM
 
 BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
 CHUNK_POINTS = 2**15  # leaf lattice points per chunk of the streamed FFT tree
+CHUNK_POW2 = True  # flush a chunk at a power-of-two number of leaves once it holds >= CHUNK_POINTS / 2
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each node's window
 SLACK_REL = 2.0**-40  # untilted mass sent to +inf above the windows, relative to the target, in all
 
@@ -1577,8 +1581,10 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     gives SLACK_REL times the target over the number of nodes).  So the lattice covers a
     few tilted standard deviations around the answer, not [-sum eps, sum eps].
 
-    Stream.  Leaves are built chunk by chunk (<= CHUNK_POINTS points), each chunk composed
-    by :func:`_fft_tree` (2-norm bounds) and cut; chunk roots are merged pairwise as in a
+    Stream.  Leaves are built chunk by chunk (a power-of-two number of leaves holding >=
+    CHUNK_POINTS / 2 points, or >= CHUNK_POINTS points: a balanced chunk tree has no level
+    that only carries an odd leaf), each chunk composed by :func:`_fft_tree` (2-norm bounds)
+    and cut; chunk roots are merged pairwise as in a
     binary counter (equal levels first), each merge cut again, the last merge with the
     max-norm bound.  Memory: one chunk plus O(log) nodes."""
     plan = plan if plan is not None else leaf_plan(vals, cnts)
@@ -1628,7 +1634,8 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
             lz_leaves[b].append(float(logZ[b]))
         pending.append((rows, base, logZ, rho, E2, atoms_k))
         pending_pts += rows.shape[1]
-        if pending_pts >= CHUNK_POINTS:
+        npend = len(pending)
+        if pending_pts >= CHUNK_POINTS or (CHUNK_POW2 and npend & (npend - 1) == 0 and 2 * pending_pts >= CHUNK_POINTS):
             flush()
     flush()
     while len(stack) >= 2:
