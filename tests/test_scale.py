@@ -398,6 +398,37 @@ def test_step_grid_is_exact_and_dense():
         lattice.grouped_pass(np.array([0.1]), np.array([3]), 17 * 2.0**-12, 0.0, -40.0, 1)
 
 
+def test_tilt_and_chernoff_guess_solve_their_equations():
+    """tilt_for (Newton) centres the loss at x: K'(theta) = x; chernoff_guess (Newton inside a
+    bracket) agrees with a plain bisection of K - theta K' = log t."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        k = int(rng.integers(1, 40))
+        e = np.exp(rng.uniform(-7.0, 2.0, k))
+        c = rng.integers(1, 2000, k).astype(float)
+        top = float(np.sum(c * e))
+        x = top * float(rng.uniform(0.0, 0.999))
+        theta = lattice.tilt_for(e, x, c)
+        if x <= lattice._cumulant_slope(e, 0.0, c):
+            assert theta == 0.0
+        else:
+            assert theta > 0.0 and abs(lattice._cumulant_slope(e, theta, c) - x) <= 1e-9 * top
+        t = 10.0 ** float(rng.uniform(-300.0, -0.5))
+        logt = math.log(t)
+
+        def rate(th):
+            return lattice._log_mgf(e, th, c) - th * lattice._cumulant_slope(e, th, c)
+
+        lo, hi = 0.0, 1.0
+        while rate(hi) > logt and hi < 1e6:
+            lo, hi = hi, 2.0 * hi
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if rate(mid) > logt else (lo, mid)
+        ref = min(lattice._cumulant_slope(e, hi, c), top)
+        assert abs(lattice.chernoff_guess(e, t, c) - ref) <= 1e-7 * ref + 1e-12
+
+
 def test_group_window_tails_are_bounds():
     """The Chernoff tails of a group's window bound the binomial's true tails (mpmath)."""
     for eps, c, theta in ((0.05, 5000, 0.5), (0.3, 800, 3.0), (1e-3, 6000, 0.0)):
