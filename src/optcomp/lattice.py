@@ -309,6 +309,12 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_n
 def _gather(blocks, bid, idx, rows, width, nb, N, dtype=np.float64):
     """Rows ``rows`` (global indices) copied into a zero-padded (nb, len(rows), N) array."""
     out = np.zeros((nb, rows.size, N), dtype=dtype)
+    if rows.size <= 16:  # row by row: one copy each (fancy indexing copies twice)
+        for k, (b, i) in enumerate(zip(bid[rows].tolist(), idx[rows].tolist())):
+            Xb = blocks[b][0]
+            cols = min(width, Xb.shape[2])
+            out[:, k, :cols] = Xb[:, i, :cols]
+        return out
     for b in np.unique(bid[rows]):
         sel = np.nonzero(bid[rows] == b)[0]
         Xb = blocks[b][0]
@@ -1370,7 +1376,11 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))
     d_hi = np.minimum(d_hi, D)
     d_lo = np.minimum(d_lo, D)
-    lD1, lD2 = np.log(np.expm1(D)), np.log(-np.expm1(-D))  # the same values as there, computed once
+    # the same values as there, computed once per distinct width k = hi - lo (D = k h exactly)
+    ks, kinv = np.unique((hi - lo).astype(np.int64), return_inverse=True)
+    Dk = ks.astype(float) * h
+    lD1 = np.log(np.expm1(Dk))[kinv].reshape(D.shape)
+    lD2 = np.log(-np.expm1(-Dk))[kinv].reshape(D.shape)
     with np.errstate(divide="ignore"):
         l_lo = np.log(np.expm1(d_hi)) - lD1
         l_hi = np.log(-np.expm1(-d_lo)) - lD2
