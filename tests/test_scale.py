@@ -384,6 +384,69 @@ def test_grouped_bounds_against_exact_products(delta_g):
     assert d.lower <= dref * (1 + 1e-12) and dref <= d.upper
 
 
+BUNDLE_CASES = [
+    # (eps, counts): singletons (bundles of 10), small groups (bundles of mixed shapes), a
+    # binomial window among them, huge and tiny eps
+    (list(np.random.default_rng(11).uniform(0.05, 0.2, 13)), [1] * 13),
+    ([0.01, 0.0123456789, 0.3, 0.71, 2.5, 30.0], [3, 7, 1, 2, 1, 1]),
+    ([1e-4, 0.05, 0.1 + 1e-9], [5, 1100, 2]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BUNDLE_CASES)))
+def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
+    """_bundle_leaves (runs of same-shape bundles in slices) against the per-leaf functions:
+    the same rows, offsets and charges (up to the order of the normaliser's summation), and
+    with either path grouped_pass brackets the 50-digit H at every x."""
+    eps, counts = BUNDLE_CASES[case]
+    eps = np.array(eps)
+    counts = np.array(counts, dtype=np.int64)
+    order = np.argsort(eps)
+    eps, counts = eps[order], counts[order]
+    monkeypatch.setattr(lattice, "LEAF_SLICE_ATOMS", 3000)  # several slices per run
+    plan = lattice.leaf_plan(eps, counts)
+    atoms = mp_group_atoms(eps, counts)
+    top = float(np.sum(eps * counts))
+    xs = np.concatenate([np.linspace(0.0, top, 7), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
+    ref = mp_H_many(atoms, xs)
+    for h, theta in ((2.0**-5, 0.0), (13 * 2.0**-12, 0.7), (2.0**-9, 3.0)):
+        S = lattice._mgf_grid(theta)
+        monkeypatch.setattr(lattice, "VECTOR_LEAVES", True)
+        vec = list(lattice._leaves(plan, h, theta, -40.0, S))
+        monkeypatch.setattr(lattice, "VECTOR_LEAVES", False)
+        one = list(lattice._leaves(plan, h, theta, -40.0, S))
+        assert len(vec) == len(one) == len(plan)
+        for a, b in zip(vec, one):
+            assert a[0].shape == b[0].shape and a[1] == b[1]
+            np.testing.assert_allclose(a[0], b[0], rtol=1e-13, atol=1e-300)
+            for u, v in zip(a[2:], b[2:]):
+                np.testing.assert_allclose(np.asarray(u, float), np.asarray(v, float), rtol=1e-13, atol=0)
+        for vl in (True, False):
+            monkeypatch.setattr(lattice, "VECTOR_LEAVES", vl)
+            lp = lattice.grouped_pass(eps, counts, h, theta, math.log(1e-20), 1)
+            for x, r in zip(xs, ref):
+                lo, hi = lp.excess_bounds(float(x))
+                assert mp.mpf(lo) <= r <= mp.mpf(hi), (vl, h, theta, float(x), lo, float(r), hi)
+
+
+def test_delta_driver_first_step_is_enough():
+    """lattice_delta_bounds aims its first step with lambda = |d log H/dx| (~theta): one pass
+    reaches the relative tolerance, and its bracket meets a much finer one."""
+    rng = np.random.default_rng(3)
+    for eps, counts, delta_g in ((rng.uniform(0.05, 0.2, 2000), None, 1e-6),
+                                 (rng.uniform(0.01, 0.5, 300), None, 1e-30),
+                                 (rng.uniform(0.05, 0.2, 60), rng.integers(100, 3000, 60), 1e-3)):
+        m = mechanisms(eps, 0.0, None, counts)
+        x = lattice.lattice_bounds(m, delta_g, 1e-3).upper
+        info = lattice.BracketInfo()
+        d = lattice.lattice_delta_bounds(m, x, 1e-3, info=info)
+        assert info.path == "lattice" and len(info.passes) == 1
+        assert d.gap <= 1e-3 * d.upper
+        fine = lattice.lattice_delta_bounds(m, x, 1e-6)
+        assert d.lower <= fine.upper and fine.lower <= d.upper
+        assert d.lower <= delta_g * (1 + 1e-9)  # x >= the optimal eps_g at delta_g
+
+
 def test_step_grid_is_exact_and_dense():
     """Steps are m 2^j with 8 <= m <= 15 (so h n is exact for |n| < 2^49), the largest <= x,
     at most 1/8 below it; grouped_pass refuses other steps."""
