@@ -807,7 +807,12 @@ def lattice_delta_bounds(
     loss distribution, e.g. just below sum eps_i, delta_opt is dominated by that
     distance.)  In degenerate float cases (delta_opt below ~1e-14 P0[L > eps_g], e.g.
     eps_i ~ 1e-200) where six halvings of the step bring no progress, a bracket of
-    absolute width <= 2^-40 is returned as the float64 floor."""
+    absolute width <= 2^-40 is returned as the float64 floor.
+
+    The first step is the one whose relative gap in H is predicted ~0.75 tol: the eps gap
+    of :func:`_initial_step_n` times lambda = |d log H/dx| (:func:`_log_slope`, ~theta at
+    the tilt; capped at 1 + theta), usually the only pass; then :func:`_next_step` from the
+    measured relative gaps.  (Only the cost depends on these choices, never the bounds.)"""
     info = info if info is not None else BracketInfo()
     vals, cnts = m.positive()
     if vals.size == 0 or eps_g >= dot_dir(cnts, vals, True):
@@ -1617,7 +1622,11 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     monotone in its distance, is evaluated at the far end (an upper bound).  Lower bound
     (garbling): T(atom) = the lattice point nearest its float position (a function of the
     outcome), P0 and P1 = P0 e^{-l} pushed forward.  The gap is second order per *leaf*,
-    not per mechanism: a group of c mechanisms costs what one mechanism costs.
+    not per mechanism: a group of c mechanisms costs what one mechanism costs.  Runs of
+    bundles of the same shape (the same counts, e.g. bundles of 10 singletons) are built
+    together, in slices, by :func:`_bundle_leaves`: the formulas of :func:`_leaf_atoms`,
+    :func:`_leaf_rows` and :func:`_leaf_mgf` evaluated elementwise, so the same atoms,
+    lattice points, masses and charges as one leaf at a time (``VECTOR_LEAVES = False``).
 
     Windows.  Every bound below only ever raises the upper curve / lowers the lower one:
     the upper side is a function H(x) = sum_L P0(L)(1 - e^{x-L})_+ of lattice P0 masses,
@@ -1633,9 +1642,11 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     Stream.  Leaves are built chunk by chunk (a power-of-two number of leaves holding >=
     CHUNK_POINTS / 2 points, or >= CHUNK_POINTS points: a balanced chunk tree has no level
     that only carries an odd leaf), each chunk composed by :func:`_fft_tree` (2-norm bounds)
-    and cut; chunk roots are merged pairwise as in a
-    binary counter (equal levels first), each merge cut again, the last merge with the
-    max-norm bound.  Memory: one chunk plus O(log) nodes."""
+    and cut; chunk roots are merged pairwise as in a binary counter (equal levels first),
+    each merge cut again, the last merge with the max-norm bound.  Memory: one slice of
+    leaves, one chunk plus O(log) nodes.  Steps h = m 2^j, m <= 15 (:func:`_step_below`):
+    every lattice index n here has |n| <= sum c eps / h + 8 < 2^49 (checked), so h n is
+    exact."""
     plan = plan if plan is not None else leaf_plan(vals, cnts)
     # every lattice index n below has |n| <= sum c eps / h + 4: h n exact needs m |n| < 2^53
     mant = math.frexp(h)[0]
