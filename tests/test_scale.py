@@ -359,7 +359,7 @@ def test_grouped_pass_brackets_H_everywhere(case, monkeypatch):
     monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
     xs = np.concatenate([np.linspace(0.0, top, 9), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
     ref = mp_H_many(atoms, xs)
-    for h in (2.0**-4, 1.5 * 2.0**-8, 2.0**-11):
+    for h in (2.0**-4, 1.5 * 2.0**-8, 15 * 2.0**-13, 13 * 2.0**-14, 2.0**-11):  # steps m 2^j, m <= 15
         for theta, log_slack in ((0.0, math.log(1e-12)), (0.8, math.log(1e-300 * 2.0**-40)), (4.0, -30.0)):
             lp = lattice.grouped_pass(eps, counts, h, theta, log_slack, 1)
             for x, r in zip(xs, ref):
@@ -382,6 +382,114 @@ def test_grouped_bounds_against_exact_products(delta_g):
     d = lattice.lattice_delta_bounds(m, 0.9 * ref, 1e-3)
     dref = optcomp.delta_g(eps, counts=counts, eps_g=0.9 * ref)
     assert d.lower <= dref * (1 + 1e-12) and dref <= d.upper
+
+
+BUNDLE_CASES = [
+    # (eps, counts): singletons (bundles of 10), small groups (bundles of mixed shapes), a
+    # binomial window among them, huge and tiny eps
+    (list(np.random.default_rng(11).uniform(0.05, 0.2, 13)), [1] * 13),
+    ([0.01, 0.0123456789, 0.3, 0.71, 2.5, 30.0], [3, 7, 1, 2, 1, 1]),
+    ([1e-4, 0.05, 0.1 + 1e-9], [5, 1100, 2]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BUNDLE_CASES)))
+def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
+    """_bundle_leaves (runs of same-shape bundles in slices) against the per-leaf functions:
+    the same rows, offsets and charges (up to the order of the normaliser's summation), and
+    with either path grouped_pass brackets the 50-digit H at every x."""
+    eps, counts = BUNDLE_CASES[case]
+    eps = np.array(eps)
+    counts = np.array(counts, dtype=np.int64)
+    order = np.argsort(eps)
+    eps, counts = eps[order], counts[order]
+    monkeypatch.setattr(lattice, "LEAF_SLICE_ATOMS", 3000)  # several slices per run
+    plan = lattice.leaf_plan(eps, counts)
+    atoms = mp_group_atoms(eps, counts)
+    top = float(np.sum(eps * counts))
+    xs = np.concatenate([np.linspace(0.0, top, 7), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
+    ref = mp_H_many(atoms, xs)
+    for h, theta in ((2.0**-5, 0.0), (13 * 2.0**-12, 0.7), (2.0**-9, 3.0)):
+        S = lattice._mgf_grid(theta)
+        monkeypatch.setattr(lattice, "VECTOR_LEAVES", True)
+        vec = list(lattice._leaves(plan, h, theta, -40.0, S))
+        monkeypatch.setattr(lattice, "VECTOR_LEAVES", False)
+        one = list(lattice._leaves(plan, h, theta, -40.0, S))
+        assert len(vec) == len(one) == len(plan)
+        for a, b in zip(vec, one):
+            assert a[0].shape == b[0].shape and a[1] == b[1]
+            np.testing.assert_allclose(a[0], b[0], rtol=1e-13, atol=1e-300)
+            for u, v in zip(a[2:], b[2:]):
+                np.testing.assert_allclose(np.asarray(u, float), np.asarray(v, float), rtol=1e-13, atol=0)
+        for vl in (True, False):
+            monkeypatch.setattr(lattice, "VECTOR_LEAVES", vl)
+            lp = lattice.grouped_pass(eps, counts, h, theta, math.log(1e-20), 1)
+            for x, r in zip(xs, ref):
+                lo, hi = lp.excess_bounds(float(x))
+                assert mp.mpf(lo) <= r <= mp.mpf(hi), (vl, h, theta, float(x), lo, float(r), hi)
+
+
+def test_delta_driver_first_step_is_enough():
+    """lattice_delta_bounds aims its first step with lambda = |d log H/dx| (~theta): one pass
+    reaches the relative tolerance, and its bracket meets a much finer one."""
+    rng = np.random.default_rng(3)
+    for eps, counts, delta_g in ((rng.uniform(0.05, 0.2, 2000), None, 1e-6),
+                                 (rng.uniform(0.01, 0.5, 300), None, 1e-30),
+                                 (rng.uniform(0.05, 0.2, 60), rng.integers(100, 3000, 60), 1e-3)):
+        m = mechanisms(eps, 0.0, None, counts)
+        x = lattice.lattice_bounds(m, delta_g, 1e-3).upper
+        info = lattice.BracketInfo()
+        d = lattice.lattice_delta_bounds(m, x, 1e-3, info=info)
+        assert info.path == "lattice" and len(info.passes) == 1
+        assert d.gap <= 1e-3 * d.upper
+        fine = lattice.lattice_delta_bounds(m, x, 1e-6)
+        assert d.lower <= fine.upper and fine.lower <= d.upper
+        assert d.lower <= delta_g * (1 + 1e-9)  # x >= the optimal eps_g at delta_g
+
+
+def test_step_grid_is_exact_and_dense():
+    """Steps are m 2^j with 8 <= m <= 15 (so h n is exact for |n| < 2^49), the largest <= x,
+    at most 1/8 below it; grouped_pass refuses other steps."""
+    rng = np.random.default_rng(5)
+    for x in np.exp(rng.uniform(-700.0, 3.0, 20000)).tolist() + [1.0, 0.25, 1.875, 2.0 - 2.0**-50, 15 * 2.0**-900]:
+        h = lattice._step_below(x)
+        mant, _ = math.frexp(h)
+        assert h <= x < h * (1.0 + 1.0 / 8.0) and mant * 16 == int(mant * 16)
+        n = int(rng.integers(1, 2**49))
+        assert Fraction(h) * n == Fraction(h * n)  # exact products
+    with pytest.raises(ValueError, match="m 2\\^j"):
+        lattice.grouped_pass(np.array([0.1]), np.array([3]), 17 * 2.0**-12, 0.0, -40.0, 1)
+
+
+def test_tilt_and_chernoff_guess_solve_their_equations():
+    """tilt_for (Newton) centres the loss at x: K'(theta) = x; chernoff_guess (Newton inside a
+    bracket) agrees with a plain bisection of K - theta K' = log t."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        k = int(rng.integers(1, 40))
+        e = np.exp(rng.uniform(-7.0, 2.0, k))
+        c = rng.integers(1, 2000, k).astype(float)
+        top = float(np.sum(c * e))
+        x = top * float(rng.uniform(0.0, 0.999))
+        theta = lattice.tilt_for(e, x, c)
+        if x <= lattice._cumulant_slope(e, 0.0, c):
+            assert theta == 0.0
+        else:
+            assert theta > 0.0 and abs(lattice._cumulant_slope(e, theta, c) - x) <= 1e-9 * top
+        t = 10.0 ** float(rng.uniform(-300.0, -0.5))
+        logt = math.log(t)
+
+        def rate(th):
+            return lattice._log_mgf(e, th, c) - th * lattice._cumulant_slope(e, th, c)
+
+        lo, hi = 0.0, 1.0
+        while rate(hi) > logt and hi < 1e6:
+            lo, hi = hi, 2.0 * hi
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if rate(mid) > logt else (lo, mid)
+        ref = min(lattice._cumulant_slope(e, hi, c), top)
+        assert abs(lattice.chernoff_guess(e, t, c) - ref) <= 1e-7 * ref + 1e-12
 
 
 def test_group_window_tails_are_bounds():

@@ -37,8 +37,8 @@ What the drivers run, in order (each path certified on its own):
    :func:`lattice_pass` below (the construction the grouped one generalises) is kept as
    a reference and for the tests.
 
-The per-mechanism construction, on a lattice of step h = 2^-j or 3 * 2^-j (so every
-residue below is exact in floating point):
+The per-mechanism construction, on a lattice of step h = m 2^j with an integer m <= 15 (so
+every residue below is exact in floating point):
 
 * **upper bound: a refinement** (exact, by data processing).  Mechanism i's pair of
   output distributions (the randomized response of MV Def. 3.1 / Lemma 3.2: loss +eps_i
@@ -73,16 +73,17 @@ residue below is exact in floating point):
   k = 10^5 (eps_i ~ 0.03) at tol 1e-2 in ~30 s, at the default ``max_points``.
 * delta direction (:func:`lattice_delta_bounds`): the same passes at x = eps_g, until
   upper - lower <= tol * upper or upper <= delta_opt(eps_g - tol) (certified).
-* steps: a first pass at a step whose gap is predicted ~16 tol (cheap), then the step
-  predicted from the measured gap and its measured order in h; the tilt is re-aimed at
-  the bracket.  ``max_points`` caps the lattice (:class:`ApproxTooCostly` carries the
+* steps (h = m 2^j, 8 <= m <= 15): a first pass at the step whose gap is predicted ~0.75 tol
+  (measured per-leaf coefficients; in the delta direction the eps gap times an estimate
+  of |d log H/dx|), usually the only one; otherwise the step predicted from the measured
+  gap and its measured order in h; the tilt is re-aimed at the bracket.  ``max_points`` caps the lattice (:class:`ApproxTooCostly` carries the
   best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
   (binomial atoms with their pmf error charged both ways), upward and downward.
 
 Soundness in floating point.  Nothing is computed "exactly"; every quantity is bounded
 on the safe side:
 
-* residues, lattice positions: exact (h = 2^j or 3 * 2^j, so h n is exact and the residue
+* residues, lattice positions: exact (h = m 2^j, m <= 15, and |n| < 2^49, so h n is exact and the residue
   eps - h n is exact by Sterbenz's lemma; positions C + h n with the integer n exact and
   C = sum of offsets correctly rounded by fsum); loss values of the upper bound are then
   moved up by 4 ulps of |loss| + |C|;
@@ -308,6 +309,12 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_n
 def _gather(blocks, bid, idx, rows, width, nb, N, dtype=np.float64):
     """Rows ``rows`` (global indices) copied into a zero-padded (nb, len(rows), N) array."""
     out = np.zeros((nb, rows.size, N), dtype=dtype)
+    if rows.size <= 16:  # row by row: one copy each (fancy indexing copies twice)
+        for k, (b, i) in enumerate(zip(bid[rows].tolist(), idx[rows].tolist())):
+            Xb = blocks[b][0]
+            cols = min(width, Xb.shape[2])
+            out[:, k, :cols] = Xb[:, i, :cols]
+        return out
     for b in np.unique(bid[rows]):
         sel = np.nonzero(bid[rows] == b)[0]
         Xb = blocks[b][0]
@@ -326,10 +333,13 @@ def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers
     # contiguous zero-padded copies (much faster than letting rfft pad a strided view)
     A = _gather(blocks, bid, idx, pa, Wa, nb, N, dtype)
     Bm = _gather(blocks, bid, idx, pb, Wb, nb, N, dtype)
-    s1a = A.sum(axis=-1) * (1.0 + Wa * UNIT) + 1e-300
-    s1b = Bm.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
-    s2a = np.sqrt(np.einsum("ijk,ijk->ij", A, A)) * (1.0 + Wa * UNIT)
-    s2b = np.sqrt(np.einsum("ijk,ijk->ij", Bm, Bm)) * (1.0 + Wb * UNIT)
+    # norms over the first Wa (Wb) columns: the padding is exactly 0
+    Av, Bv = A[..., :Wa], Bm[..., :Wb]
+    s1a = Av.sum(axis=-1) * (1.0 + Wa * UNIT) + 1e-300
+    s1b = Bv.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
+    s2a = np.sqrt(np.einsum("ijk,ijk->ij", Av, Av)) * (1.0 + Wa * UNIT)
+    s2b = np.sqrt(np.einsum("ijk,ijk->ij", Bv, Bv)) * (1.0 + Wb * UNIT)
+    del Av, Bv
     FA = _fft().rfft(A, axis=-1, workers=workers, overwrite_x=True)
     del A
     FA *= _fft().rfft(Bm, axis=-1, workers=workers, overwrite_x=True)
@@ -388,6 +398,23 @@ def tilt_for(e: np.ndarray, x: float, c: np.ndarray | None = None) -> float:
     top = float(np.sum(e if c is None else c * e))
     if x >= top:
         x = top * (1.0 - 1e-9)
+    # Newton from theta = 0: the slope is increasing and concave in theta >= -1/2, so the
+    # iterates increase to the root from below (a handful of evaluations); bisection if not
+    cw = e if c is None else c * e
+    theta = 0.0
+    for _ in range(100):
+        a = e * (theta + 0.5)
+        f = float(np.sum(cw * np.tanh(a))) - x
+        with np.errstate(over="ignore"):
+            fp = float(np.sum(cw * e / np.cosh(a) ** 2))
+        if f >= 0.0:
+            return theta
+        if not fp > 0.0 or not math.isfinite(fp):
+            break
+        step = -f / fp
+        theta += step
+        if step <= 1e-12 * theta:
+            return theta
     lo, hi = 0.0, 1.0
     while _cumulant_slope(e, hi, c) < x and hi < 1e8:
         lo, hi = hi, hi * 2.0
@@ -403,7 +430,7 @@ def tilt_for(e: np.ndarray, x: float, c: np.ndarray | None = None) -> float:
 def _residues(x: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
     """Integers n and residues r with x = h n + r, 0 <= r < h, all exact.
 
-    h is a power of two or three times one and h n < 2^53 ulps, so h n is exact; r = x - h n
+    h = m 2^j with an integer m <= 15 and |n| < 2^49, so h n is exact; r = x - h n
     is then exact by Sterbenz's lemma (h n >= x/2 when x >= h; n in {0, 1} otherwise).  The
     float floor(x/h) may be off by one next to an integer: corrected on the exact r."""
     n = np.floor(x / h)
@@ -418,7 +445,7 @@ def _residues(x: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
 
 def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> LatticePass:
     """Certified upper- and lower-bound loss distributions of sum_i s_i eps_i on the lattice of
-    step ``h`` (a power of two or 3 times one, so every residue below is exact).
+    step ``h`` (h = m 2^j with an integer m <= 15, so every residue below is exact).
 
     Mechanism i (eps_i > 0; p_i = e^{eps_i}/(1 + e^{eps_i}) = P0[s_i = +], q_i = 1 - p_i)
     lives on the shifted lattice c_i + hZ with c_i = eps_i - h floor(eps_i/h): its atom
@@ -541,22 +568,44 @@ def _log_mgf(e: np.ndarray, theta: float, c: np.ndarray | None = None) -> float:
 def chernoff_guess(e: np.ndarray, t: float, c: np.ndarray | None = None) -> float:
     """The x at which the Chernoff bound P0[L > x] <= exp(K(theta) - theta K'(theta)),
     x = K'(theta), equals t: an estimate (slightly above) of eps_g used only to aim the
-    tilt of the first lattice pass (``c``: multiplicities of the values ``e``)."""
+    tilt of the first lattice pass (``c``: multiplicities of the values ``e``).
+
+    The rate K - theta K' decreases in theta (its derivative is -theta K''): bracketed by
+    doubling, then Newton steps kept inside the bracket (bisection otherwise) to 1e-10
+    relative; log p_i, log q_i computed once."""
     top = float(np.sum(e if c is None else c * e))
     logt = math.log(max(min(t, 0.5), 1e-300))
+    w = np.ones_like(e) if c is None else c
+    lp, lq = log_expit(e), log_expit(-e)
 
     def rate(theta):
-        return _log_mgf(e, theta, c) - theta * _cumulant_slope(e, theta, c)
+        a = e * (theta + 0.5)
+        K = float(np.sum(w * np.logaddexp(lp + theta * e, lq - theta * e)))
+        K1 = float(np.sum(w * e * np.tanh(a)))
+        with np.errstate(over="ignore"):
+            K2 = float(np.sum(w * e * e / np.cosh(a) ** 2))
+        return K - theta * K1, K2
 
     lo, hi = 0.0, 1.0
-    while rate(hi) > logt and hi < 1e6:
+    while rate(hi)[0] > logt and hi < 1e6:
         lo, hi = hi, 2.0 * hi
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        if rate(mid) > logt:
-            lo = mid
+    theta = 0.5 * (lo + hi)
+    for _ in range(100):
+        if hi - lo <= 1e-10 * hi:
+            break
+        r, K2 = rate(theta)
+        if r > logt:
+            lo = theta
         else:
-            hi = mid
+            hi = theta
+        nxt = theta + (r - logt) / (theta * K2) if theta * K2 > 0.0 else math.nan
+        if lo < nxt < hi:
+            step, theta = abs(nxt - theta), nxt
+            if step <= 1e-12 * hi:  # converged: theta is the root to ~1e-12
+                hi = theta
+                break
+        else:
+            theta = 0.5 * (lo + hi)
     return min(_cumulant_slope(e, hi, c), top)
 
 
@@ -568,8 +617,25 @@ def _leaf_weight(plan, theta: float) -> float:
                                for items in plan)
 
 
+def _log_slope(vals: np.ndarray, cnts: np.ndarray, theta: float) -> float:
+    """An estimate of lambda = |d log H / dx| at the x the tilt ``theta`` centres (only used to
+    choose the first step of :func:`lattice_delta_bounds`: the relative gap of H is about
+    lambda times the gap in eps).  Normal approximation of the tilted loss (sd sigma):
+    H ~ int_0^inf e^{-theta u} (1 - e^{-u}) phi_sigma(u) du and -H' ~ int_0^inf
+    e^{-(theta + 1) u} phi_sigma(u) du, with int_0^inf e^{-a u} phi_sigma(u) du =
+    erfcx(a sigma / sqrt 2) / 2; lambda -> theta for sigma theta >> 1 and ~0.8/sigma at
+    theta = 0."""
+    from scipy.special import erfcx
+
+    e2 = vals * (1.0 + 2.0 * theta)
+    sigma = math.sqrt(float(np.sum(cnts * (2.0 * vals) ** 2 * expit(e2) * expit(-e2))))
+    i0 = float(erfcx(theta * sigma / math.sqrt(2.0)))
+    i1 = float(erfcx((theta + 1.0) * sigma / math.sqrt(2.0)))
+    return i1 / (i0 - i1) if i0 > i1 else math.inf
+
+
 def _initial_step_n(n: float, tol: float) -> float:
-    """A step (2^j or 3 * 2^(j-1)) whose predicted gap is ~0.75 tol for n refined leaves:
+    """A step (:func:`_step_below`) whose predicted gap is ~0.75 tol for n refined leaves:
     each leaf's refinement and garbling cost ~0.14-0.24 h^2 (measured: 0.14 for binomial
     group leaves, 0.17-0.2 for bundles of singletons, 0.23 for bundles of small groups;
     second order, one per leaf whatever its mechanisms), so one pass usually suffices;
@@ -585,14 +651,6 @@ def _points_estimate(vals: np.ndarray, cnts: np.ndarray, theta: float, h: float)
     var = float(np.sum(cnts * (2.0 * vals) ** 2 * expit(e2) * expit(-e2)))
     full = 2.0 * float(np.sum(cnts * vals))
     return int(min(full, 30.0 * math.sqrt(var) + 4.0 * float(np.max(vals)) + 2.0) / h) + 1
-
-
-def _initial_step(e: np.ndarray, tol: float) -> float:
-    """A power-of-two step whose predicted gap is ~16 tol (a cheap first pass)."""
-    k = e.size
-    # gap ~ 0.1 k h^2 (for eps ~ 0.1; the constant is not relied on, only measured)
-    h = min(math.sqrt(16.0 * tol / (0.1 * k)), 0.25)
-    return 2.0 ** math.floor(math.log2(h))
 
 
 @dataclass
@@ -618,10 +676,11 @@ def lattice_bounds(
 ) -> Bounds:
     """Certified (lower, upper) on OptComp(m, delta_g) with upper - lower <= tol.
 
-    Lattice passes (:func:`lattice_pass`) at steps h = 2^-j or 3 * 2^-j: the first at a step whose
-    gap is predicted ~16 tol, then at the step predicted from the measured gap (which
-    scales as h^2), halving further if needed; the tilt of each pass is aimed at the
-    midpoint of the previous bracket.  Raises :class:`ApproxTooCostly` (with the best
+    Lattice passes (:func:`grouped_pass`) at steps h = m 2^j (:func:`_step_below`): the first at
+    a step whose gap is predicted ~0.75 tol (:func:`_initial_step_n`; one pass usually
+    suffices), then at the step predicted from the measured gap (which scales as h^2),
+    refining further if needed; the tilt of each pass is aimed at the midpoint of the
+    previous bracket.  Raises :class:`ApproxTooCostly` (with the best
     bracket) when the lattice would exceed ``max_points`` points or stops improving.
     """
     info = info if info is not None else BracketInfo()
@@ -692,14 +751,29 @@ def lattice_bounds(
         h = _next_step(steps, gaps, tol)
 
 
+STEP_MANTISSA_BITS = 4  # steps h = m 2^j with an integer 8 <= m <= 15: consecutive steps 1/8 apart at most
+
+
 def _step_below(x: float) -> float:
-    """The largest lattice step of the form 2^j or 3 * 2^(j-1) that is <= x."""
+    """The largest lattice step h = m 2^(j-3), 8 <= m <= 15 (consecutive ones at most 1/8
+    apart), with h <= x.
+
+    A 4-bit mantissa keeps every product of h with an integer n, |n| < 2^49, exact (m n <
+    2^53), which is what the residues and lattice positions rely on (:func:`grouped_pass`
+    checks the bound); the finer grid lets the step sit closer to the one the tolerance
+    allows (the cost of a pass is ~1/h)."""
     j = math.floor(math.log2(x))
-    return 1.5 * 2.0**j if 1.5 * 2.0**j <= x else 2.0**j
+    unit = 2.0 ** (j - STEP_MANTISSA_BITS + 1)
+    m = min(2 ** STEP_MANTISSA_BITS - 1, max(2 ** (STEP_MANTISSA_BITS - 1), math.floor(x / unit)))
+    h = m * unit
+    while h > x and m > 2 ** (STEP_MANTISSA_BITS - 1):  # float floor next to an integer
+        m -= 1
+        h = m * unit
+    return h
 
 
 def _next_step(steps, gaps, tol) -> float:
-    """The next lattice step (2^j or 3 * 2^(j-1)): the gap is second order in h (refinement
+    """The next lattice step (:func:`_step_below`): the gap is second order in h (refinement
     and garbling of every mechanism with eps_i >> h) but first order in the contribution
     of mechanisms with eps_i < h/4 (the garbling drops them); the local order is measured
     from the last two passes.  At least a factor 4/3 and at most 16 per pass."""
@@ -733,7 +807,12 @@ def lattice_delta_bounds(
     loss distribution, e.g. just below sum eps_i, delta_opt is dominated by that
     distance.)  In degenerate float cases (delta_opt below ~1e-14 P0[L > eps_g], e.g.
     eps_i ~ 1e-200) where six halvings of the step bring no progress, a bracket of
-    absolute width <= 2^-40 is returned as the float64 floor."""
+    absolute width <= 2^-40 is returned as the float64 floor.
+
+    The first step is the one whose relative gap in H is predicted ~0.75 tol: the eps gap
+    of :func:`_initial_step_n` times lambda = |d log H/dx| (:func:`_log_slope`, ~theta at
+    the tilt; capped at 1 + theta), usually the only pass; then :func:`_next_step` from the
+    measured relative gaps.  (Only the cost depends on these choices, never the bounds.)"""
     info = info if info is not None else BracketInfo()
     vals, cnts = m.positive()
     if vals.size == 0 or eps_g >= dot_dir(cnts, vals, True):
@@ -753,8 +832,9 @@ def lattice_delta_bounds(
     cf = cnts.astype(float)
     plan = leaf_plan(vals, cnts)
     theta = tilt_for(vals, eps_g, cf)
-    # relative gap of H ~ (1 + theta) x the gap in eps (d log H / dx ~ -theta at the tilt)
-    h = _initial_step_n(_leaf_weight(plan, theta), tol / (1.0 + theta))
+    # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
+    lam = min(_log_slope(vals, cf, theta), 1.0 + theta)
+    h = _initial_step_n(_leaf_weight(plan, theta), tol / lam)
     # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
     log_slack = (_log_mgf(vals, theta, cf) - theta * eps_g
                  + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4)))
@@ -1079,6 +1159,7 @@ def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COM
 
 BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
 CHUNK_POINTS = 2**15  # leaf lattice points per chunk of the streamed FFT tree
+CHUNK_POW2 = True  # flush a chunk at a power-of-two number of leaves once it holds >= CHUNK_POINTS / 2
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each node's window
 SLACK_REL = 2.0**-40  # untilted mass sent to +inf above the windows, relative to the target, in all
 
@@ -1252,6 +1333,107 @@ def _leaf_rows(atoms, h: float, theta: float):
     return rows, base, logZ, rho, E2, slack
 
 
+def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: np.ndarray):
+    """:func:`_leaf_atoms`, :func:`_leaf_rows` and :func:`_leaf_mgf` for n bundles of the same
+    shape at once (one NumPy pass instead of 3n Python calls): bundle i composes groups
+    (eps2d[i, g], counts[g]), g = 0..m-1, every combination exactly (no window, no lump).
+
+    Every quantity is the elementwise formula of the per-leaf functions, evaluated in the
+    same order (the same float operations), so each leaf's rows, logZ, rho, E2 and K are
+    those of the per-leaf path up to the order of a few summations (bincount's per-bin
+    sums, the normaliser Z), whose error is the same (2n + 8) u charged there; the tests
+    check both paths against each other and against exact references.  Returns
+    (rows (3, n, Wmax), widths (n,), bases (n,), logZ (3, n), rho (3, n), E2 (3, n),
+    K (n, |S|)); row i of leaf i is rows[:, i, :widths[i]]."""
+    nl, m = eps2d.shape
+    loss = np.zeros((nl, 1))
+    logp = np.zeros((nl, 1))
+    mag = np.zeros(nl)
+    span = np.zeros(nl)
+    lps, lqs = log_expit(eps2d), log_expit(-eps2d)
+    for g, c in enumerate(counts):
+        c = int(c)
+        eps = eps2d[:, g]
+        j = np.arange(c + 1, dtype=np.int64)
+        jf = j.astype(float)
+        lp, lq = lps[:, g], lqs[:, g]
+        lc = np.array([math.lgamma(c + 1) - math.lgamma(i + 1) - math.lgamma(c - i + 1) for i in range(c + 1)])
+        lm = lc[None, :] + jf[None, :] * lp[:, None] + (c - jf)[None, :] * lq[:, None]
+        mag += 3.0 * math.lgamma(c + 1) + c * (np.abs(lp) + np.abs(lq)) + 4.0
+        span += c * eps
+        loss = (loss[:, :, None] + ((2 * j - c).astype(float)[None, :] * eps[:, None])[:, None, :]).reshape(nl, -1)
+        logp = (logp[:, :, None] + lm[:, None, :]).reshape(nl, -1)
+    n = loss.shape[1]
+    perr = (4.0 * (m + 2) * UNIT * span)[:, None]
+    err = 8.0 * UNIT * (mag[:, None] + np.abs(logp) + 4.0 * m)
+    # ---- _leaf_rows, elementwise (no lump: li, log_lump unused)
+    pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
+    x = loss - pe
+    y = loss + pe
+    lo = np.floor(x / h)
+    lo[lo * h > x] -= 1.0
+    hi = np.ceil(y / h)
+    hi[hi * h < y] += 1.0
+    hi = np.maximum(hi, lo + 1.0)
+    tg = np.rint(loss / h)
+    D = (hi - lo) * h
+    d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))
+    d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))
+    d_hi = np.minimum(d_hi, D)
+    d_lo = np.minimum(d_lo, D)
+    # the same values as there, computed once per distinct width k = hi - lo (D = k h exactly)
+    ks, kinv = np.unique((hi - lo).astype(np.int64), return_inverse=True)
+    Dk = ks.astype(float) * h
+    lD1 = np.log(np.expm1(Dk))[kinv].reshape(D.shape)
+    lD2 = np.log(-np.expm1(-Dk))[kinv].reshape(D.shape)
+    with np.errstate(divide="ignore"):
+        l_lo = np.log(np.expm1(d_hi)) - lD1
+        l_hi = np.log(-np.expm1(-d_lo)) - lD2
+    fin_lo, fin_hi = np.isfinite(l_lo), np.isfinite(l_hi)
+    e_lo = err + 8.0 * UNIT * (np.abs(np.where(fin_lo, l_lo, 0.0)) + np.abs(lD1) + 4.0)
+    e_hi = err + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + np.abs(lD2) + 4.0)
+    th = theta * h
+    base = np.minimum(lo.min(axis=1), tg.min(axis=1))
+    top = np.maximum(hi.max(axis=1), tg.max(axis=1))
+    widths = (top - base).astype(np.int64) + 1
+    Wm = int(widths.max())
+    batches = [
+        ([lo, hi], [logp + l_lo, logp + l_hi], [e_lo, e_hi], th),
+        ([tg], [logp], [err], th),
+        ([tg], [logp - loss], [err + perr + 4.0 * UNIT * (np.abs(loss) + np.abs(logp))], th + h),
+    ]
+    rows = np.zeros((3, nl, Wm))
+    logZ = np.zeros((3, nl))
+    rho = np.zeros((3, nl))
+    E2 = np.full((3, nl), 2.0 * n * 2.0**-1070)
+    shift = (np.arange(nl, dtype=np.int64) * Wm)[:, None] - base.astype(np.int64)[:, None]
+    for b, (poss, lms, errs, tb) in enumerate(batches):
+        lws = [lm + tb * p for p, lm in zip(poss, lms)]
+        mx = np.max([np.max(np.where(np.isfinite(lw), lw, -np.inf), axis=1) for lw in lws], axis=0)
+        for p, lw in zip(poss, lws):
+            with np.errstate(under="ignore"):
+                rows[b] += np.bincount((p.astype(np.int64) + shift).ravel(), weights=np.exp(lw - mx[:, None]).ravel(),
+                                       minlength=nl * Wm).reshape(nl, Wm)
+        Z = rows[b].sum(axis=1)
+        rows[b] /= Z[:, None]
+        logZ[b] = mx + np.array([math.log(z) for z in Z.tolist()])
+        r = np.zeros(nl)
+        for lm, lw, er in zip(lms, lws, errs):
+            ok = np.isfinite(lw)
+            v = er + 8.0 * UNIT * (np.abs(lm) + np.abs(lw) + np.abs(mx)[:, None] + np.abs(logZ[b])[:, None] + 4.0)
+            r = np.maximum(r, np.max(np.where(ok, v, 0.0), axis=1))
+        rho[b] = r + (2 * n + 8) * UNIT
+    # ---- _leaf_mgf (no lump): the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h
+    extra = np.log1p(8.0 * (perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300) / h) + rho[0]
+    K = np.zeros((nl, S.size))
+    for g, c in enumerate(counts):
+        K += int(c) * np.logaddexp(lps[:, g][:, None] + S[None, :] * eps2d[:, g][:, None],
+                                   lqs[:, g][:, None] - S[None, :] * eps2d[:, g][:, None])
+    K = K + np.abs(S)[None, :] * 2.0 * h + extra[:, None]
+    K = K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
+    return rows, widths, base.astype(np.int64), logZ, rho, E2, K
+
+
 class _Node:
     """A composed part of the streamed tree: rows (3, W) at lattice offset ``off``, 2-norm
     error bounds E (3,), the sums over its leaves of logZ and rho, and ``K``: upper bounds
@@ -1376,6 +1558,53 @@ def leaf_plan(vals: np.ndarray, cnts: np.ndarray) -> list:
     return plan
 
 
+VECTOR_LEAVES = True  # bundles of equal shape built together (:func:`_bundle_leaves`); False: one by one
+LEAF_SLICE_ATOMS = 2**18  # atoms per vectorised slice of bundles
+LEAF_SLICE_POINTS = 2**21  # leaves x widest leaf per slice (the slice's rows are 3 x this)
+
+
+def _leaf_one(items, h: float, theta: float, log_slack: float, S: np.ndarray):
+    """One leaf by the per-leaf functions: (rows (3, W), base, logZ, rho, E2, K, slack)."""
+    leaf = _leaf_atoms(items, theta, log_slack)
+    rows, base, logZ, rho, E2, s_leaf = _leaf_rows(leaf, h, theta)
+    # the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h relative
+    extra = math.log1p(8.0 * float(np.max(leaf[1]) + 4.0 * UNIT * np.max(np.abs(leaf[0])) + 1e-300) / h) \
+        + float(rho[0])
+    K = _leaf_mgf(items, S, h, leaf[5], float(leaf[0][leaf[4]]) if leaf[5] > -math.inf else 0.0, extra)
+    return rows, base, logZ, rho, E2, K, s_leaf
+
+
+def _leaves(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
+    """The leaves of ``plan`` in order, as (rows (3, W), base, logZ (3,), rho (3,), E2 (3,),
+    K, slack): binomial windows one by one (:func:`_leaf_one`), runs of bundles of the same
+    shape (the same counts) in slices by :func:`_bundle_leaves` (``VECTOR_LEAVES``)."""
+    i, n = 0, len(plan)
+    while i < n:
+        items = plan[i]
+        if not VECTOR_LEAVES or (len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS):
+            yield _leaf_one(items, h, theta, log_slack, S)
+            i += 1
+            continue
+        shape = tuple(int(c) for _, c in items)
+        natoms = math.prod(c + 1 for c in shape)
+        wmax = 2.0 * sum(c * e for e, c in items) / h + 4.0
+        j = i + 1
+        while j < n and (j - i + 1) * natoms <= LEAF_SLICE_ATOMS:
+            nxt = plan[j]
+            if tuple(int(c) for _, c in nxt) != shape:
+                break
+            w = max(wmax, 2.0 * sum(c * e for e, c in nxt) / h + 4.0)
+            if (j - i + 1) * w > LEAF_SLICE_POINTS:
+                break
+            wmax = w
+            j += 1
+        eps2d = np.array([[e for e, _ in plan[t]] for t in range(i, j)], dtype=float)
+        rows, widths, bases, logZ, rho, E2, K = _bundle_leaves(eps2d, shape, h, theta, S)
+        for t in range(j - i):
+            yield rows[:, t, : int(widths[t])], int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
+        i = j
+
+
 def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log_slack: float,
                  workers: int = -1, plan: list | None = None, progress=None) -> LatticePass:
     """Certified upper- and lower-bound loss distributions on the lattice hZ, built from one
@@ -1393,7 +1622,11 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     monotone in its distance, is evaluated at the far end (an upper bound).  Lower bound
     (garbling): T(atom) = the lattice point nearest its float position (a function of the
     outcome), P0 and P1 = P0 e^{-l} pushed forward.  The gap is second order per *leaf*,
-    not per mechanism: a group of c mechanisms costs what one mechanism costs.
+    not per mechanism: a group of c mechanisms costs what one mechanism costs.  Runs of
+    bundles of the same shape (the same counts, e.g. bundles of 10 singletons) are built
+    together, in slices, by :func:`_bundle_leaves`: the formulas of :func:`_leaf_atoms`,
+    :func:`_leaf_rows` and :func:`_leaf_mgf` evaluated elementwise, so the same atoms,
+    lattice points, masses and charges as one leaf at a time (``VECTOR_LEAVES = False``).
 
     Windows.  Every bound below only ever raises the upper curve / lowers the lower one:
     the upper side is a function H(x) = sum_L P0(L)(1 - e^{x-L})_+ of lattice P0 masses,
@@ -1406,11 +1639,21 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     gives SLACK_REL times the target over the number of nodes).  So the lattice covers a
     few tilted standard deviations around the answer, not [-sum eps, sum eps].
 
-    Stream.  Leaves are built chunk by chunk (<= CHUNK_POINTS points), each chunk composed
-    by :func:`_fft_tree` (2-norm bounds) and cut; chunk roots are merged pairwise as in a
-    binary counter (equal levels first), each merge cut again, the last merge with the
-    max-norm bound.  Memory: one chunk plus O(log) nodes."""
+    Stream.  Leaves are built chunk by chunk (a power-of-two number of leaves holding >=
+    CHUNK_POINTS / 2 points, or >= CHUNK_POINTS points: a balanced chunk tree has no level
+    that only carries an odd leaf), each chunk composed by :func:`_fft_tree` (2-norm bounds)
+    and cut; chunk roots are merged pairwise as in a binary counter (equal levels first),
+    each merge cut again, the last merge with the max-norm bound.  Memory: one slice of
+    leaves, one chunk plus O(log) nodes.  Steps h = m 2^j, m <= 15 (:func:`_step_below`):
+    every lattice index n here has |n| <= sum c eps / h + 8 < 2^49 (checked), so h n is
+    exact."""
     plan = plan if plan is not None else leaf_plan(vals, cnts)
+    # every lattice index n below has |n| <= sum c eps / h + 4: h n exact needs m |n| < 2^53
+    mant = math.frexp(h)[0]
+    if mant * 16.0 != math.floor(mant * 16.0):
+        raise ValueError(f"lattice step {h!r} is not m 2^j with an integer m <= 15")
+    if float(np.sum(cnts * vals)) / h + 8.0 >= 2.0**49:
+        raise ValueError(f"lattice step {h!r} too small for exact positions (sum eps / h >= 2^49)")
     th = theta * h
     S = _mgf_grid(theta)
     lz_leaves: list[list[float]] = [[], [], []]
@@ -1442,22 +1685,17 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
             stack.append(m)
 
     t_last = time.perf_counter()
-    for done, items in enumerate(plan):
+    for done, (rows, base, logZ, rho, E2, atoms_k, s_leaf) in enumerate(_leaves(plan, h, theta, log_slack, S)):
         if progress is not None and time.perf_counter() - t_last > 1.0:
             t_last = time.perf_counter()
             progress(dict(stage="lattice pass", step=h, done=done, total=len(plan)))
-        leaf = _leaf_atoms(items, theta, log_slack)
-        rows, base, logZ, rho, E2, s_leaf = _leaf_rows(leaf, h, theta)
         slack += s_leaf
         for b in range(3):
             lz_leaves[b].append(float(logZ[b]))
-        # the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h relative
-        extra = math.log1p(8.0 * float(np.max(leaf[1]) + 4.0 * UNIT * np.max(np.abs(leaf[0])) + 1e-300) / h) \
-            + float(rho[0])
-        atoms_k = _leaf_mgf(items, S, h, leaf[5], float(leaf[0][leaf[4]]) if leaf[5] > -math.inf else 0.0, extra)
         pending.append((rows, base, logZ, rho, E2, atoms_k))
         pending_pts += rows.shape[1]
-        if pending_pts >= CHUNK_POINTS:
+        npend = len(pending)
+        if pending_pts >= CHUNK_POINTS or (CHUNK_POW2 and npend & (npend - 1) == 0 and 2 * pending_pts >= CHUNK_POINTS):
             flush()
     flush()
     while len(stack) >= 2:
@@ -1476,7 +1714,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     for b in range(3):
         mag_w = float(np.sum(np.abs(lz_leaves[b]))) + abs(logZ[b]) + abs(thetas[b] * h) * (abs(off) + w)
         rho.append(math.expm1(float(node.rho[b]) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
-    loss = h * idx  # exact: an integer times h (2^j or 3 * 2^j)
+    loss = h * idx  # exact: an integer (|idx| < 2^49, checked above) times h = m 2^j, m <= 15
     # ---- upper
     keep = loss > 0.0
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
