@@ -22,10 +22,11 @@ positions next to eps_g):
   two halves whose 2^{k/2} subset sums are enumerated and sorted; H(x) is a sum over
   the first half of the second half's suffix quantities (binary search), and eps_g is found
   by Newton's method in e^x, where H is convex, from below.  O(2^{k/2} k) per step.
-* a loose float64 bracket of a product distribution (at most ``PRECISE_ATOMS`` = 2^15
-  atoms) -- an ill-conditioned root where H is flat, or eps_g (or atoms) closer together
-  than the float positions' error, e.g. a large eps_i beside tiny ones -- is settled in
-  40-digit arithmetic from the exact rational positions, both for eps_g and for delta_g.
+* a loose float64 bracket is settled in 40-digit arithmetic from the exact rational
+  positions: an ill-conditioned root (H flat) of at most ``REFINE_ATOMS`` = 4096 atoms;
+  delta_g of products of at most ``PRECISE_ATOMS`` = 2^15 atoms when eps_g (or atoms) lie
+  closer together than the float positions' error (a large eps_i beside tiny ones), and of
+  at most ``PRECISE_SMALL`` = 256 atoms always (so the inverse law needs no moved root).
 * :func:`optimal_epsilon_bruteforce`: Theorem 1.5 exactly as written, a sum over all
   2^k subsets (the paper's algorithm; kept as the reference the tests compare with).
 
@@ -621,7 +622,7 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
         x = solve_segments(dist, t)
     else:
         return min(_MeetInTheMiddle(*info, shift=shift, slack=slack).epsilon(t), top)
-    if 0.0 < x < math.inf and _atom_count(groups) <= PRECISE_ATOMS:
+    if 0.0 < x < math.inf and _atom_count(groups) <= REFINE_ATOMS:
         # a small distribution whose root sits where H is flat (delta_g near the mass above
         # it) amplifies the float64 error bounds: settle it in 40 digits when they are loose
         t_high = residual_target(m, delta_g, round_up=True)
@@ -633,7 +634,8 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
 
 
 COMMENSURABLE_REL = 1e-9  # beyond the other exact paths: the commensurable lattice's bracket, if this tight
-PRECISE_ATOMS = 2**15  # up to this many atoms a loose float bracket is settled in 40 digits
+REFINE_ATOMS = 4096  # up to this many atoms an ill-conditioned root is settled in 40 digits
+PRECISE_ATOMS = 2**15  # up to this many atoms a loose delta bracket is settled in 40 digits
 PRECISE_SMALL = 256  # ... and up to this many whenever it is wider than 2^-50 (cheap: ~ms)
 INVERSE_MOVE = 5e-13  # largest relative move of a root for the inverse law
 REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relative, ~1.1e-13)
@@ -650,9 +652,12 @@ def _precise_atoms(groups, shift: Fraction):
     factors = []
     for eps, n in groups:
         q = one / (1 + mp.exp(mp.mpf(eps)))
-        p = 1 - q
+        r = (1 - q) / q  # C(n, j+1) p^(j+1) q^(n-j-1) = C(n, j) p^j q^(n-j) (n - j)/(j + 1) p/q
         fe = Fraction(eps)
-        factors.append([(fe * (2 * j - n), mp.binomial(n, j) * p**j * q ** (n - j)) for j in range(n + 1)])
+        masses = [q**n]
+        for j in range(n):
+            masses.append(masses[-1] * r * (n - j) / (j + 1))
+        factors.append([(fe * (2 * j - n), masses[j]) for j in range(n + 1)])
     atoms = {}
     for combo in itertools.product(*factors):
         pos = shift + sum((c[0] for c in combo), Fraction(0))
@@ -676,7 +681,7 @@ def _mp_round(x, upward: bool) -> float:
 
 def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta_g: float,
                      shrink: float = 0.0) -> float:
-    """OptComp from the definition in 40-digit arithmetic, for at most PRECISE_ATOMS atoms:
+    """OptComp from the definition in 40-digit arithmetic, for at most REFINE_ATOMS atoms:
     exact rational positions, binomial masses and the target t = 1 - (1 - delta_g) /
     prod(1 - delta_i) in mpmath, the root of H(x) = t on its segment in closed form, and
     the result moved up by a margin far above the 40-digit rounding (1e-30 relative, plus
@@ -751,14 +756,19 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
         lower = (lambda: dist.excess_lower(eps_g))
     if kind in ("homogeneous", "full"):
         atoms = _atom_count(groups)
-        if atoms <= PRECISE_ATOMS:
-            # a loose float bracket -- atoms closer to eps_g (or to each other) than their
-            # float positions' error, or a flat H -- is settled from the exact positions;
-            # small distributions always (then delta_g(epsilon_g(d)) <= d never needs the
-            # root moved)
-            rel = 2.0**-50 if atoms <= PRECISE_SMALL else REFINE_REL
-            if h - lower() > rel * h:
-                h = min(h, _precise_excess(groups, shift, slack, eps_g))
+        # small distributions are settled from the exact positions whenever the float
+        # bracket is wider than 2^-50 (then delta_g(epsilon_g(d)) <= d never needs the root
+        # moved); products of up to 2^15 atoms when the bracket is wider than its rounding
+        # band by more than REFINE_REL -- atoms closer to eps_g (or to each other) than their
+        # float positions' error (homogeneous atoms are exact lattice points)
+        if atoms <= PRECISE_SMALL:
+            loose = h - lower() > 2.0**-50 * h
+        elif kind == "full" and atoms <= PRECISE_ATOMS:
+            loose = h - lower() > (REFINE_REL + 2.0 * dist.error) * h
+        else:
+            loose = False
+        if loose:
+            h = min(h, _precise_excess(groups, shift, slack, eps_g))
         return delta_from_excess(m, h)
     return delta_from_excess(m, _MeetInTheMiddle(*info, shift=shift, slack=slack).excess(eps_g))
 
