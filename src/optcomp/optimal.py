@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 from fractions import Fraction
 
 import numpy as np
@@ -565,7 +566,7 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     settled in 40 digits, tighter than the float delta), so the root is checked with the
     other direction (one more evaluation of H) and, where that fails, solved again for the
     target t shrunk by 2^-50, 2^-45, 2^-43, 2^-41, 2^-38 (relative) until it holds, as long as the
-    root moves by at most ``INVERSE_MOVE`` (5e-13) relative.  Where nothing helps -- delta_g
+    root moves by at most ``INVERSE_MOVE`` (2e-13) relative.  Where nothing helps -- delta_g
     within an ulp or two of 1 - prod(1 - delta_i), where any charged H(x) > 0 adds an ulp,
     or a root so ill-conditioned (H flat) that the float charges of delta_g would move it
     further -- the unmoved root is returned: it is still an upper bound on the optimum, and
@@ -637,7 +638,7 @@ COMMENSURABLE_REL = 1e-9  # beyond the other exact paths: the commensurable latt
 REFINE_ATOMS = 4096  # up to this many atoms an ill-conditioned root is settled in 40 digits
 PRECISE_ATOMS = 2**15  # up to this many atoms a loose delta bracket is settled in 40 digits
 PRECISE_SMALL = 256  # ... and up to this many whenever it is wider than 2^-50 (cheap: ~ms)
-INVERSE_MOVE = 5e-13  # largest relative move of a root for the inverse law
+INVERSE_MOVE = 2e-13  # largest relative move of a root for the inverse law
 REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relative, ~1.1e-13)
 
 
@@ -694,17 +695,8 @@ def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta
         t = t - abs(t) * mp.mpf("1e-32") - mp.mpf(slack) - mp.mpf("1e-320")
         if t <= 0:
             return math.inf if t < 0 else _to_float(shift + sum((Fraction(e) * n for e, n in groups), Fraction(0)), True)
-        pos, mass = _precise_atoms(groups, shift)
-        lmp = [_mp_fraction(x) for x in pos]
-        # the module's recurrences, in 40 digits: W_j = p_j + e^{-g_j} W_{j+1},
-        # D_j = H(l_j) = D_{j+1} + W_{j+1} (1 - e^{-g_j}) -- positive terms, no cancellation
-        D, W = [mp.mpf(0)] * len(pos), [mp.mpf(0)] * len(pos)
-        W[-1] = mass[-1]
-        for j in range(len(pos) - 2, -1, -1):
-            g = _mp_fraction(pos[j + 1] - pos[j])
-            D[j] = D[j + 1] + W[j + 1] * -mp.expm1(-g)
-            W[j] = mass[j] + W[j + 1] * mp.exp(-g)
-        J = next(j for j in range(len(pos)) if D[j] <= t)
+        lmp, D, W = _precise_table(tuple(groups), shift)
+        J = next(j for j in range(len(lmp)) if D[j] <= t)
         # on [l_{J-1}, l_J]: H(x) = D_J + W_J (1 - e^{x - l_J}) = t
         y = (t - D[J]) / W[J]
         x = lmp[J] + mp.log1p(-y) if y < 1 else (lmp[J - 1] if J > 0 else mp.mpf(0))
@@ -713,6 +705,26 @@ def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta
         if x <= 0:
             return 0.0
         return _mp_round(x + abs(x) * mp.mpf("1e-30") + mp.mpf("1e-300"), True)
+
+
+@lru_cache(maxsize=4)
+def _precise_table(groups: tuple, shift: Fraction):
+    """Positions l_j, D_j = H(l_j) and W_j of :func:`_precise_atoms` in 40 digits, by the
+    module's recurrences W_j = p_j + e^{-g_j} W_{j+1}, D_j = D_{j+1} + W_{j+1} (1 - e^{-g_j})
+    (positive terms, no cancellation; cached: the inverse law may solve the same
+    distribution again for a slightly smaller target)."""
+    import mpmath as mp
+
+    with mp.workdps(40):
+        pos, mass = _precise_atoms(groups, shift)
+        lmp = [_mp_fraction(x) for x in pos]
+        D, W = [mp.mpf(0)] * len(pos), [mp.mpf(0)] * len(pos)
+        W[-1] = mass[-1]
+        for j in range(len(pos) - 2, -1, -1):
+            g = _mp_fraction(pos[j + 1] - pos[j])
+            D[j] = D[j + 1] + W[j + 1] * -mp.expm1(-g)
+            W[j] = mass[j] + W[j + 1] * mp.exp(-g)
+    return lmp, D, W
 
 
 def _precise_excess(groups, shift: Fraction, slack: float, x: float) -> float:
