@@ -565,31 +565,40 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     directions charge their float errors differently (and small ill-conditioned roots are
     settled in 40 digits, tighter than the float delta), so the root is checked with the
     other direction (one more evaluation of H) and, where that fails, solved again for the
-    target t shrunk by 2^-50, 2^-45, 2^-43, 2^-41, 2^-38 (relative) until it holds, as long as the
-    root moves by at most ``INVERSE_MOVE`` (2e-13) relative.  Where nothing helps -- delta_g
-    within an ulp or two of 1 - prod(1 - delta_i), where any charged H(x) > 0 adds an ulp,
-    or a root so ill-conditioned (H flat) that the float charges of delta_g would move it
-    further -- the unmoved root is returned: it is still an upper bound on the optimum, and
-    ``optimal_delta`` there exceeds delta_g by at most its own float charges (~1e-13
-    relative; distributions of up to 256 atoms are settled in 40 digits, so never).
+    target t shrunk by what the excess asks (twice, four times that if needed), as long as
+    the root moves by at most ``INVERSE_MOVE`` (2e-13) relative.  Where nothing helps --
+    delta_g within a few ulps of 1 - prod(1 - delta_i) (t far below delta_g: an ulp of
+    delta_g is more than a millionth of t), or a root so ill-conditioned (H flat) that the
+    float charges of delta_g would move it further -- the unmoved root is returned: it is
+    still an upper bound on the optimum, and ``optimal_delta`` there exceeds delta_g by at
+    most its own float charges (~1e-13 relative; distributions of up to 256 atoms are
+    settled in 40 digits).
     """
     max_atoms = _check_max_atoms(max_atoms)
     x0 = _optimal_epsilon(m, delta_g, max_atoms)
     if not x0 < math.inf:
         return x0
     top = _max_loss(m)
-    x = x0
-    hopeless = delta_g - _no_event(m)[1] <= 8.0 * math.ulp(delta_g)  # d within ulps of A
-    for shrink in (2.0**-50, 2.0**-45, 2.0**-43, 2.0**-41, 2.0**-38, None):
-        if x >= top:
-            return top
+    if x0 >= top:
+        return top
+    excess = optimal_delta(m, x0, max_atoms=max_atoms) - delta_g
+    if excess <= 0.0:
+        return x0
+    t = residual_target(m, delta_g)
+    a_lo = _no_event(m)[0]
+    for attempt in range(3):
+        # H must drop by the excess over (1 - A), plus two ulps of delta_g for the roundings
+        need = (excess + 2.0 * math.ulp(delta_g)) / max((1.0 - a_lo) * t, 1e-300) * 2.0**attempt
+        if need > 1e-6:
+            break  # delta_g within a few ulps of A: no smaller target helps
+        x = _optimal_epsilon(m, delta_g, max_atoms, max(need, 2.0**-52))
         if x - x0 > INVERSE_MOVE * x0:
             break  # an ill-conditioned root: accuracy first (x0 is above the true root)
-        if optimal_delta(m, x, max_atoms=max_atoms) <= delta_g:
+        if x >= top:
+            return top
+        excess = optimal_delta(m, x, max_atoms=max_atoms) - delta_g
+        if excess <= 0.0:
             return x
-        if shrink is None or hopeless:
-            break
-        x = _optimal_epsilon(m, delta_g, max_atoms, shrink)
     return x0
 
 
@@ -639,30 +648,34 @@ REFINE_ATOMS = 4096  # up to this many atoms an ill-conditioned root is settled 
 PRECISE_ATOMS = 2**15  # up to this many atoms a loose delta bracket is settled in 40 digits
 PRECISE_SMALL = 256  # ... and up to this many whenever it is wider than 2^-50 (cheap: ~ms)
 INVERSE_MOVE = 2e-13  # largest relative move of a root for the inverse law
+PRECISE_REL = 2.0**-41  # a product's delta bracket this much wider than its rounding band is settled
 REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relative, ~1.1e-13)
 
 
-def _precise_atoms(groups, shift: Fraction):
+@lru_cache(maxsize=4)
+def _precise_atoms(groups: tuple, shift: Fraction):
     """The product-of-binomials distribution in 40-digit arithmetic: exact rational atom
-    positions (sorted) and their P0 masses (mpmath; call inside ``mp.workdps(40)``)."""
+    positions (sorted) and their P0 masses (mpmath, 40 digits; cached: bisections over
+    eps_g evaluate the same distribution again)."""
     import itertools
 
     import mpmath as mp
 
-    one = mp.mpf(1)
-    factors = []
-    for eps, n in groups:
-        q = one / (1 + mp.exp(mp.mpf(eps)))
-        r = (1 - q) / q  # C(n, j+1) p^(j+1) q^(n-j-1) = C(n, j) p^j q^(n-j) (n - j)/(j + 1) p/q
-        fe = Fraction(eps)
-        masses = [q**n]
-        for j in range(n):
-            masses.append(masses[-1] * r * (n - j) / (j + 1))
-        factors.append([(fe * (2 * j - n), masses[j]) for j in range(n + 1)])
-    atoms = {}
-    for combo in itertools.product(*factors):
-        pos = shift + sum((c[0] for c in combo), Fraction(0))
-        atoms[pos] = atoms.get(pos, 0) + mp.fprod(c[1] for c in combo)
+    with mp.workdps(40):
+        one = mp.mpf(1)
+        factors = []
+        for eps, n in groups:
+            q = one / (1 + mp.exp(mp.mpf(eps)))
+            r = (1 - q) / q  # C(n, j+1) p^(j+1) q^(n-j-1) = C(n, j) p^j q^(n-j) (n - j)/(j + 1) p/q
+            fe = Fraction(eps)
+            masses = [q**n]
+            for j in range(n):
+                masses.append(masses[-1] * r * (n - j) / (j + 1))
+            factors.append([(fe * (2 * j - n), masses[j]) for j in range(n + 1)])
+        atoms = {}
+        for combo in itertools.product(*factors):
+            pos = shift + sum((c[0] for c in combo), Fraction(0))
+            atoms[pos] = atoms.get(pos, 0) + mp.fprod(c[1] for c in combo)
     pos = sorted(atoms)
     return pos, [atoms[x] for x in pos]
 
@@ -727,6 +740,30 @@ def _precise_table(groups: tuple, shift: Fraction):
     return lmp, D, W
 
 
+def _exact_distance_excess(groups, shift: Fraction, slack: float, x: float) -> float:
+    """An upper bound on H(x) for a product of binomials with exact distances: every atom's
+    position is an integer over a common power-of-two denominator (so l - x is exact and
+    rounded once, up), each term p (1 - e^{-(l - x)}) is formed from the masses' upper
+    bounds (expm1 within 2 u, the distance's rounding and the product: 6 u), and the terms are
+    summed exactly (``math.fsum``).  No position error at all: the remedy for atoms closer to
+    x, or to each other, than the float positions' error (a large eps_i beside tiny ones),
+    in O(atoms) with Python integers."""
+    _, _, p_up, underflow, order = _product(groups, False)
+    den = max([Fraction(e).denominator for e, _ in groups] + [Fraction(shift).denominator, Fraction(x).denominator])
+    pos = np.zeros(1, dtype=object)
+    for e, n in groups:
+        f = Fraction(e)
+        unit = f.numerator * (den // f.denominator)
+        pos = np.add.outer(pos, np.array([(2 * j - n) * unit for j in range(n + 1)], dtype=object)).ravel()
+    rel = int(Fraction(shift) * den) - int(Fraction(x) * den)  # exact: den is a multiple of both denominators
+    diff = pos[order] + rel
+    above = np.flatnonzero(diff > 0)
+    d = np.array([int(v) / den for v in diff[above]], dtype=float)  # correctly rounded
+    terms = p_up[above] * -np.expm1(-d * (1.0 + 2.0 * UNIT))
+    h = math.fsum(terms.tolist()) * (1.0 + 8.0 * UNIT) + underflow + slack + 2.0**-1070 * (above.size + 1)
+    return up(h, 1)
+
+
 def _precise_excess(groups, shift: Fraction, slack: float, x: float) -> float:
     """An upper bound on H(x) from the definition in 40-digit arithmetic (at most
     PRECISE_ATOMS atoms): exact distances l - x, sum_{l > x} p (1 - e^{-(l - x)}) (positive
@@ -735,7 +772,7 @@ def _precise_excess(groups, shift: Fraction, slack: float, x: float) -> float:
 
     fx = Fraction(x)
     with mp.workdps(40):
-        pos, mass = _precise_atoms(groups, shift)
+        pos, mass = _precise_atoms(tuple(groups), shift)
         h = mp.fsum(p * -mp.expm1(-_mp_fraction(l - fx)) for l, p in zip(pos, mass) if l > fx)
         return _mp_round(h * (1 + mp.mpf("1e-30")) + mp.mpf(slack) + mp.mpf("1e-320"), True)
 
@@ -771,16 +808,15 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
         # small distributions are settled from the exact positions whenever the float
         # bracket is wider than 2^-50 (then delta_g(epsilon_g(d)) <= d never needs the root
         # moved); products of up to 2^15 atoms when the bracket is wider than its rounding
-        # band by more than REFINE_REL -- atoms closer to eps_g (or to each other) than their
-        # float positions' error (homogeneous atoms are exact lattice points)
+        # band by more than PRECISE_REL (4.5e-13: the float answer could otherwise miss the
+        # documented 1e-12) -- atoms closer to eps_g (or to each other) than their float
+        # positions' error (homogeneous atoms are exact lattice points)
         if atoms <= PRECISE_SMALL:
-            loose = h - lower() > 2.0**-50 * h
+            if h - lower() > 2.0**-50 * h:
+                h = min(h, _precise_excess(groups, shift, slack, eps_g))
         elif kind == "full" and atoms <= PRECISE_ATOMS:
-            loose = h - lower() > (REFINE_REL + 2.0 * dist.error) * h
-        else:
-            loose = False
-        if loose:
-            h = min(h, _precise_excess(groups, shift, slack, eps_g))
+            if h - lower() > (PRECISE_REL + 2.0 * dist.error) * h:
+                h = min(h, _exact_distance_excess(info, shift, slack, eps_g))
         return delta_from_excess(m, h)
     return delta_from_excess(m, _MeetInTheMiddle(*info, shift=shift, slack=slack).excess(eps_g))
 
