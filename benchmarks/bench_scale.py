@@ -250,9 +250,11 @@ def main(argv=None) -> int:
     lines = [f"Machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start, "
              f"{end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end (`benchmarks/bench_scale.py`; each case in a fresh process)."]
     if args.pld_from is not None:
-        when = sorted({(str(r.get("pld_date", "")), str(r.get("pld_load", ""))) for r in rows if r.get("pld_date")})
-        lines.append(f"dp_accounting columns from an earlier run of the same script (`--pld-from {args.pld_from.name}`; "
-                     + ", ".join(f"{d} at load {l}" for d, l in when) + "): its ratio compares times of two runs.")
+        dates = sorted(str(r["pld_date"]) for r in rows if r.get("pld_date"))
+        loads = sorted(float(r["pld_load"]) for r in rows if r.get("pld_load") not in (None, ""))
+        span = f"{dates[0]} to {dates[-1][-5:]}, load {loads[0]:.1f}–{loads[-1]:.1f}" if dates and loads else "earlier"
+        lines.append(f"dp_accounting columns from an earlier run of the same script (`--pld-from {args.pld_from.name}`, "
+                     f"{span}; each try ≤ 4 GiB, ≤ 600 s): the ratio compares times of two runs.")
     else:
         lines.append(f"dp_accounting: each try in its own process, ≤ 4 GiB, ≤ {args.pld_timeout:g} s.")
     lines.append("")
