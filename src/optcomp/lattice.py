@@ -1264,14 +1264,9 @@ def _leaf_atoms(items, theta: float, log_slack: float):
     return loss, perr, logp, err, 0, -math.inf, -math.inf
 
 
-def _leaf_rows(atoms, h: float, theta: float):
-    """The three tilted lattice rows of one leaf (see :func:`grouped_pass`): refined P0
-    (upper), garbled P0 and garbled P1 (lower).  Returns (rows (3, W), offset, logZ (3,),
-    rho (3,), E2 (3,), slack) -- rho a relative and E2 an absolute (2-norm) error bound of
-    each row, slack the P0 mass sent to +inf."""
-    loss, perr, logp, err, li, log_lump, log_up = atoms
-    n = loss.size
-    # interval positions: lo h <= l - perr <= l <= l + perr <= hi h, checked on exact products
+def _lattice_interval(loss: np.ndarray, perr, h: float):
+    """Lattice neighbours lo h <= l - perr <= l <= l + perr <= hi h of every atom (checked on
+    the exact products, hi > lo) and the garbling T = rint(l / h) (any function of the atom)."""
     pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
     x = loss - pe
     y = loss + pe
@@ -1279,8 +1274,17 @@ def _leaf_rows(atoms, h: float, theta: float):
     lo[lo * h > x] -= 1.0
     hi = np.ceil(y / h)
     hi[hi * h < y] += 1.0
-    hi = np.maximum(hi, lo + 1.0)
-    tg = np.rint(loss / h)  # the garbling T: any function of the atom
+    return lo, np.maximum(hi, lo + 1.0), np.rint(loss / h)
+
+
+def _leaf_rows(atoms, h: float, theta: float):
+    """The three tilted lattice rows of one leaf (see :func:`grouped_pass`): refined P0
+    (upper), garbled P0 and garbled P1 (lower).  Returns (rows (3, W), offset, logZ (3,),
+    rho (3,), E2 (3,), slack) -- rho a relative and E2 an absolute (2-norm) error bound of
+    each row, slack the P0 mass sent to +inf."""
+    loss, perr, logp, err, li, log_lump, log_up = atoms
+    n = loss.size
+    lo, hi, tg = _lattice_interval(loss, perr, h)
     # upper: the lumped mass joins atom li (P0 only: a loss raised at fixed P0 only raises H)
     logp0 = logp.copy()
     err0 = err.copy()
@@ -1367,15 +1371,7 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     perr = (4.0 * (m + 2) * UNIT * span)[:, None]
     err = 8.0 * UNIT * (mag[:, None] + np.abs(logp) + 4.0 * m)
     # ---- _leaf_rows, elementwise (no lump: li, log_lump unused)
-    pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
-    x = loss - pe
-    y = loss + pe
-    lo = np.floor(x / h)
-    lo[lo * h > x] -= 1.0
-    hi = np.ceil(y / h)
-    hi[hi * h < y] += 1.0
-    hi = np.maximum(hi, lo + 1.0)
-    tg = np.rint(loss / h)
+    lo, hi, tg = _lattice_interval(loss, perr, h)
     D = (hi - lo) * h
     d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))
     d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))
