@@ -618,6 +618,7 @@ HANG_CASES = {
     "region.optimal_family(50, k=10^4)": "import optcomp.region as r; r.optimal_family(50.0, 0.0, k=10000)",
     # found by the slow domain tests and an independent audit (session 3)
     "eps 1e-12, k=10^12, delta_g=5e-324": "print(repr(optcomp.epsilon_g(1e-12, 0.0, k=10**12, delta_g=5e-324)))",
+    "delta_bounds, eps 1, k=10^12, eps_g=0": "print(optcomp.delta_bounds(1.0, k=10**12, eps_g=0.0))",
     "one huge group beside two mechanisms": ("print(repr(optcomp.delta_g([5.088448333746395e-08, 1.0, 0.1], "
                                              "eps_g=0.0, counts=[1, 1, 8471336])))"),
     "10^6 distinct eps -> ExactTooLarge": textwrap.dedent("""\
@@ -726,6 +727,20 @@ def test_audit_delta_of_products_near_clustered_atoms(eps, delta, counts, x):
     groups = [(e, d, c) for e, d, c in zip(eps, delta, counts)]
     got, desc = call(optcomp.delta_g, eps, delta, counts=counts, eps_g=x)
     check_delta(got, *ref.ref_delta_bounds(groups, x), desc)
+
+
+def test_slow_suite_kov_near_infeasible():
+    """delta_g just above 1 - prod(1 - delta_i) (t ~ 8e-92 against delta_g 1e-75): the
+    residual t is settled to 2^-60 relative, so KOV is within 1e-9 of its theorem (it was
+    4.2e-9 looser: t had been settled only to its sign)."""
+    g = [(1.0, 1e-79, 10000)]
+    dg = 1.0000000000000001e-75
+    got, desc = call(optcomp.epsilon_g, 1.0, 1e-79, k=10000, delta_g=dg, method="kov")
+    theorem = ref.ref_kov_epsilon(g, dg)
+    with mp.workdps(60):
+        assert theorem <= _f(got) <= theorem * (1 + mp.mpf("1e-13")), (desc, got, theorem)
+    got, desc = call(optcomp.epsilon_g, 1.0, 1e-79, k=10000, delta_g=dg)
+    check_eps(got, *ref.ref_epsilon_bounds(g, dg), desc)
 
 
 @pytest.mark.parametrize("groups,dg", [

@@ -240,7 +240,8 @@ def _odd_part(x: Fraction) -> tuple[int, int]:
 
 
 def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
-    """t near 0, settled with mpmath at growing precision (interval-style error bounds);
+    """t near 0, settled with mpmath at growing precision (interval-style error bounds)
+    until its relative error is below 2^-60;
     exact zero detected in integer arithmetic (it needs the product prod_j M_j^{c_j} of the
     odd parts M_j of 1 - delta_j to equal the odd part of 1 - delta_g, below 2^1130, so it is
     cheap whenever it is possible at all)."""
@@ -259,6 +260,7 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
     import mpmath as mp  # only for this rare, near-infeasible case
 
     for prec in (160, 640, 2560, 10240):
+        last = prec == 10240
         with mp.workprec(prec):
             # log1p of the exact binary deltas: relative error 2^-prec of each log, whatever
             # its size (log of a rounded 1 - delta would err by 2^-prec absolutely: too much
@@ -268,7 +270,9 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
             lnd = mp.fsum(terms)
             a = l1 - lnd
             err = mp.ldexp(abs(l1) + sum(abs(t) for t in terms), 16 - prec) + mp.ldexp(1, -2 * prec)
-            if abs(a) > 2 * err:
+            # t = -expm1(a) ~ -a: its relative error is err / |a|; settle it to 2^-60 (a
+            # precision whose answer is only sign-certain is kept only at the last level)
+            if abs(a) > mp.ldexp(err, 60) or (last and abs(a) > 2 * err):
                 lo = -mp.expm1(a + err)
                 hi = -mp.expm1(a - err)
                 margin = mp.ldexp(1, 16 - prec)  # expm1's own rounding at this precision

@@ -243,7 +243,8 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift).
 
     The window starts at the first atom above x, or -- when that lies far below the bulk
-    (eps large, k huge) -- at m_cut, the atoms between being charged with their whole
+    (eps large, k huge) -- at m_cut (first guess 12 standard deviations below the mean,
+    widened while its tail exceeds 2^-50 of H), the atoms between being charged with their whole
     mass (a geometric bound on the lower tail) for the upper bound and dropped for the
     lower bound; it ends where the upper tail is below 2^-50 of H."""
     # first atom strictly above x: shift + (2m - k) eps > x
@@ -252,7 +253,7 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     p = 1.0 / (1.0 + math.exp(-eps))
     mean = k * p
     sd = math.sqrt(k * p * (1.0 - p)) + 1.0
-    m_cut = max(m_first, int(mean - 40.0 * sd) - 64)
+    m_cut = max(m_first, int(mean - 12.0 * sd) - 64)  # widened below when its tail matters
     near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
     m_hi = min(k, max(m_cut + 64, _chernoff_m(k, p, near + math.log(_TAIL * 2.0**-8)) + 2))
     while True:
