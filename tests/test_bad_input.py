@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import resource
 import subprocess
 import sys
 import warnings
@@ -29,16 +28,8 @@ from optcomp import calibrate, region
 NAN, INF = float("nan"), float("inf")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _memory_cap():
-    """Huge k / counts must fail fast by validation; cap the address space so that an O(k)
-    allocation is a MemoryError here, never an OOM on a shared machine."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = 4 * 2**30
-    if soft == resource.RLIM_INFINITY or soft > cap:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+# huge k / counts must fail fast or stay O(#groups): an O(k) allocation is a MemoryError
+pytestmark = pytest.mark.usefixtures("address_space_cap")
 
 
 def raises_naming(name, fn, *args, **kwargs):

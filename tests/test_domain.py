@@ -36,7 +36,6 @@ import contextlib
 import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -69,16 +68,8 @@ SLOW = settings(deadline=None, suppress_health_check=_HC, max_examples=400)
 ATOMS_DEFAULT, ATOMS_SLOW = 3000, 10_000
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _memory_cap():
-    """A scalar eps with k=10^12 must not allocate O(k); cap the address space so that a
-    regression is a MemoryError in this process, not an OOM on a shared machine."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = 4 * 2**30
-    if soft == resource.RLIM_INFINITY or soft > cap:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+# huge k / counts must fail fast or stay O(#groups): an O(k) allocation is a MemoryError
+pytestmark = pytest.mark.usefixtures("address_space_cap")
 
 
 # ----------------------------------------------------------------------------- helpers

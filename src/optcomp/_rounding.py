@@ -15,7 +15,8 @@ from itertools import chain
 
 import numpy as np
 
-__all__ = ["UNIT", "TINY", "up", "down", "exact_dir", "sum_dir", "sum_up", "sum_down", "dot_dir"]
+__all__ = ["UNIT", "TINY", "up", "down", "exact_dir", "mpf_exact", "mpf_dir", "fraction_mpf", "sum_dir", "sum_up",
+           "sum_down", "dot_dir"]
 
 UNIT = 2.0**-53  # unit roundoff of float64
 TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
@@ -50,6 +51,27 @@ def exact_dir(value: Fraction, up: bool) -> float:
     elif not up and fr > value:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+
+def mpf_exact(x) -> Fraction:
+    """The exact value of a finite mpmath number (a dyadic rational; ``man_exp`` drops the
+    sign, the raw tuple keeps it)."""
+    sign, man, exp, _ = x._mpf_
+    f = Fraction(int(man)) * Fraction(2) ** int(exp)
+    return -f if sign else f
+
+
+def mpf_dir(x, up: bool) -> float:
+    """The float next to a finite mpmath number on the requested side (exactly)."""
+    return exact_dir(mpf_exact(x), up)
+
+
+def fraction_mpf(x: Fraction):
+    """A rational as an mpmath number at the working precision (one rounding)."""
+    import mpmath
+
+    return mpmath.mpf(x.numerator) / x.denominator
 
 
 def sum_dir(values, up: bool) -> float:

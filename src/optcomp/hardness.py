@@ -68,6 +68,8 @@ from typing import Callable, Sequence
 
 import mpmath
 
+from ._rounding import fraction_mpf, mpf_exact
+
 __all__ = [
     "TInstance",
     "ChainResult",
@@ -148,19 +150,9 @@ def _subset_products(values: Sequence) -> list:
     return out
 
 
-def _frac(x: mpmath.mpf) -> Fraction:
-    """The exact value of an mpf (a dyadic rational)."""
-    man, exp = x.man_exp
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
-
-
-def _mpf_frac(x: Fraction) -> mpmath.mpf:
-    return mpmath.mpf(x.numerator) / x.denominator
-
-
 def _ceil_log2(x) -> int:
     """ceil(log2(x)) for x > 0 (mpf, Fraction, float or int), computed safely upward."""
-    x = mpmath.mpf(x) if not isinstance(x, Fraction) else _mpf_frac(x)
+    x = mpmath.mpf(x) if not isinstance(x, Fraction) else fraction_mpf(x)
     if x <= 1:
         return 0 if x == 1 else -int(mpmath.floor(-mpmath.log(x, 2)))
     return int(mpmath.ceil(mpmath.log(x, 2) * (1 + mpmath.mpf(2) ** -40)))
@@ -282,7 +274,7 @@ def sum_partition_bruteforce(D: int, z: Sequence[int], r, q: int) -> mpmath.mpf:
     q = _check_pos_int(q, "q", 0)
     prec = q + 2 * len(z) + (r.numerator.bit_length() + 2) + 64
     with mpmath.workprec(prec):
-        rr = _mpf_frac(r)
+        rr = fraction_mpf(r)
         prods = _subset_products([mpmath.root(mpmath.mpf(v), D) for v in z])
         return mpmath.fsum(max(a - rr * b, 0) for a, b in zip(prods, reversed(prods)))
 
@@ -404,7 +396,7 @@ def _exact_mpf(x) -> mpmath.mpf:
     """An mpf of x at the current precision (an mpf passes through unrounded)."""
     if isinstance(x, mpmath.mpf):
         return x
-    return _mpf_frac(Fraction(x))
+    return fraction_mpf(Fraction(x))
 
 
 # ------------------------------------------------------------------------- the reductions
@@ -519,7 +511,7 @@ def _simplest_between(lo: Fraction, hi: Fraction) -> Fraction:
 def _two_rationals(lo, hi) -> tuple[Fraction, Fraction]:
     """Two simple rationals r < r' strictly inside (lo, hi): r in [lo + g/6, lo + g/3],
     r' in [lo + 2g/3, lo + 5g/6] (g = hi − lo), so r' − r ≥ g/3 (Claim 4.16's denominator)."""
-    lo_f, hi_f = _frac(lo), _frac(hi)
+    lo_f, hi_f = mpf_exact(lo), mpf_exact(hi)
     g = hi_f - lo_f
     return (_simplest_between(lo_f + g / 6, lo_f + g / 3), _simplest_between(lo_f + 2 * g / 3, lo_f + 5 * g / 6))
 
@@ -528,7 +520,7 @@ def _sum_bits(T, r: Fraction, r2: Fraction) -> int:
     """Claim 4.16: S1, S2 within (T/8)(r' − r)/(r' − 1) give Σ_{P^T}(a − b) within T/4.
     Returns q with 2^-q at most a quarter of that (two spare bits for the rounding of the
     linear combination), so the count is off by at most 1/8 + 1/8."""
-    tol = T / 8 * _mpf_frac(r2 - r) / _mpf_frac(r2 - 1)
+    tol = T / 8 * fraction_mpf(r2 - r) / fraction_mpf(r2 - 1)
     return -int(mpmath.floor(mpmath.log(tol, 2))) + 2
 
 
@@ -593,7 +585,7 @@ def count_t_partition_via_sum_partition(inst: TInstance, sum_oracle: Callable, *
         _step(trace, "Lemma 4.13", f"{name} = SUM-PARTITION(r = {_show(r)})", _show(s), "oracle answer")
     with mpmath.workprec(max(qa, qb) + wp):
         def combine(r, r2, s1, s2):
-            r, r2 = _mpf_frac(r), _mpf_frac(r2)
+            r, r2 = fraction_mpf(r), fraction_mpf(r2)
             return ((r2 - 1) * s1 - (r - 1) * s2) / (r2 - r)
 
         G_T = combine(ra, ra2, S[0], S[1])
@@ -632,12 +624,12 @@ def sum_partition_via_optcomp(D: int, z: Sequence[int], r, q: int, oracle: Calla
     N = _prod(z)
     with mpmath.workprec(64):
         c = mpmath.root(mpmath.mpf(N), D) * (1 + mpmath.mpf(2) ** -30)
-        p = q + 1 + k + _ceil_log2(c * (2 * k + 2) * (1 + 2 * _mpf_frac(r) * (1 + mpmath.mpf(2) ** -30)))
+        p = q + 1 + k + _ceil_log2(c * (2 * k + 2) * (1 + 2 * fraction_mpf(r) * (1 + mpmath.mpf(2) ** -30)))
         q_delta = q + 3 + k + _ceil_log2(c)  # Π(1 + e^{eps_i}) ≤ 2^k c (1 + tiny)
     with mpmath.workprec(p + N.bit_length() + _GUARD):
         scale = mpmath.mpf(2) ** (p + 1)
         eps = [mpmath.nint(mpmath.log(v) / D * scale) / scale for v in z]  # |error| <= 2^-(p+1) + tiny
-        eps_g = mpmath.nint(mpmath.log(_mpf_frac(r)) * scale) / scale
+        eps_g = mpmath.nint(mpmath.log(fraction_mpf(r)) * scale) / scale
     # the oracle's inputs are these dyadic rationals exactly
     delta_g = oracle(eps, [0] * k, eps_g, q_delta)
     with mpmath.workprec(q_delta + p + _GUARD + 2 * k):

@@ -53,7 +53,7 @@ from typing import Callable
 import numpy as np
 
 from ._inputs import LOG_NO_DELTA_REL, Mechanisms
-from ._rounding import UNIT, down, exact_dir, sum_dir, up
+from ._rounding import UNIT, down, exact_dir, mpf_dir, sum_dir, up
 
 __all__ = [
     "LossDistribution",
@@ -277,9 +277,7 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
                 hi = -mp.expm1(a - err)
                 margin = mp.ldexp(1, 16 - prec)  # expm1's own rounding at this precision
                 val = hi + abs(hi) * margin if round_up else lo - abs(lo) * margin
-                sign, man, exp, _ = mp.mpf(val)._mpf_  # exact binary value of the mpf
-                f = (-1 if sign else 1) * Fraction(int(man)) * (Fraction(2) ** int(exp))
-                return exact_dir(f, up=round_up)
+                return mpf_dir(mp.mpf(val), round_up)
     # |t| < 2^-10000: t may be of either sign; the safe side of each bound
     return 0.0 if round_up else -math.inf
 
@@ -311,15 +309,7 @@ def _no_event(m: Mechanisms) -> tuple[float, float]:
         lnd = mp.fsum(int(c) * mp.log1p(-mp.mpf(d)) for d, c in zip(m.delta.tolist(), m.count.tolist()) if d)
         a = -mp.expm1(lnd)
         margin = a * mp.mpf("1e-30")
-        return (max(0.0, exact_dir(_mpf_fraction(a - margin), up=False)),
-                min(1.0, exact_dir(_mpf_fraction(a + margin), up=True)))
-
-
-def _mpf_fraction(x) -> Fraction:
-    """An mpmath number as the exact rational it is."""
-    sign, man, exp, _ = x._mpf_
-    f = Fraction(int(man)) * Fraction(2) ** int(exp)
-    return -f if sign else f
+        return max(0.0, mpf_dir(a - margin, False)), min(1.0, mpf_dir(a + margin, True))
 
 
 def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:

@@ -44,7 +44,7 @@ from fractions import Fraction
 import numpy as np
 
 from ._inputs import Mechanisms
-from ._rounding import TINY, UNIT, dot_dir, down, exact_dir, up
+from ._rounding import TINY, UNIT, dot_dir, down, exact_dir, fraction_mpf, mpf_dir, up
 from ._binomial import binomial_log_pmf, binomial_masses
 from .loss import (
     _no_event,
@@ -152,8 +152,9 @@ def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = 
 
 def _chernoff_m(k: int, p: float, log_tail: float) -> int:
     """The least m = ceil(k a) with the Chernoff bound exp(-k KL(a || p)) <= e^log_tail, so
-    P0[M >= m] <= e^log_tail for M ~ Bin(k, p) (a log: tails far below the float range) (up to the rounding of KL: a window heuristic,
-    correctness never rests on it -- the callers check the rigorous tail bound)."""
+    P0[M >= m] <= e^log_tail for M ~ Bin(k, p); a log, so tails far below the float range
+    are reachable.  Up to the rounding of KL: a window heuristic, correctness never rests
+    on it -- the callers check the rigorous tail bound."""
     log_tail = min(log_tail, math.log(0.5))
     q = 1.0 - p
 
@@ -342,11 +343,12 @@ def _position_error(groups) -> float:
 
 
 def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0.0, *, lower: bool = False,
-                         log2_scale: int = 0) -> LossDistribution:
+                         log2_scale: int = 0, product=None) -> LossDistribution:
     """The full product-of-binomials distribution (plus an exact shift) with exact atom
     positions on demand (each atom's (m_1, ..., m_g) is recovered from the sort order),
-    masses scaled by 2^log2_scale (``slack`` is unscaled)."""
-    loss, p_lo, p_up, underflow, order = _product(groups, lower, log2_scale)
+    masses scaled by 2^log2_scale (``slack`` is unscaled); ``product``: the output of
+    :func:`_product` for these arguments, when the caller has it already."""
+    loss, p_lo, p_up, underflow, order = product if product is not None else _product(groups, lower, log2_scale)
     unshifted = _exact_positions(groups, order)
 
     def exact(i: int) -> Fraction:
@@ -681,19 +683,6 @@ def _precise_atoms(groups: tuple, shift: Fraction):
     return pos, [atoms[x] for x in pos]
 
 
-def _mp_fraction(x: Fraction):
-    import mpmath as mp
-
-    return mp.mpf(x.numerator) / x.denominator
-
-
-def _mp_round(x, upward: bool) -> float:
-    """An mpmath number rounded to a float on the given side (exactly)."""
-    sign, man, exp, _ = x._mpf_
-    f = Fraction(int(man)) * Fraction(2) ** int(exp)
-    return exact_dir(-f if sign else f, up=upward)
-
-
 def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta_g: float,
                      shrink: float = 0.0) -> float:
     """OptComp from the definition in 40-digit arithmetic, for at most REFINE_ATOMS atoms:
@@ -718,7 +707,7 @@ def _precise_epsilon(m: Mechanisms, groups, shift: Fraction, slack: float, delta
             x = max(x, lmp[J - 1])
         if x <= 0:
             return 0.0
-        return _mp_round(x + abs(x) * mp.mpf("1e-30") + mp.mpf("1e-300"), True)
+        return mpf_dir(x + abs(x) * mp.mpf("1e-30") + mp.mpf("1e-300"), True)
 
 
 @lru_cache(maxsize=4)
@@ -731,25 +720,25 @@ def _precise_table(groups: tuple, shift: Fraction):
 
     with mp.workdps(40):
         pos, mass = _precise_atoms(groups, shift)
-        lmp = [_mp_fraction(x) for x in pos]
+        lmp = [fraction_mpf(x) for x in pos]
         D, W = [mp.mpf(0)] * len(pos), [mp.mpf(0)] * len(pos)
         W[-1] = mass[-1]
         for j in range(len(pos) - 2, -1, -1):
-            g = _mp_fraction(pos[j + 1] - pos[j])
+            g = fraction_mpf(pos[j + 1] - pos[j])
             D[j] = D[j + 1] + W[j + 1] * -mp.expm1(-g)
             W[j] = mass[j] + W[j + 1] * mp.exp(-g)
     return lmp, D, W
 
 
-def _exact_distance_excess(groups, shift: Fraction, slack: float, x: float) -> float:
+def _exact_distance_excess(groups, shift: Fraction, slack: float, x: float, product) -> float:
     """An upper bound on H(x) for a product of binomials with exact distances: every atom's
     position is an integer over a common power-of-two denominator (so l - x is exact and
     rounded once, up), each term p (1 - e^{-(l - x)}) is formed from the masses' upper
     bounds (expm1 within 2 u, the distance's rounding and the product: 6 u), and the terms are
     summed exactly (``math.fsum``).  No position error at all: the remedy for atoms closer to
     x, or to each other, than the float positions' error (a large eps_i beside tiny ones),
-    in O(atoms) with Python integers."""
-    _, _, p_up, underflow, order = _product(groups, False)
+    in O(atoms) with Python integers.  ``product``: :func:`_product` of ``groups`` (unscaled)."""
+    _, _, p_up, underflow, order = product
     den = max([Fraction(e).denominator for e, _ in groups] + [Fraction(shift).denominator, Fraction(x).denominator])
     pos = np.zeros(1, dtype=object)
     for e, n in groups:
@@ -774,8 +763,8 @@ def _precise_excess(groups, shift: Fraction, slack: float, x: float) -> float:
     fx = Fraction(x)
     with mp.workdps(40):
         pos, mass = _precise_atoms(tuple(groups), shift)
-        h = mp.fsum(p * -mp.expm1(-_mp_fraction(l - fx)) for l, p in zip(pos, mass) if l > fx)
-        return _mp_round(h * (1 + mp.mpf("1e-30")) + mp.mpf(slack) + mp.mpf("1e-320"), True)
+        h = mp.fsum(p * -mp.expm1(-fraction_mpf(l - fx)) for l, p in zip(pos, mass) if l > fx)
+        return mpf_dir(h * (1 + mp.mpf("1e-30")) + mp.mpf(slack) + mp.mpf("1e-320"), True)
 
 
 def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
@@ -801,7 +790,8 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
         h = _homogeneous_excess(eps, n, eps_g, shift, slack)
         lower = (lambda: _homogeneous_excess(eps, n, eps_g, shift, slack, upward=False))
     elif kind == "full":
-        dist = product_distribution(info, shift, slack, lower=True)
+        product = _product(info, True)
+        dist = product_distribution(info, shift, slack, lower=True, product=product)
         h = dist.excess(eps_g)
         lower = (lambda: dist.excess_lower(eps_g))
     if kind in ("homogeneous", "full"):
@@ -817,7 +807,7 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
                 h = min(h, _precise_excess(groups, shift, slack, eps_g))
         elif kind == "full" and atoms <= PRECISE_ATOMS:
             if h - lower() > (PRECISE_REL + 2.0 * dist.error) * h:
-                h = min(h, _exact_distance_excess(info, shift, slack, eps_g))
+                h = min(h, _exact_distance_excess(info, shift, slack, eps_g, product))
         return delta_from_excess(m, h)
     return delta_from_excess(m, _MeetInTheMiddle(*info, shift=shift, slack=slack).excess(eps_g))
 
