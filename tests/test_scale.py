@@ -357,6 +357,7 @@ def test_grouped_pass_brackets_H_everywhere(case, monkeypatch):
     atoms = mp_group_atoms(eps, counts)
     top = float(np.sum(eps * counts))
     monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
+    monkeypatch.setattr(lattice, "PARALLEL_LEAVES", 2)  # two halves merged at the root, whenever 2+ leaves
     xs = np.concatenate([np.linspace(0.0, top, 9), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
     ref = mp_H_many(atoms, xs)
     for h in (2.0**-4, 1.5 * 2.0**-8, 15 * 2.0**-13, 13 * 2.0**-14, 2.0**-11):  # steps m 2^j, m <= 15
@@ -365,6 +366,34 @@ def test_grouped_pass_brackets_H_everywhere(case, monkeypatch):
             for x, r in zip(xs, ref):
                 lo, hi = lp.excess_bounds(float(x))
                 assert mp.mpf(lo) <= r <= mp.mpf(hi), (h, theta, float(x), lo, float(r), hi)
+
+
+def test_halves_in_threads_are_the_sequential_tree(monkeypatch):
+    """The two halves of a pass run in two threads give bit for bit the tree run in
+    sequence (the shape depends on the plan only), and an error in a thread reaches the
+    caller."""
+    rng = np.random.default_rng(5)
+    eps = np.sort(rng.uniform(0.05, 0.2, 1500))
+    counts = np.ones(eps.size, dtype=np.int64)
+    assert len(lattice.leaf_plan(eps, counts)) >= lattice.PARALLEL_LEAVES
+    a = lattice.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, 1)
+    b = lattice.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
+    for u, v in ((a.upper.loss, b.upper.loss), (a.upper.p0, b.upper.p0), (a.lower_loss, b.lower_loss),
+                 (a.lower_p0, b.lower_p0)):
+        assert np.array_equal(u, v)
+    assert a.upper.slack == b.upper.slack
+    calls = []
+
+    def failing(plan, *args):
+        calls.append(len(plan))
+        if len(calls) == 2:
+            raise MemoryError("leaf")
+        yield from real(plan, *args)
+
+    real = lattice._leaves
+    monkeypatch.setattr(lattice, "_leaves", failing)
+    with pytest.raises(MemoryError, match="leaf"):
+        lattice.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
 
 
 @pytest.mark.parametrize("delta_g", [1e-3, 1e-12, 1e-300])
