@@ -105,3 +105,31 @@ def test_masses_contain_the_reference(k, log_eps, z, scale):
             assert _mpf(hi[0]) - _mpf(lo[0]) <= mp.mpf("2.5e-13") * ref
     else:
         assert _mpf(lo[0]) <= ref <= _mpf(hi[0]) + mp.mpf(2.0**-1074) * 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(10**4, 10**12), st.floats(-12, 2.8), st.floats(-40, 30), st.integers(0, 10**5),
+       st.sampled_from([None, 0, 300]), st.booleans())
+def test_filled_windows_contain_the_reference(k, log_eps, z, width, scale, refine):
+    """Wide windows take one anchor every FILL_BLOCK atoms and fill between by products of
+    pmf ratios: every mass (anchors, block ends, blocks whose anchor underflows) still
+    brackets 60-digit mpmath, and the bracket is within 10% + 6e-14 relative of the one-atom
+    path's (which the test above bounds; the anchors' own charges grow a little with the
+    span of the window, through the number of series steps of bd0)."""
+    from optcomp import _binomial
+
+    eps = 10.0**log_eps
+    p = 1.0 / (1.0 + math.exp(-eps))
+    m0 = min(k, max(0, int(k * p + z * math.sqrt(k * p * (1 - p)))))
+    m1 = min(k, m0 + _binomial.FILL_MIN + width)
+    lo, hi, s = binomial_masses(eps, k, m0, m1, scale, refine)
+    B = _binomial.FILL_BLOCK
+    picks = sorted({0, 1, B - 1, B, 2 * B - 1, (m1 - m0) // 2, m1 - m0 - 1, m1 - m0} & set(range(m1 - m0 + 1)))
+    with mp.workdps(60):
+        for i in picks:
+            ref = mp.e ** _ref_log_pmf(eps, k, m0 + i) * mp.mpf(2) ** s
+            assert _mpf(lo[i]) <= ref <= _mpf(hi[i]) + mp.mpf(2.0**-1074) * 2, (i, lo[i], ref, hi[i])
+    one_lo, one_hi, _ = binomial_masses(eps, k, m0 + picks[-1] // 2, m0 + picks[-1] // 2, s, refine)
+    i = picks[-1] // 2
+    if one_lo[0] >= 2.0**-1000:
+        assert hi[i] - lo[i] <= 1.1 * (one_hi[0] - one_lo[0]) + 6e-14 * one_hi[0]

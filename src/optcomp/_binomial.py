@@ -281,6 +281,39 @@ def _exp_bounds(y, err, s: int, u: float):
     return lo, hi
 
 
+FILL_BLOCK = 32  # atoms per anchor of the ratio fill (see binomial_masses)
+FILL_MIN = 4 * FILL_BLOCK  # windows (chunks) below this many atoms are computed atom by atom
+
+
+def _ratio_products(eps: float, k: int, m0: int, n: int, B: int):
+    """F[i] = P[M = m0 + i] / P[M = m0 + a(i)], a(i) = B floor(i / B) (the block's anchor, F
+    = 1 there), and a bound on each one's relative error.  With j = i - a(i),
+    F = e^{j eps} prod_{t<j} (k - m_t)/(m_t + 1) over m_t = m0 + a(i) + t: the integer
+    ratios (k - m and m + 1 exact doubles, k < 2^53) are divided and multiplied up in
+    double (two roundings per factor: (1 + u)^{2j} - 1 <= 2.01 j u), e^{j eps} is taken
+    from a table of B values computed in the extended precision (j eps exact there for
+    j < 2^11) and rounded to doubles (u, plus 4 ulps of the extended exp), and the final
+    product rounds once more."""
+    nb = -(-n // B)
+    R = np.ones(nb * B)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        # factor i (i > 0): (k - m0 - i + 1) / (m0 + i)
+        R[:n] = np.arange(k - m0 + 1, k - m0 + 1 - n, -1, dtype=np.float64) / np.arange(m0, m0 + n, dtype=np.float64)
+        R[::B] = 1.0
+        F = np.cumprod(R.reshape(nb, B), axis=1)
+        jj = np.arange(B)
+        if _U_XP < _U:
+            Ej = np.exp(jj.astype(_XP) * _XP(eps)).astype(np.float64)
+        else:  # pragma: no cover - platforms without an extended type: e^eps to the j-th power
+            Ej = np.exp(jj * eps)
+        F *= Ej[None, :]
+        F = F.reshape(-1)[:n]
+    j = (np.arange(n, dtype=np.int64) % B).astype(np.float64)
+    c = 8.0 * _U_XP if _U_XP < _U else None
+    ej = (c + _U) if c is not None else (16.0 * _U) * (1.0 + j * max(eps, 1.0))
+    return F, j * (2.01 * _U) + ej + _U
+
+
 def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = None, refine: bool = True):
     """Lower and upper bounds on 2^s P[M = m] for m in [m_lo, m_hi], and s.
 
@@ -290,22 +323,50 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
     would overflow after scaling is +inf (an upper bound still).  Masses whose double
     bound is above ``REFINE_ERR`` and that are normal floats after the scaling are
     recomputed in extended precision (unless not ``refine``: a root eps_g is insensitive
-    to the masses' relative errors where they are deep in the tail)."""
+    to the masses' relative errors where they are deep in the tail).
+
+    Wide windows (>= FILL_MIN atoms, eps <= 700, k < 2^53) are computed at one anchor
+    every FILL_BLOCK atoms (as above) and filled between anchors by products of the pmf
+    ratios (:func:`_ratio_products`, relative error <= 7.3e-15 with an extended type):
+    ~10x faster than atom by atom, and about as tight (the anchor's own bound, plus
+    that).  A block whose anchor is not a normal float after the scaling, and every filled
+    mass whose upper bound is below 2^-1000 (or not finite), is computed atom by atom
+    instead, so all products stay normal (their rounding is then relative)."""
     n = m_hi - m_lo + 1
     p_lo, p_up = np.empty(n), np.empty(n)
     chunk = 1 << 18  # bounded temporaries whatever the window
-    for a in range(0, n, chunk):
-        m = np.arange(m_lo + a, min(m_lo + a + chunk, m_hi + 1), dtype=np.int64)
+    fill = eps <= 700.0 and k < 2**53
+
+    def direct(m: np.ndarray, scale: int | None):
         logp, err = binomial_log_pmf(eps, k, m)
-        if log2_scale is None:  # from the first chunk's largest mass (windows start near the mode)
+        if scale is None:  # from the first chunk's largest mass (windows start near the mode)
             top = float(np.max(logp))
-            log2_scale = int(min(1000, max(0, math.floor(-top / math.log(2.0)))))
-        lo_, hi_ = _exp_bounds(logp, err, log2_scale, _U)
+            scale = int(min(1000, max(0, math.floor(-top / math.log(2.0)))))
+        lo_, hi_ = _exp_bounds(logp, err, scale, _U)
         # refined: loose masses that are normal floats after the scaling (the others are
         # charged 2^-1074 absolute each, whatever their relative error)
-        fine = (err > REFINE_ERR) & (logp > -740.0 - log2_scale * math.log(2.0))
+        fine = (err > REFINE_ERR) & (logp > -740.0 - scale * math.log(2.0))
         if refine and _U_XP < _U and np.any(fine):
             ly, ey = binomial_log_pmf(eps, k, m[fine], dtype=_XP)
-            lo_[fine], hi_[fine] = _exp_bounds(ly, ey, log2_scale, _U_XP)
+            lo_[fine], hi_[fine] = _exp_bounds(ly, ey, scale, _U_XP)
+        return lo_, hi_, scale
+
+    for a in range(0, n, chunk):
+        m = np.arange(m_lo + a, min(m_lo + a + chunk, m_hi + 1), dtype=np.int64)
+        if not fill or m.size < FILL_MIN:
+            lo_, hi_, log2_scale = direct(m, log2_scale)
+        else:
+            B = FILL_BLOCK
+            alo, ahi, log2_scale = direct(m[::B], log2_scale)
+            F, ferr = _ratio_products(eps, k, int(m[0]), m.size, B)
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                # three more roundings of a double (F times the anchor, times the factor, the factor)
+                hi_ = (np.repeat(ahi, B)[:m.size] * F) * (1.0 + (ferr + 4.0 * _U))
+                lo_ = (np.repeat(alo, B)[:m.size] * F) * (1.0 - (ferr + 4.0 * _U))
+            # anchors must be normal (their bounds then relative: 2^-1074 absolute is < 2^-74 of them)
+            anchor_ok = np.repeat((alo >= 2.0**-1000) & np.isfinite(ahi), B)[:m.size]
+            bad = ~anchor_ok | ~(hi_ >= 2.0**-1000) | ~np.isfinite(hi_) | ~(F > 0.0) | ~np.isfinite(F)
+            if np.any(bad):
+                lo_[bad], hi_[bad], _ = direct(m[bad], log2_scale)
         p_lo[a:a + m.size], p_up[a:a + m.size] = lo_, hi_
     return p_lo, p_up, log2_scale
