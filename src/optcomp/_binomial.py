@@ -325,8 +325,8 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
     recomputed in extended precision (unless not ``refine``: a root eps_g is insensitive
     to the masses' relative errors where they are deep in the tail).
 
-    Wide windows (>= FILL_MIN atoms, eps <= 700, k < 2^53) are computed at one anchor
-    every FILL_BLOCK atoms (as above) and filled between anchors by products of the pmf
+    Wide windows (>= FILL_MIN atoms, eps <= 700, k < 2^53) are computed at the anchors
+    m = 0 mod FILL_BLOCK (as above) and filled between anchors by products of the pmf
     ratios (:func:`_ratio_products`, relative error <= 7.3e-15 with an extended type):
     ~10x faster than atom by atom, and about as tight (the anchor's own bound, plus
     that).  A block whose anchor is not a normal float after the scaling, and every filled
@@ -356,15 +356,20 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
         if not fill or m.size < FILL_MIN:
             lo_, hi_, log2_scale = direct(m, log2_scale)
         else:
+            # anchors at the multiples of B (whatever the window: every window gives an atom
+            # the same bounds), the blocks computed from the multiple of B at or below m[0]
             B = FILL_BLOCK
-            alo, ahi, log2_scale = direct(m[::B], log2_scale)
-            F, ferr = _ratio_products(eps, k, int(m[0]), m.size, B)
+            m_a = (int(m[0]) // B) * B
+            pre = int(m[0]) - m_a
+            alo, ahi, log2_scale = direct(np.arange(m_a, int(m[-1]) + 1, B, dtype=np.int64), log2_scale)
+            F, ferr = _ratio_products(eps, k, m_a, m.size + pre, B)
+            F, ferr = F[pre:], ferr[pre:]
             with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                 # three more roundings of a double (F times the anchor, times the factor, the factor)
-                hi_ = (np.repeat(ahi, B)[:m.size] * F) * (1.0 + (ferr + 4.0 * _U))
-                lo_ = (np.repeat(alo, B)[:m.size] * F) * (1.0 - (ferr + 4.0 * _U))
+                hi_ = (np.repeat(ahi, B)[pre:pre + m.size] * F) * (1.0 + (ferr + 4.0 * _U))
+                lo_ = (np.repeat(alo, B)[pre:pre + m.size] * F) * (1.0 - (ferr + 4.0 * _U))
             # anchors must be normal (their bounds then relative: 2^-1074 absolute is < 2^-74 of them)
-            anchor_ok = np.repeat((alo >= 2.0**-1000) & np.isfinite(ahi), B)[:m.size]
+            anchor_ok = np.repeat((alo >= 2.0**-1000) & np.isfinite(ahi), B)[pre:pre + m.size]
             bad = ~anchor_ok | ~(hi_ >= 2.0**-1000) | ~np.isfinite(hi_) | ~(F > 0.0) | ~np.isfinite(F)
             if np.any(bad):
                 lo_[bad], hi_[bad], _ = direct(m[bad], log2_scale)
