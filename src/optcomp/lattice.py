@@ -715,6 +715,7 @@ def lattice_bounds(
     best = Bounds(0.0, top)
     gaps: list[float] = []
     steps: list[float] = []
+    reaimed = False
     while True:
         theta = tilt_for(vals, x_est, cf)
         points = _points_estimate(vals, cnts, theta, h)
@@ -738,6 +739,14 @@ def lattice_bounds(
         gap = b.gap
         if gap <= tol:
             return b
+        if not reaimed and 0.0 < b.lower and gap >= 0.1 * b.upper and math.isfinite(b.upper):
+            # a bracket this wide at a step aimed at tol is a misaimed tilt (the Chernoff
+            # guess overshoots to the top atom when delta_g is near its mass, and the
+            # windows then cut what matters), not the step: the same step again, aimed at
+            # the middle of the bracket
+            reaimed = True
+            x_est = 0.5 * (b.lower + b.upper)
+            continue
         gaps.append(gap)
         steps.append(h)
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
