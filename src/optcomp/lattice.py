@@ -113,6 +113,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -739,11 +740,11 @@ def lattice_bounds(
         gap = b.gap
         if gap <= tol:
             return b
-        if not reaimed and 0.0 < b.lower and gap >= 0.1 * b.upper and math.isfinite(b.upper):
-            # a bracket this wide at a step aimed at tol is a misaimed tilt (the Chernoff
-            # guess overshoots to the top atom when delta_g is near its mass, and the
-            # windows then cut what matters), not the step: the same step again, aimed at
-            # the middle of the bracket
+        if not reaimed and 0.0 < b.lower and (gap >= 64.0 * tol or gap >= 0.1 * b.upper) and math.isfinite(b.upper):
+            # a bracket this wide at a step aimed at ~0.75 tol is a misaimed tilt (the
+            # Chernoff guess overshoots to the top atom when delta_g is near its mass, and
+            # the windows then cut what matters), not the step: the same step again, aimed
+            # at the middle of the bracket
             reaimed = True
             x_est = 0.5 * (b.lower + b.upper)
             continue
@@ -1635,6 +1636,32 @@ def _halves(plan) -> list:
     return [plan[:cut], plan[cut:]]
 
 
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool():
+    """The two threads that run the halves of a pass: one pool per process, made on first
+    use (threads made per call would each leave a malloc arena reserved, which adds up
+    against an address-space limit), made anew in a forked child."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(2, thread_name_prefix="optcomp-lattice")
+        return _POOL
+
+
+def _forget_pool():
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 class _Ticker:
     """Leaves done, counted by the streams (possibly in threads), reported to ``progress``
     at most once a second from the calling thread; ``stop`` asks the streams to end."""
@@ -1768,23 +1795,23 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     if len(parts) == 2 and workers != 1 and (os.cpu_count() or 1) >= 2:
         # the two halves' streams in two threads (NumPy and scipy.fft release the GIL in
         # their loops), each with one FFT worker; the tree is the same as run in sequence
-        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+        from concurrent.futures import FIRST_EXCEPTION, wait
 
-        with ThreadPoolExecutor(2) as ex:
-            futs = [ex.submit(_stream, part, h, theta, log_slack, S, 1, len(parts) == 1, ticker)
-                    for part in parts]
-            try:
-                while True:
-                    done, not_done = wait(futs, timeout=0.5, return_when=FIRST_EXCEPTION)
-                    failed = [f.exception() for f in futs if f in done and f.exception() is not None]
-                    if failed:
-                        raise failed[0]
-                    if not not_done:
-                        break
-                    ticker.report()
-                halves = [f.result() for f in futs]
-            finally:
-                ticker.stop = True  # the other stream ends at its next leaf (on an error or interrupt)
+        futs = [_pool().submit(_stream, part, h, theta, log_slack, S, 1, len(parts) == 1, ticker)
+                for part in parts]
+        try:
+            while True:
+                done, not_done = wait(futs, timeout=0.5, return_when=FIRST_EXCEPTION)
+                failed = [f.exception() for f in futs if f in done and f.exception() is not None]
+                if failed:
+                    raise failed[0]
+                if not not_done:
+                    break
+                ticker.report()
+            halves = [f.result() for f in futs]
+        finally:
+            ticker.stop = True  # the other stream ends at its next leaf (on an error or interrupt)
+            wait(futs)
     else:
         halves = [_stream(part, h, theta, log_slack, S, workers, len(parts) == 1, ticker, report=True)
                   for part in parts]
