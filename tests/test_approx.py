@@ -615,7 +615,14 @@ def test_slow_fast_guarantee_against_exact(eps, log_dg, log_tol, data):
     tol = 10.0**log_tol
     m = mechanisms(eps, delta)
     assume(residual_target(m, dg) >= 0.0 or True)
-    assert_brackets(lattice.lattice_bounds(m, dg, tol), exact(m, dg), tol)
+    try:
+        b = lattice.lattice_bounds(m, dg, tol)
+    except lattice.ApproxTooCostly as exc:
+        # the documented size limit (a tol of 1e-6 at eps_g ~ 15 may need more than
+        # max_points points): the bracket it carries is still certified
+        assert_brackets(exc.bounds, exact(m, dg), math.inf)
+        return
+    assert_brackets(b, exact(m, dg), tol)
 
 
 @pytest.mark.slow
