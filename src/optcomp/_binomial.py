@@ -309,8 +309,9 @@ def _ratio_products(eps: float, k: int, m0: int, n: int, B: int):
         F *= Ej[None, :]
         F = F.reshape(-1)[:n]
     j = (np.arange(n, dtype=np.int64) % B).astype(np.float64)
-    c = 8.0 * _U_XP if _U_XP < _U else None
-    ej = (c + _U) if c is not None else (16.0 * _U) * (1.0 + j * max(eps, 1.0))
+    # the error of e^{j eps}: 4 ulps of the extended exp and the rounding to a double, or
+    # (double only) the rounding of j eps, amplified by up to j eps, and the exp
+    ej = 8.0 * _U_XP + _U if _U_XP < _U else 16.0 * _U * (1.0 + j * max(eps, 1.0))
     return F, j * (2.01 * _U) + ej + _U
 
 

@@ -53,7 +53,6 @@ def exact_dir(value: Fraction, up: bool) -> float:
     return f
 
 
-
 def mpf_exact(x) -> Fraction:
     """The exact value of a finite mpmath number (a dyadic rational; ``man_exp`` drops the
     sign, the raw tuple keeps it)."""

@@ -1339,9 +1339,9 @@ def _leaf_rows(atoms, h: float, theta: float):
         r = 0.0
         for p, lm, lw, er in zip(poss, lms, lws, errs):
             ok = np.isfinite(lw)
-            if np.any(ok):
-                r = max(r, float(np.max(er[ok] + 8.0 * UNIT * (np.abs(lm[ok]) + np.abs(lw[ok]) + abs(mx)
-                                                                  + abs(logZ[b]) + 4.0))))
+            if np.any(ok):  # the row constants added after the max (as in _bundle_leaves)
+                r = max(r, float(np.max(er[ok] + 8.0 * UNIT * (np.abs(lm[ok]) + np.abs(lw[ok]))))
+                        + 8.0 * UNIT * (abs(mx) + abs(logZ[b]) + 4.0))
         rho[b] = r + (2 * n + 8) * UNIT
         E2[b] = 2.0 * n * 2.0**-1070
     slack = math.exp(log_up) * (1.0 + 1e-9) if log_up > -math.inf else 0.0
@@ -1433,7 +1433,7 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
         logZ[b] = mx + np.array([math.log(z) for z in Z.tolist()])
         r = np.zeros(nl)
         for lm, lw, er in zip(lms, lws, errs):
-            # the per-leaf terms of _leaf_rows' charge, the row constants added after the max
+            # _leaf_rows' charge: the per-atom terms, the row constants added after the max
             v = er + 8.0 * UNIT * (np.abs(lm) + np.abs(lw))
             v[~np.isfinite(lw)] = 0.0
             r = np.maximum(r, np.max(v, axis=1) + 8.0 * UNIT * (np.abs(mx) + np.abs(logZ[b]) + 4.0))
@@ -1620,7 +1620,6 @@ def _leaves(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
         i = j
 
 
-
 PARALLEL_LEAVES = 64  # passes with at least this many leaves run as two halves (two threads)
 
 
@@ -1778,9 +1777,9 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     PARALLEL_LEAVES leaves is streamed as two halves of equal width (sum of c eps), run in
     two threads when ``workers != 1`` (NumPy and scipy.fft release the GIL; ~1.7x on two
     cores), their roots merged last: the tree, hence every bit of the result, is the same
-    either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.  Steps h = m 2^j, m <= 15 (:func:`_step_below`):
-    every lattice index n here has |n| <= sum c eps / h + 8 < 2^49 (checked), so h n is
-    exact."""
+    either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.
+    Steps h = m 2^j, m <= 15 (:func:`_step_below`): every lattice index n here has
+    |n| <= sum c eps / h + 8 < 2^49 (checked), so h n is exact."""
     plan = plan if plan is not None else leaf_plan(vals, cnts)
     # every lattice index n below has |n| <= sum c eps / h + 4: h n exact needs m |n| < 2^53
     mant = math.frexp(h)[0]
@@ -1797,8 +1796,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         # their loops), each with one FFT worker; the tree is the same as run in sequence
         from concurrent.futures import FIRST_EXCEPTION, wait
 
-        futs = [_pool().submit(_stream, part, h, theta, log_slack, S, 1, len(parts) == 1, ticker)
-                for part in parts]
+        futs = [_pool().submit(_stream, part, h, theta, log_slack, S, 1, False, ticker) for part in parts]
         try:
             while True:
                 done, not_done = wait(futs, timeout=0.5, return_when=FIRST_EXCEPTION)
