@@ -408,3 +408,23 @@ def test_cli_bad_input(cli_results, argv, name):
     if name is not None:  # the library's message or argparse's, naming the parameter or its option
         pattern = r"(?<![\w-])(--)?" + re.escape(name).replace("_", "[_-]") + r"(?![\w-])"
         assert re.search(pattern, lines[0]), f"the message does not name {name!r}: {lines[0]!r}"
+
+
+# ----------------------------------------------------------------------------- no warnings, no NaN (issue 16, item 12)
+
+
+def test_region_lines_with_overflowing_slope_no_warning_no_nan():
+    """eps_g > 709: e^eps_g overflows; the line 1 - delta - e^eps alpha is vertical at alpha = 0
+    (beta(0) = 1 - delta, not inf * 0 = NaN), and no RuntimeWarning reaches the user."""
+    alpha = np.array([0.0, 1e-300, 0.5, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        beta = region.tradeoff(alpha, [1000.0, 1.0], [0.0, 0.1])
+        upper = region.upper_boundary(alpha, [1000.0, 1.0], [0.0, 0.1])
+        kinks = region.boundary_alphas([1000.0], [0.0], num=3)
+    assert beta[0] == 1.0 and beta[1] == 0.9 and beta[3] == 0.0
+    assert upper[3] == 0.0 and not np.isnan(upper).any()
+    assert kinks.tolist() == [0.0, 0.5, 1.0]
+    # the finite case is unchanged: the max of the four lines of KOV's region
+    want = max(0.0, 0.9 - math.exp(1.0) * 0.5, math.exp(-1.0) * (0.9 - 0.5))
+    assert region.tradeoff(np.array([0.5]), 1.0, 0.1)[0] == want

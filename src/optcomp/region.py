@@ -124,7 +124,11 @@ def _tradeoff(a: np.ndarray, e: np.ndarray, d: np.ndarray) -> np.ndarray:
         return np.zeros_like(a)
     flat = a.reshape(-1, 1)
     one = 1.0 - d[None, :]
-    line1 = one - np.exp(e)[None, :] * flat
+    # e^eps overflows to inf for eps > 709: the line is then vertical, e^eps alpha = 0 at
+    # alpha = 0 exactly (not inf * 0 = NaN) and -inf beyond
+    with np.errstate(over="ignore", invalid="ignore"):
+        slope = np.exp(e)[None, :] * flat
+    line1 = one - np.where(flat == 0.0, 0.0, slope)
     line2 = np.exp(-e)[None, :] * (one - flat)
     beta = np.maximum(np.maximum(line1, line2).max(axis=1), 0.0)
     return beta.reshape(a.shape)
@@ -164,7 +168,8 @@ def boundary_alphas(eps, delta=0.0, num: int = 1001) -> np.ndarray:
     e, d = _family(eps, delta)
     finite = np.isfinite(e)
     e, d = e[finite], d[finite]
-    kinks = np.concatenate([(1 - d) * np.exp(-e), 1 - d, (1 - d) / (1 + np.exp(e))])
+    with np.errstate(over="ignore"):  # e^eps = inf for eps > 709: the kink at 0, as it should be
+        kinks = np.concatenate([(1 - d) * np.exp(-e), 1 - d, (1 - d) / (1 + np.exp(e))])
     pts = np.concatenate([np.linspace(0.0, 1.0, num), kinks, 1.0 - kinks])
     pts = pts[(pts >= 0.0) & (pts <= 1.0)]
     return np.unique(pts)
