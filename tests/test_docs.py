@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from html.parser import HTMLParser
 
 import pytest
 
@@ -18,19 +19,79 @@ import optcomp
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def test_sphinx_builds_the_api_reference_with_warnings_as_errors(tmp_path):
+@pytest.fixture(scope="module")
+def html(tmp_path_factory) -> pathlib.Path:
+    """The HTML reference, built once into a temporary directory with warnings as errors."""
     pytest.importorskip("sphinx")
+    out = tmp_path_factory.mktemp("docs")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                        "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(tmp_path / "html")],
+                        "-d", str(out / "doctrees"), str(ROOT / "docs"), str(out / "html")],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
-    api = (tmp_path / "html" / "api.html").read_text()
+    return out / "html"
+
+
+def test_sphinx_builds_the_api_reference_with_warnings_as_errors(html):
+    api = (html / "api.html").read_text()
     for name in ("epsilon_g", "delta_g", "epsilon_bounds", "Accountant", "privacy_curve", "per_query_epsilon",
                  "noise_table", "kov_recipe", "get_epsilon", "remaining"):
         assert name in api, name
-    assert "privacy filter" in (tmp_path / "html" / "index.html").read_text()
+    assert "privacy filter" in (html / "index.html").read_text()
     assert not list((ROOT / "docs").glob("_build"))  # docs/ holds sources only
+
+
+class _Entries(HTMLParser):
+    """Each API entry (``<dt id="optcomp...">``): the first element of its ``<dd>`` and the
+    number of internal links (cross-references) in its description."""
+
+    def __init__(self):
+        super().__init__()
+        self.first: dict[str, str] = {}
+        self.links: dict[str, int] = {}
+        self._id = self._pending = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "dt" and (attrs.get("id") or "").startswith("optcomp"):
+            self._id = attrs["id"]
+            self.links.setdefault(self._id, 0)
+        elif tag == "dd" and self._id:
+            self._pending = self._id
+        elif self._pending:
+            self.first[self._pending] = f"{tag}.{attrs.get('class', '')}"
+            self._pending = None
+        if tag == "a" and "reference internal" in (attrs.get("class") or "") and self._id:
+            self.links[self._id] += 1
+
+
+def _entries(html: pathlib.Path) -> _Entries:
+    parser = _Entries()
+    parser.feed((html / "api.html").read_text())
+    return parser
+
+
+def test_api_entries_are_rendered_not_verbatim(html):
+    """Every documented name renders its docstring as reST -- paragraphs, lists, links --
+    never as one raw preformatted block (issue 16: 52 of 91 entries used to)."""
+    entries = _entries(html)
+    assert len(entries.first) >= 80, sorted(entries.first)
+    verbatim = sorted(name for name, first in entries.first.items() if first.startswith(("div.highlight", "pre")))
+    assert not verbatim, f"{len(verbatim)} API entries render as verbatim blocks: {verbatim}"
+    for name in ("epsilon_bounds", "delta_bounds", "Bounds", "ExactTooLarge", "ApproxTooCostly"):
+        assert entries.first[f"optcomp.{name}"].startswith("p."), name
+    for name in ("epsilon_bounds", "ApproxTooCostly"):
+        assert entries.links[f"optcomp.{name}"] >= 1, f"{name}: no cross-reference rendered as a link"
+    api = (html / "api.html").read_text()
+    assert "|d log H/dx|" in api  # a plain-text absolute value prints its bars
+
+
+def test_docs_build_directory_is_ignored():
+    """The README's build command writes into docs/_build/, which git must not offer to commit."""
+    if subprocess.run(["git", "rev-parse"], cwd=ROOT, capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    r = subprocess.run(["git", "check-ignore", "-q", "docs/_build/html/index.html"], cwd=ROOT)
+    assert r.returncode == 0, "docs/_build/ is not git-ignored"
 
 
 def test_public_names_have_docstrings_and_the_setting_is_stated():

@@ -331,10 +331,12 @@ def _advanced_pure_delta(m: Mechanisms, eps_g: float) -> float:
 def kov_epsilon(m: Mechanisms, delta_g: float) -> float:
     """The KOV bound: KOV Thm 3.4 (= MV Thm 6.1, homogeneous) and KOV Thm 3.5 (heterogeneous).
 
-    For delta~ in (0, 1] the composition is (eps~, 1 - (1 - delta~) prod_l (1 - delta_l))-DP,
-    eps~ = min{ sum eps_l,
-                sum eps_l tanh(eps_l/2) + sqrt(2 sum eps_l^2 log(e + sqrt(sum eps_l^2) / delta~)),
-                sum eps_l tanh(eps_l/2) + sqrt(2 sum eps_l^2 log(1 / delta~)) },
+    For delta~ in (0, 1] the composition is (eps~, 1 - (1 - delta~) prod_l (1 - delta_l))-DP::
+
+        eps~ = min{ sum eps_l,
+                    sum eps_l tanh(eps_l/2) + sqrt(2 sum eps_l^2 log(e + sqrt(sum eps_l^2) / delta~)),
+                    sum eps_l tanh(eps_l/2) + sqrt(2 sum eps_l^2 log(1 / delta~)) },
+
     using (e^x - 1)/(e^x + 1) = tanh(x/2); with k equal mechanisms this is Thm 3.4.
     Thm 3.5 is stated for eps_l > 0; an eps_l = 0 mechanism is (eta, delta_l)-DP for all
     eta > 0 and the bound is continuous in eps_l, so it holds in the limit.
