@@ -4,7 +4,7 @@ Google's dp_accounting PLD accountant.
 Run standalone::
 
     .venv/bin/python benchmarks/bench_approx.py            # full table (~3 min)
-    .venv/bin/python benchmarks/bench_approx.py --quick    # smaller table (~30 s)
+    .venv/bin/python benchmarks/bench_approx.py --quick    # smaller table (~30 s), printed only
 
 The instance of the issue: k mechanisms with eps_i ~ Uniform[0.05, 0.2] (seeded, on no
 common grid), delta_i = 0, delta_g = 1e-6.  Every row reports the time, the certified
@@ -37,6 +37,7 @@ from optcomp import approx, lattice
 from optcomp._inputs import mechanisms
 
 DELTA_G = 1e-6
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def instance(k: int, seed: int = 0) -> np.ndarray:
@@ -197,7 +198,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller table (~30 s)")
     ap.add_argument("--no-pld", action="store_true", help="skip dp_accounting")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "bench_approx.md",
+    ap.add_argument("--out", type=Path, default=RESULTS / "bench_approx.md",
                     help="the generated Markdown file the README quotes (not written with --quick)")
     args = ap.parse_args(argv)
     load = os.getloadavg()

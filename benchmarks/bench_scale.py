@@ -5,6 +5,7 @@ Run standalone::
     .venv/bin/python benchmarks/bench_scale.py                    # optcomp rows + dp_accounting (60 s per try)
     .venv/bin/python benchmarks/bench_scale.py --pld-timeout 600  # dp_accounting with the full budget
     .venv/bin/python benchmarks/bench_scale.py --no-pld
+    .venv/bin/python benchmarks/bench_scale.py --only 10^12  # some cases -> results/bench_scale.quick.{csv,md} (git-ignored)
 
 Instances (delta_i = 0, delta_g = 1e-6; eps_i ~ Uniform[0.05, 0.2] seeded unless said):
 identical mechanisms at k = 10^12 (``optimal`` and every closed form); 3 kinds x 10^4
@@ -209,11 +210,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pld", action="store_true")
     ap.add_argument("--pld-timeout", type=float, default=60.0)
     ap.add_argument("--only", type=str, default=None, help="run only cases whose label contains this")
-    ap.add_argument("--out", type=Path, default=RESULTS / "bench_scale.csv")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default: results/bench_scale.csv (and .md, the table the README quotes); "
+                         "with --only results/bench_scale.quick.csv, never the full table")
     ap.add_argument("--pld-from", type=Path, default=None,
                     help="reuse the dp_accounting columns of an earlier CSV (its runs do not depend on optcomp); "
                          "errors are recomputed against this run's brackets")
     args = ap.parse_args(argv)
+    if args.out is None:
+        args.out = RESULTS / ("bench_scale.quick.csv" if args.only else "bench_scale.csv")
     if args.case is not None:
         print(json.dumps(run_case(args.case)))
         return 0
