@@ -370,6 +370,8 @@ CLI_CASES = [  # (argv, the parameter the one-line message must name; None: argp
     (["delta", "--eps", "0.1", "--k", "3", "--eps-g", "inf"], "eps_g"),
     (["delta", "--eps", "0.1", "--k", "3", "--eps-g", "nan"], "eps_g"),
     (["delta", "--eps", "1e309", "--k", "3", "--eps-g", "1"], "eps"),
+    (["epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "-1e-6"], "delta_g"),  # issue 16, item 10
+    (["curve", "--eps", "0.1", "--k", "3", "--num", "1"], "num"),
     (["bogus"], None),
 ]
 CLI_BAD = [argv for argv, _name in CLI_CASES]

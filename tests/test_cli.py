@@ -274,6 +274,17 @@ def test_file_csv_json_and_stdin_agree(tmp_path):
     (("delta", "--eps", "0.1", "--k", "3", "--eps-g", "nan"), "--eps-g"),
     (("epsilon", "--eps", "abc", "--k", "3", "--delta-g", "0.1"), "--eps"),
     (("epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "0.1", "--method", "x"), "--method"),
+    # issue 16, item 10: a negative number is a value, rejected by the range check naming it
+    (("epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "-1e-6"), "delta_g must lie in [0, 1), got -1e-06"),
+    (("epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "-.5"), "delta_g must lie in [0, 1), got -0.5"),
+    (("epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "-inf"), "delta_g must lie in [0, 1), got -inf"),
+    (("epsilon", "--eps", "-1e-3", "--k", "3", "--delta-g", "1e-6"), "eps must be finite and >= 0, got -0.001"),
+    (("epsilon", "--eps", "0.1", "--k", "-3", "--delta-g", "1e-6"), "argument --k: expected an integer in [1,"),
+    (("delta", "--eps", "0.1", "--k", "3", "--eps-g", "-2e-3"), "eps_g must be finite and >= 0, got -0.002"),
+    # one rule, one message for the grid sizes
+    (("curve", "--eps", "0.1", "--k", "3", "--num", "0"), "argument --num: expected an integer >= 2, got '0'"),
+    (("curve", "--eps", "0.1", "--k", "3", "--num", "1"), "argument --num: expected an integer >= 2, got '1'"),
+    (("curve", "--eps", "0.1", "--k", "3", "--num-alpha", "1"), "argument --num-alpha: expected an integer >= 2"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, match, capsys, monkeypatch):
     fails_in_process(args, match, capsys, monkeypatch)
@@ -289,9 +300,59 @@ def test_bad_input_is_one_line_and_exit_2(args, match, capsys, monkeypatch):
     ('[{"eps": 0.1, "count": 2.5}]', "count"),
     ('[{"eps": 0.1', "invalid JSON"),
     ("", "empty"),
+    # issue 16, item 12: hostile files
+    ("eps\n" + "1" * 140_000 + "\n", "line 2: malformed CSV: a field longer than 131,072 characters"),
+    ("eps\n0.1\r0.2\n", "line 2: a bare carriage return"),
+    ('eps\n"0.1\n', "line 2: malformed CSV: unterminated quote"),
+    ('eps\n"0.1"x\n', "malformed CSV"),
+    ("[" * 100_000 + "]" * 100_000, "invalid JSON: nested too deeply"),
+    ('[{"eps": 0.1, "count": ' + "1" * 5000 + "}]", "invalid JSON: a number with too many digits"),
 ])
 def test_bad_files_are_one_line_and_exit_2(text, match, capsys, monkeypatch):
     fails_in_process(("epsilon", "--file", "-", "--delta-g", "1e-6"), match, capsys, monkeypatch, stdin=text)
+
+
+def test_line_endings_and_byte_order_mark_read_alike(tmp_path, capsys, monkeypatch):
+    """CRLF and CR-only files are the same mechanisms as LF; a BOM is dropped (in process:
+    stdin as a text stream)."""
+    want = inproc_json("epsilon", "--eps", "0.1,0.2", "--delta-g", "1e-6", "--method", "kov")
+    for text in ("eps\n0.1\n0.2\n", "eps\r\n0.1\r\n0.2\r\n", "eps\r0.1\r0.2\r", "\ufeffeps\n0.1\n0.2\n"):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+        assert inproc_json("epsilon", "--file", "-", "--delta-g", "1e-6", "--method", "kov") == want, repr(text)
+        (tmp_path / "m.csv").write_bytes(text.encode())
+        assert inproc_json("epsilon", "--file", str(tmp_path / "m.csv"), "--delta-g", "1e-6", "--method", "kov") == want
+
+
+def test_hostile_stdin_through_a_subprocess(tmp_path):
+    """Real stdin (bytes): a UTF-8 byte-order mark as spreadsheets write it is accepted like
+    the same file by name; a lone CR amid LF lines and non-UTF-8 bytes get one line, exit 2."""
+    text = "\ufeffcount,eps,delta\n10,0.1,0\n"
+    (tmp_path / "bom.csv").write_text(text, encoding="utf-8")
+    args = ("epsilon", "--delta-g", "1e-6", "--method", "kov")
+    by_name = rows_json(*args, "--file", str(tmp_path / "bom.csv"))
+    assert rows_json(*args, "--file", "-", stdin=text) == by_name
+    assert by_name[0]["eps_g"] == optcomp.epsilon_g(0.1, k=10, delta_g=1e-6, method="kov")
+    fails("epsilon", "--file", "-", "--delta-g", "1e-6", stdin="eps\n0.1\r0.2\n", match="bare carriage return")
+    r = subprocess.run([sys.executable, "-m", "optcomp", "epsilon", "--file", "-", "--delta-g", "1e-6"],
+                       input=b"eps\n\xff\n", capture_output=True, env=ENV, timeout=120)
+    assert r.returncode == 2 and r.stdout == b"" and len(r.stderr.splitlines()) == 1
+    assert b"not a UTF-8 text file" in r.stderr
+
+
+def test_long_values_are_cut_in_error_lines(capsys, monkeypatch):
+    digits = "1" * 5000
+    err = fails_in_process(("epsilon", "--eps", "0.1", "--k", digits, "--delta-g", "1e-6"), "argument --k",
+                           capsys, monkeypatch)
+    assert "(5,000 characters)" in err and len(err) < 200
+    err = fails_in_process(("epsilon", "--eps", "0.1,," + digits, "--delta-g", "1e-6"), "empty item 2",
+                           capsys, monkeypatch)
+    assert len(err) < 200
+    err = fails_in_process(("epsilon", "--eps", "0.1", "--k", "3", "--delta-g", "1e-6", "--method", "x" * 5000),
+                           "--method", capsys, monkeypatch)
+    assert len(err) <= cli.MAX_LINE + 40
+    err = fails_in_process(("epsilon", "--file", "-", "--delta-g", "1e-6"), "unknown column", capsys, monkeypatch,
+                           stdin="eps," + "x" * 5000 + "\n0.1,2\n")
+    assert len(err) < 200
 
 
 def test_bad_input_through_a_subprocess():

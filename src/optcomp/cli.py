@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 
 from . import METHOD_INFO, METHODS, __version__
@@ -35,12 +36,33 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a value such as -1e-6, -.5 or -inf is a (negative) number, not an option: it reaches
+        # the option's range check, which names the parameter (argparse's own pattern knows
+        # only -1 and -1.5)
+        self._negative_number_matcher = re.compile(r"^-\.?\d|^-(?i:inf|nan)")
+
     def error(self, message):  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+        self.exit(2, _short(f"{self.prog}: error: {_one_line(message)}") + f" (see {self.prog} --help)\n")
 
 
 def _one_line(text) -> str:
     return " ".join(str(text).split())
+
+
+MAX_LINE = 300  # an error line longer than this is cut (the parameter is named at its start)
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "\u2026"
+
+
+def _show(text: str, limit: int = 40) -> str:
+    """``text`` quoted for an error line, cut after ``limit`` characters."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}\u2026 ({len(text):,} characters)"
 
 
 # ----------------------------------------------------------------------------------- argument types
@@ -50,14 +72,14 @@ def _real(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {_show(text)}") from None
     if math.isnan(value):
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number, got {_show(text)}")
     return value
 
 
-def _integer(text: str, hi: int | None = None) -> int:
-    """An integer >= 1 (and <= ``hi``); integral scientific notation (1e6) is accepted."""
+def _integer(text: str, hi: int | None = None, lo: int = 1) -> int:
+    """An integer >= ``lo`` (and <= ``hi``); integral scientific notation (1e6) is accepted."""
     t = text.strip().replace("_", "")
     try:
         value = int(t)
@@ -65,15 +87,19 @@ def _integer(text: str, hi: int | None = None) -> int:
         try:
             f = float(t)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected an integer, got {_show(text)}") from None
         if not (math.isfinite(f) and f == math.floor(f)):
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected an integer, got {_show(text)}") from None
         value = int(f)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    if hi is not None and value > hi:
-        raise argparse.ArgumentTypeError(f"expected an integer in [1, {hi:.0e}], got {text!r}")
+    if value < lo or (hi is not None and value > hi):
+        what = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi:.0e}]"
+        raise argparse.ArgumentTypeError(f"expected {what}, got {_show(text)}")
     return value
+
+
+def _points(text: str) -> int:
+    """A number of grid points (--num, --num-alpha): an integer >= 2."""
+    return _integer(text, lo=2)
 
 
 def _count(text: str) -> int:
@@ -87,7 +113,7 @@ def _list_of(parse):
         out = []
         for i, item in enumerate(items, 1):
             if not item.strip():
-                raise argparse.ArgumentTypeError(f"empty item {i} in {text!r}")
+                raise argparse.ArgumentTypeError(f"empty item {i} in {_show(text)}")
             out.append(parse(item.strip()))
         return out
 
@@ -274,11 +300,11 @@ def _parser() -> argparse.ArgumentParser:
     grid = p.add_argument_group("grid")
     grid.add_argument("--eps-g", type=_list_of(_real), action=_Once, dest="eps_g", metavar="X[,X...]",
                       help="the eps_g values (default: --num points from 0 to where delta becomes negligible)")
-    grid.add_argument("--num", type=_integer, action=_Once, default=21, metavar="N",
+    grid.add_argument("--num", type=_points, action=_Once, default=21, metavar="N",
                       help="number of eps_g points of the default grid (default 21, at least 2)")
     grid.add_argument("--tradeoff", action=_OnceTrue,
                       help="print the trade-off curve (alpha, beta, beta_upper) instead of delta(eps_g)")
-    grid.add_argument("--num-alpha", type=_integer, action=_Once, default=101, dest="num_alpha", metavar="N",
+    grid.add_argument("--num-alpha", type=_points, action=_Once, default=101, dest="num_alpha", metavar="N",
                       help="equispaced alpha points of the trade-off curve, kinks added (default 101)")
     _add_options(p)
     _add_output(p)
@@ -330,15 +356,26 @@ def _accountant_from_inline(args):
 
 
 def _read_source(path: str) -> tuple[str, str]:
+    """The text of ``path`` (``-``: stdin) and its name for messages.  A file and the same
+    bytes on stdin read alike: UTF-8, a leading byte-order mark dropped (spreadsheets write
+    one), line endings left as they are (:func:`_csv_accountant` checks them)."""
+    name = "stdin" if path == "-" else path if len(path) <= 60 else _show(path, 60)
     if path == "-":
-        return sys.stdin.read(), "stdin"
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is None:  # a text stream (e.g. replaced in tests)
+            text = sys.stdin.read()
+            return (text[1:] if text.startswith("\ufeff") else text), name
+        data = raw.read()
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise UsageError(f"--file {name}: {exc.strerror or exc}") from None
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            return fh.read(), path
-    except OSError as exc:
-        raise UsageError(f"--file {path}: {exc.strerror or exc}") from None
+        return data.decode("utf-8-sig"), name
     except UnicodeDecodeError:
-        raise UsageError(f"--file {path}: not a text file (expected CSV or JSON)") from None
+        raise UsageError(f"--file {name}: not a UTF-8 text file (expected CSV or JSON)") from None
 
 
 def _integral(value):
@@ -363,6 +400,11 @@ def _accountant_from_file(path: str):
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise UsageError(f"--file {name}: invalid JSON: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"--file {name}: invalid JSON: nested too deeply") from None
+        except ValueError as exc:  # an integer of more than 4300 digits
+            msg = "a number with too many digits" if "digits" in str(exc) else _one_line(exc)
+            raise UsageError(f"--file {name}: invalid JSON: {msg}") from None
         if isinstance(data, list):
             data = {"mechanisms": data}
         if isinstance(data, dict) and isinstance(data.get("mechanisms"), list):
@@ -385,15 +427,29 @@ def _csv_accountant(text: str, name: str):
 
     from .accountant import Accountant
 
-    reader = csv.reader(io.StringIO(text))
-    rows = [(i, r) for i, r in enumerate(reader, 1) if r and any(c.strip() for c in r)]
+    lone_cr = re.search(r"\r(?!\n)", text)
+    if lone_cr and "\n" in text:
+        line = text.count("\n", 0, lone_cr.start()) + 1
+        raise UsageError(f"--file {name} line {line}: a bare carriage return (\\r) amid newline-ended lines "
+                         f"(mixed line endings; save the file with one kind)")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # CRLF or CR-only files
+    reader = csv.reader(io.StringIO(text), strict=True)  # strict: an unterminated quote is an error
+    try:
+        rows = [(i, r) for i, r in enumerate(reader, 1) if r and any(c.strip() for c in r)]
+    except csv.Error as exc:
+        msg = str(exc)
+        if "field limit" in msg:
+            msg = f"a field longer than {csv.field_size_limit():,} characters"
+        elif "end of data" in msg:
+            msg = "unterminated quote (a field opened with \" is never closed)"
+        raise UsageError(f"--file {name} line {reader.line_num}: malformed CSV: {msg}") from None
     if not rows:
         raise UsageError(f"--file {name}: no mechanisms")
     line, header = rows[0]
     header = [h.strip().lower() for h in header]
     for h in header:
         if h not in ("eps", "delta", "count"):
-            raise UsageError(f"--file {name}: unknown column {h!r} (expected eps, delta, count)")
+            raise UsageError(f"--file {name}: unknown column {_show(h)} (expected eps, delta, count)")
     if len(set(header)) != len(header):
         raise UsageError(f"--file {name}: duplicate column in header {','.join(header)}")
     if "eps" not in header:
@@ -582,10 +638,6 @@ def _cmd_curve(args):
     from .curves import privacy_curve
 
     acc = _mechanisms(args)
-    if args.num < 2:
-        raise UsageError(f"--num must be at least 2, got {args.num}")
-    if args.num_alpha < 2:
-        raise UsageError(f"--num-alpha must be at least 2, got {args.num_alpha}")
     e, d, c = _multiset(acc)
     curve = privacy_curve(e, d, counts=c, eps_g=args.eps_g, num=args.num, method=args.method,
                           num_alpha=args.num_alpha, **_options(args, args.method))
@@ -665,11 +717,8 @@ def main(argv=None) -> int:
     try:
         caption, columns, rows = _COMMANDS[args.command](args)
         text = _render(args.command, caption, columns, rows, fmt)
-    except UsageError as exc:
-        sys.stderr.write(f"{PROG} {args.command}: error: {_one_line(exc)}\n")
-        return 2
-    except (ValueError, TypeError, OverflowError) as exc:
-        sys.stderr.write(f"{PROG} {args.command}: error: {_one_line(exc)}\n")
+    except (UsageError, ValueError, TypeError, OverflowError) as exc:
+        sys.stderr.write(_short(f"{PROG} {args.command}: error: {_one_line(exc)}") + "\n")
         return 2
     except MemoryError:
         sys.stderr.write(f"{PROG} {args.command}: error: out of memory\n")
