@@ -167,3 +167,22 @@ def test_benchmark_quick_outputs_are_git_ignored():
     for name in ("bench_exact.quick.md", "bench_scale.quick.csv", "bench_scale.quick.md"):
         r = subprocess.run(["git", "check-ignore", "-q", f"benchmarks/results/{name}"], cwd=ROOT)
         assert r.returncode == 0, name
+
+
+def test_readme_hardness_numbers_are_the_generated_instances():
+    """The hardness paragraph's largest instance (k, solutions, oracle bits) is the largest
+    oracle instance of the committed ``results/hardness/instances.csv``; no run time is quoted
+    there (it depends on the machine: ``results/timing/local/hardness.csv``)."""
+    import csv
+    import io
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    m = re.search(r"k = (\d+) with ([\d,]+) solutions, asks the oracle for (\d+) bits", text)
+    assert m, "README's hardness paragraph no longer names its largest instance"
+    rows = [r for r in csv.DictReader(io.StringIO(committed("results/hardness/instances.csv")))
+            if int(r["oracle_calls"]) > 0]
+    largest = max(rows, key=lambda r: int(r["k"]))
+    assert (int(m.group(1)), int(m.group(2).replace(",", "")), int(m.group(3))) == (
+        int(largest["k"]), int(largest["recovered_count"]), int(largest["bits_oracle"]))
+    paragraph = text[text.index("The reduction is cheap"):text.index("answered without an oracle call")]
+    assert not re.search(r"\d+(–\d+)? s\b", paragraph), "a machine-dependent time typed into the README"
