@@ -14,6 +14,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -155,8 +156,51 @@ def test_delta_with_counts_and_options():
 def test_inf_is_spelled_inf_everywhere():
     args = ("epsilon", "--eps", "0.1", "--delta", "0.01", "--k", "10", "--delta-g", "0.05", "--method", "basic")
     assert rows_json(*args)[0]["eps_g"] == "inf"
-    assert rows_csv(*args)[0]["eps_g"] == "inf"
+    r = run(*args, "--csv")  # the reason on stderr (CSV has no place for it)
+    assert r.returncode == 0 and list(csv.DictReader(io.StringIO(r.stdout)))[0]["eps_g"] == "inf"
+    assert r.stderr.startswith("optcomp epsilon: note: unattainable") and len(r.stderr.splitlines()) == 1
     assert ok(*args).splitlines()[2].split()[2] == "inf"
+
+
+# 10 mechanisms with delta 0.01: some delta event has probability 1 - 0.99^10 = 0.0956...
+UNATTAINABLE = ("--eps", "0.1", "--delta", "0.01", "--k", "10", "--delta-g", "0.05")
+
+
+def test_unattainable_budget_says_why():
+    """Issue 16, item 4: inf with exit 0, and the reason with a certified number: the printed
+    value is at most 1 - 0.99^10 (rounded down) and still above delta_g."""
+    a = 1 - 0.99**10
+    for method in ("optimal", "basic", "approx"):
+        data = json.loads(ok("epsilon", *UNATTAINABLE, "--method", method, "--json"))
+        assert data["rows"][0]["eps_g"] == "inf"
+        (note,) = data["notes"]
+        m = re.fullmatch(r"unattainable: delta_g = 0\.05 < 1 - prod\(1 - delta_i\) = ([0-9.e-]+) .*", note)
+        assert m, note
+        assert 0.05 < float(m.group(1)) <= a and float(m.group(1)) > a - 1e-4
+    caption = ok("epsilon", *UNATTAINABLE).splitlines()[0]
+    assert caption.startswith("# 10 mechanisms") and "unattainable: delta_g = 0.05 < 1 - prod(1 - delta_i)" in caption
+    # attainable, but not by a closed form: a different reason
+    data = json.loads(ok("epsilon", *UNATTAINABLE[:-1], "0.0957", "--method", "basic", "--json"))
+    assert data["rows"][0]["eps_g"] == "inf" and "method basic certifies no eps_g" in data["notes"][0]
+    # a finite answer has no note
+    assert "notes" not in json.loads(ok("epsilon", *UNATTAINABLE[:-1], "0.0957", "--json"))
+    # close to the boundary the printed value keeps enough digits to stay above delta_g
+    assert cli._decimal_down(0.0956179249911955, 0.09561) == "0.095617"
+    assert cli._decimal_down(0.1 + 2**-50, 0.1) == "0.1000000000000008"
+
+
+def test_bounds_never_print_nan():
+    """Issue 16, items 4, 12: the gap of an unattainable budget is inf in every format."""
+    r = run("bounds", *UNATTAINABLE, "--csv")
+    assert r.returncode == 0 and "nan" not in r.stdout and "note: unattainable" in r.stderr
+    for fmt_rows in (rows_json("bounds", *UNATTAINABLE), list(csv.DictReader(io.StringIO(r.stdout)))):
+        assert [fmt_rows[0][c] for c in ("eps_g_lower", "eps_g_upper", "gap")] == ["inf"] * 3
+    table = ok("bounds", *UNATTAINABLE)
+    assert "nan" not in table and table.splitlines()[2].split() == ["0.05", "inf", "inf", "inf"]
+    assert "unattainable" in table.splitlines()[0]
+    # NaN is rendered as no value in every format, never as "nan"
+    for fmt in ("json", "csv", "table"):
+        assert "nan" not in cli._render("x", "c", ["a", "b"], [[float("nan"), 1.0]], fmt).lower()
 
 
 def test_bounds_bracket_the_optimum():
@@ -171,7 +215,8 @@ def test_compare_lists_every_method_with_its_theorem():
     assert [r["method"] for r in rows] == list(optcomp.METHODS)
     by = {r["method"]: r for r in rows}
     for m in optcomp.METHODS:
-        assert by[m]["theorem"] == optcomp.METHOD_INFO[m].theorem
+        if m != "approx":
+            assert by[m]["theorem"] == optcomp.METHOD_INFO[m].theorem
         if m != "approx":
             assert by[m]["eps_g"] == optcomp.epsilon_g(0.1, k=100, delta_g=1e-6, method=m)
     assert by["optimal"]["vs_optimal"] == 1.0
@@ -186,6 +231,41 @@ def test_compare_reports_an_exact_computation_that_is_too_large():
     eps = ",".join(repr(v) for v in np.random.default_rng(60).uniform(0.01, 0.07, 60).tolist())
     rows = inproc_json("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "kov,optimal")
     assert rows[0]["eps_g"] > 0 and rows[1]["eps_g"] is None and "approx" in rows[1]["note"]
+    assert rows[0]["vs_optimal"] is None  # no optimum, no approx: no ratio
+    # issue 16, item 6: without the optimum the ratio is to approx's upper bound, and says so
+    data = json.loads(ok("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "kov,optimal,approx", "--json"))
+    by = {r["method"]: r for r in data["rows"]}
+    assert "vs_optimal" not in by["kov"] and by["kov"]["vs_approx"] == by["kov"]["eps_g"] / by["approx"]["eps_g"]
+    assert any(n.startswith("vs_approx: ratio to approx's certified upper bound") for n in data["notes"])
+    table = ok("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "kov,approx")
+    assert "vs_approx" in table.splitlines()[1] and "optimal not compared" in table.splitlines()[0]
+
+
+def test_approx_is_labelled_by_the_algorithm_that_ran():
+    """Issue 16, item 6: the fast algorithm is not labelled as the published one."""
+    args = ("compare", "--eps", "0.1", "--k", "20", "--delta-g", "1e-6", "--methods", "approx")
+    (fast,) = inproc_json(*args)
+    (paper,) = inproc_json(*args, "--algorithm", "paper")
+    assert "fast lattice algorithm" in fast["theorem"] and "as published" not in fast["theorem"]
+    assert "algorithm='paper' as published" in paper["theorem"]
+    listed = {r["method"]: r["theorem"] for r in inproc_json("methods")}
+    assert "default: fast lattice algorithm" in listed["approx"]
+    (row,) = inproc_json("split", "--eps-g", "0.5", "--delta-g", "1e-6", "--k", "20", "--method", "approx")
+    assert "fast lattice algorithm" in row["theorem"]
+
+
+def test_split_says_why_the_kov_recipe_is_missing():
+    """Issue 16, item 6: KOV Cor. 4.1 holds for 0 < eps_g <= 0.9 and delta_g > 0 only."""
+    data = json.loads(ok("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "100", "--json"))
+    assert "kov_cor4.1" not in [r["method"] for r in data["rows"]]
+    assert data["notes"] == ["no kov_cor4.1 row: KOV Cor. 4.1 holds only for 0 < eps_g <= 0.9 and delta_g > 0 "
+                             "(here eps_g = 1.0, delta_g = 1e-06)"]
+    assert "no kov_cor4.1 row" in ok("split", "--eps-g", "0.5", "--delta-g", "0", "--k", "100").splitlines()[0]
+    data = json.loads(ok("split", "--eps-g", "0.9", "--delta-g", "1e-6", "--k", "100", "--json"))
+    assert "kov_cor4.1" in [r["method"] for r in data["rows"]] and "notes" not in data
+    # one method asked for: no recipe row promised, no note
+    assert "notes" not in json.loads(ok("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "100",
+                                        "--method", "kov", "--json"))
 
 
 def test_split_table_and_weights():

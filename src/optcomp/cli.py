@@ -514,14 +514,73 @@ def _describe(acc) -> str:
     return f"{acc.k} mechanism{'s' if acc.k != 1 else ''} ({n} distinct (eps, delta) pair{'s' if n != 1 else ''})"
 
 
+def _decimal_down(x: float, above: float) -> str:
+    """The shortest decimal rounded down from ``x`` that is still > ``above`` (so that the
+    printed "above < value" stays true and value <= x)."""
+    from decimal import ROUND_FLOOR, Decimal, localcontext
+
+    exact, bound = Decimal(x), Decimal(above)
+    for digits in range(4, 18):
+        with localcontext() as ctx:
+            ctx.prec, ctx.rounding = digits, ROUND_FLOOR
+            d = +exact
+        if d > bound:
+            return f"{d:g}"
+    return repr(x)
+
+
+def _unattainable(acc, delta_g: float, method: str | None = None) -> str | None:
+    """Why eps_g is inf at ``delta_g``: the delta events alone exceed delta_g (no method can
+    help), or (with ``method``) that method certifies nothing although the optimum is finite.
+    None when the budget is attainable and no method was named."""
+    from ._inputs import mechanisms
+    from .loss import _no_event
+
+    e, d, c = _multiset(acc)
+    a_lo, a_hi = _no_event(mechanisms(e, d, counts=c))  # certified bounds on 1 - prod(1 - delta_i)
+    if delta_g < a_lo:
+        return (f"unattainable: delta_g = {delta_g!r} < 1 - prod(1 - delta_i) = {_decimal_down(a_lo, delta_g)} "
+                f"(the chance of some mechanism's delta event): no eps_g is certified")
+    if delta_g <= a_hi:
+        return (f"unattainable: delta_g = {delta_g!r} is within rounding of 1 - prod(1 - delta_i), in "
+                f"[{a_lo!r}, {a_hi!r}]: no eps_g is certified")
+    if method is None or method in ("optimal", "approx", "auto"):
+        return None
+    return (f"method {method} certifies no eps_g at delta_g = {delta_g!r}, but the optimum is finite "
+            f"(delta_g > 1 - prod(1 - delta_i) = {a_hi!r}): try --method optimal or approx")
+
+
+def _gap(b) -> float:
+    """upper - lower of a Bounds, inf (not NaN) when both are inf (an unattainable budget)."""
+    return math.inf if b.upper == math.inf else b.upper - b.lower
+
+
+_APPROX_THEOREM = {  # what method approx ran: the registry's label names the published algorithm
+    "fast": "Certified approximation of the optimum, MV Thm 1.7 guarantee (fast lattice algorithm, "
+            "certified bounds within tol)",
+    "paper": "Certified approximation of the optimum, MV Thm 1.7 (algorithm='paper' as published)",
+    None: "Certified approximation of the optimum, MV Thm 1.7 (default: fast lattice algorithm; "
+          "--algorithm paper: as published)",
+}
+
+
+def _theorem(method: str, algorithm: str | None = "fast") -> str:
+    """The theorem behind ``method`` as run (for approx: by the algorithm that ran; None: the
+    method in general, as `optcomp methods` lists it)."""
+    return _APPROX_THEOREM[algorithm] if method == "approx" else METHOD_INFO[method].theorem
+
+
 # ----------------------------------------------------------------------------------- commands
-# each returns (caption, columns, rows)
+# each returns (caption, columns, rows) or (caption, columns, rows, notes): notes are
+# sentences the reader must see (why a value is inf, what a column is relative to, a row
+# left out): appended to the table's caption, a "notes" list in JSON, stderr with --csv
 
 
 def _cmd_epsilon(args):
     acc = _mechanisms(args)
     value = acc.get_epsilon(args.delta_g, method=args.method, **_options(args, args.method))
-    return _describe(acc), ["method", "delta_g", "eps_g"], [[args.method, args.delta_g, value]]
+    notes = [_unattainable(acc, args.delta_g, args.method)] if value == math.inf else []
+    return _describe(acc), ["method", "delta_g", "eps_g"], [[args.method, args.delta_g, value]], notes
 
 
 def _cmd_delta(args):
@@ -533,13 +592,16 @@ def _cmd_delta(args):
 def _cmd_bounds(args):
     acc = _mechanisms(args)
     opts = _options(args, "approx")
+    notes = []
     if args.delta_g is not None:
         b = acc.bounds(delta_g=args.delta_g, **opts)
-        cols, row = ["delta_g", "eps_g_lower", "eps_g_upper", "gap"], [args.delta_g, b.lower, b.upper, b.gap]
+        cols, row = ["delta_g", "eps_g_lower", "eps_g_upper", "gap"], [args.delta_g, b.lower, b.upper, _gap(b)]
+        if b.upper == math.inf:
+            notes.append(_unattainable(acc, args.delta_g, "approx"))
     else:
         b = acc.bounds(eps_g=args.eps_g, **opts)
-        cols, row = ["eps_g", "delta_g_lower", "delta_g_upper", "gap"], [args.eps_g, b.lower, b.upper, b.gap]
-    return _describe(acc) + "; certified: lower <= optimum <= upper", cols, [row]
+        cols, row = ["eps_g", "delta_g_lower", "delta_g_upper", "gap"], [args.eps_g, b.lower, b.upper, _gap(b)]
+    return _describe(acc) + "; certified: lower <= optimum <= upper", cols, [row], notes
 
 
 def _cmd_compare(args):
@@ -577,19 +639,30 @@ def _cmd_compare(args):
                 value = acc.get_delta(target, method=m, **mine)
         except (ExactTooLarge, ApproxTooCostly) as exc:
             value, notes[m] = None, _one_line(exc)
-        rows.append([m, value, lower, METHOD_INFO[m].theorem])
-    best = next((r[1] for r in rows if r[0] == "optimal" and r[1] is not None), None)
-    if best is None:
-        best = next((r[1] for r in rows if r[0] == "approx" and r[1] is not None), None)
+        rows.append([m, value, lower, _theorem(m, mine.get("algorithm", "fast"))])
+    # the ratio column is relative to the optimum; without it, to approx's certified upper
+    # bound, and then named so
+    ref = next(((r[0], r[1]) for r in rows if r[0] == "optimal" and r[1] is not None), None)
+    if ref is None:
+        ref = next(((r[0], r[1]) for r in rows if r[0] == "approx" and r[1] is not None), None)
     name = "eps_g" if by_eps else "delta_g"
     out = []
     for m, value, lower, theorem in rows:
         certified = value is not None and math.isfinite(value) and (by_eps or value < 1.0)
-        ratio = value / best if certified and best not in (None, 0.0) else None
+        ratio = value / ref[1] if certified and ref is not None and ref[1] != 0.0 else None
         out.append([m, value, lower, ratio, theorem] + ([notes.get(m, "")] if notes else []))
-    cols = ["method", name, "certified_lower", "vs_optimal", "theorem"] + (["note"] if notes else [])
+    ratio_col = "vs_approx" if ref is not None and ref[0] == "approx" else "vs_optimal"
+    cols = ["method", name, "certified_lower", ratio_col, "theorem"] + (["note"] if notes else [])
     caption = f"{_describe(acc)}; {name} at {'delta_g' if by_eps else 'eps_g'} = {target!r}"
-    return caption, cols, out
+    why = []
+    if ratio_col == "vs_approx":
+        why.append(f"vs_approx: ratio to approx's certified upper bound (method optimal "
+                   f"{'gave no value' if 'optimal' in methods else 'not compared'}), not to the optimum")
+    elif ref is None:
+        why.append("vs_optimal left empty: neither optimal nor approx gave a value")
+    if by_eps and any(r[1] == math.inf for r in rows):
+        why.append(_unattainable(acc, target))
+    return caption, cols, out, why
 
 
 def _cmd_split(args):
@@ -626,12 +699,18 @@ def _cmd_split(args):
     table = calibrate.noise_table(args.k, args.eps_g, args.delta_g, sensitivity=args.sensitivity, delta=args.delta,
                                   methods=methods, recipe=args.method is None, **opts)
     cols = ["method", "eps", "delta", "laplace_scale", "laplace_std", "noise_vs_optimal", "theorem"]
-    rows = [[r.method, r.eps, r.delta, r.laplace_scale, r.laplace_std, r.vs_optimal, r.theorem] for r in table]
+    rows = [[r.method, r.eps, r.delta, r.laplace_scale, r.laplace_std, r.vs_optimal,
+             _theorem(r.method, opts.get("algorithm", "fast")) if r.method in METHOD_INFO else r.theorem]
+            for r in table]
     caption = (f"{args.k} queries within (eps_g={args.eps_g!r}, delta_g={args.delta_g!r}), sensitivity "
                f"{args.sensitivity!r}: largest certified per-query (eps, delta), Laplace noise per query")
     if any(r.laplace_scale is None for r in table):
         caption += "; '-': the method certifies no positive per-query eps within this budget"
-    return caption, cols, rows
+    notes = []
+    if args.method is None and not any(r.method == "kov_cor4.1" for r in table):
+        notes.append(f"no kov_cor4.1 row: KOV Cor. 4.1 holds only for 0 < eps_g <= 0.9 and delta_g > 0 "
+                     f"(here eps_g = {args.eps_g!r}, delta_g = {args.delta_g!r})")
+    return caption, cols, rows, notes
 
 
 def _cmd_curve(args):
@@ -655,7 +734,7 @@ def _cmd_curve(args):
 
 
 def _cmd_methods(args):
-    rows = [[m.name, ",".join(m.options) or None, m.theorem] for m in METHOD_INFO.values()]
+    rows = [[m.name, ",".join(m.options) or None, _theorem(m.name, None)] for m in METHOD_INFO.values()]
     return "composition theorems (--method NAME)", ["method", "options", "theorem"], rows
 
 
@@ -674,7 +753,11 @@ def _number(x) -> str:
     return str(x)
 
 
-def _render(command: str, caption: str, columns, rows, fmt: str) -> str:
+def _render(command: str, caption: str, columns, rows, fmt: str, notes=()) -> str:
+    """The output text; ``notes`` go into the caption (table) or a "notes" list (JSON); with
+    --csv :func:`main` writes them on stderr.  NaN is never printed: no value (null, an empty
+    CSV field, '-')."""
+    rows = [[None if isinstance(v, float) and math.isnan(v) else v for v in r] for r in rows]
     if fmt == "json":
         import json
 
@@ -684,6 +767,8 @@ def _render(command: str, caption: str, columns, rows, fmt: str) -> str:
             return x
 
         data = {"command": command, "rows": [{c: cell(v) for c, v in zip(columns, r)} for r in rows]}
+        if notes:
+            data["notes"] = list(notes)
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
         import csv
@@ -697,6 +782,7 @@ def _render(command: str, caption: str, columns, rows, fmt: str) -> str:
         return buf.getvalue()
     cells = [list(columns)] + [["-" if v is None else _number(v) for v in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    caption = "; ".join([caption, *notes]) if caption else "; ".join(notes)
     lines = [f"# {caption}"] if caption else []
     for row in cells:
         lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
@@ -715,8 +801,9 @@ def main(argv=None) -> int:
         parser.error("a command is required")
     fmt = "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) else "table"
     try:
-        caption, columns, rows = _COMMANDS[args.command](args)
-        text = _render(args.command, caption, columns, rows, fmt)
+        caption, columns, rows, *rest = _COMMANDS[args.command](args)
+        notes = [n for n in (rest[0] if rest else ()) if n]
+        text = _render(args.command, caption, columns, rows, fmt, notes)
     except (UsageError, ValueError, TypeError, OverflowError) as exc:
         sys.stderr.write(_short(f"{PROG} {args.command}: error: {_one_line(exc)}") + "\n")
         return 2
@@ -727,6 +814,9 @@ def main(argv=None) -> int:
         sys.stderr.write(f"{PROG} {args.command}: interrupted\n")
         return 130
     try:
+        if fmt == "csv":  # CSV has no place for them
+            for note in notes:
+                sys.stderr.write(f"{PROG} {args.command}: note: {note}\n")
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `optcomp curve ... | head`
