@@ -11,8 +11,10 @@
 Mechanisms come inline (``--eps`` with ``--k``, ``--count``, ``--delta``) or from a CSV/JSON
 file (``--file``; ``-`` reads stdin).  Output is an aligned table; ``--json`` and ``--csv``
 print the same rows for scripts, floats in shortest round-trip form, infinity as ``inf``
-(a JSON string).  Everything is computed before anything is printed; bad input prints one
-line on stderr and exits with status 2.  Imports are deferred so that a homogeneous
+(a JSON string), never NaN.  Notes a reader must see (why an answer is inf, what a ratio is
+relative to, a row left out) end the table's caption, form a JSON ``"notes"`` list, or go to
+stderr with ``--csv``.  Everything is computed before anything is printed; bad input prints
+one short line on stderr and exits with status 2.  Imports are deferred so that a homogeneous
 question costs little more than the computation and numpy/scipy's own start-up.
 """
 
@@ -180,7 +182,7 @@ def _add_options(p: argparse.ArgumentParser, *, method: bool = True, exact: bool
 def _add_output(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("output (default: an aligned table)")
     x = g.add_mutually_exclusive_group()
-    x.add_argument("--json", action=_OnceTrue, help="print JSON: {\"command\": ..., \"rows\": [{...}, ...]}")
+    x.add_argument("--json", action=_OnceTrue, help="print JSON: {\"command\": ..., \"rows\": [{...}, ...]} (and \"notes\": [...] if any)")
     x.add_argument("--csv", action=_OnceTrue, help="print CSV with a header line")
 
 
