@@ -85,3 +85,36 @@ def test_unattainable_returns_inf_not_nan():
         assert math.isinf(v) and v > 0, method
         d = optcomp.delta_g(0.1, 0.0, k=10, eps_g=0.0, method=method)
         assert 0.0 <= d <= 1.0
+
+
+# ------------------------------------------------------------------------- one rule for counts (issue 16, item 10)
+
+
+def test_integral_floats_are_counts_everywhere():
+    """k, counts, num: an integral float (10.0, 1e1) is the integer; a non-integral one is a
+    ValueError naming the parameter; a bool or string a TypeError that is also a ValueError."""
+    from optcomp._inputs import check_count, check_k, mechanisms
+
+    want = optcomp.epsilon_g(0.1, k=10, delta_g=1e-6, method="kov")
+    for k in (10.0, 1e1, np.float64(10.0), np.int32(10)):
+        assert optcomp.epsilon_g(0.1, k=k, delta_g=1e-6, method="kov") == want
+    assert optcomp.epsilon_g([0.1, 0.2], counts=[4.0, 6.0], delta_g=1e-6, method="kov") == \
+        optcomp.epsilon_g([0.1, 0.2], counts=[4, 6], delta_g=1e-6, method="kov")
+    assert optcomp.calibrate.per_query_epsilon(10.0, 1.0, 1e-6, method="kov") == \
+        optcomp.calibrate.per_query_epsilon(10, 1.0, 1e-6, method="kov")
+    curve = optcomp.privacy_curve(0.1, k=10.0, num=3.0, num_alpha=5.0, method="kov")
+    assert curve.eps_g.size == 3 and curve.alpha.size >= 5
+    assert mechanisms(0.1, k=2.0).count.tolist() == [2]
+    assert check_count(2.0) == 2 and type(check_count(2.0)) is int and check_count(np.int64(3), "counts[0]") == 3
+    assert check_k(1e12) == 10**12
+    for bad, name in ((2.5, "k"), (10.000000001, "k"), (float("inf"), "k"), (0.0, "k"), (1e13, "k")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            check_k(bad)
+    with pytest.raises(ValueError, match=r"counts\[1\]"):
+        optcomp.epsilon_g([0.1, 0.2], counts=[4, 6.5], delta_g=1e-6)
+    with pytest.raises(ValueError, match=r"\bcount must be an integer, got 2\.5"):
+        check_count(2.5)
+    with pytest.raises(TypeError, match=r"\bcount\b"):
+        check_count(True)
+    with pytest.raises(ValueError, match=r"\bnum\b"):
+        optcomp.privacy_curve(0.1, k=10, num=2.5, method="kov")

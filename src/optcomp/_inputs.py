@@ -27,6 +27,7 @@ __all__ = [
     "check_probability",
     "check_eps_g",
     "check_k",
+    "check_count",
     "check_unit_open",
 ]
 
@@ -107,7 +108,12 @@ def _describe(value) -> str:
 
 
 def _integer(name: str, value, lo: int, hi: int) -> int:
-    """An integer in [lo, hi] (an integral float is accepted), else ValueError/TypeError."""
+    """An integer in [lo, hi], else ValueError/TypeError naming ``name``.
+
+    The one rule for every count of the API (k, counts, a ledger's count, num): an int or
+    numpy integer, or an *integral* float such as 10.0 or 1e6 (what arithmetic and
+    scientific notation produce); a non-integral float (2.5) is a ValueError, a bool, string
+    or other type a TypeError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterTypeError(f"{name} must be an integer, got {_describe(value)}")
     if isinstance(value, numbers.Integral):
@@ -125,6 +131,12 @@ def _integer(name: str, value, lo: int, hi: int) -> int:
 def check_k(k) -> int:
     """k must be an integer in [1, 10^12] (an integral float such as 1e6 is accepted)."""
     return _integer("k", k, 1, MAX_K)
+
+
+def check_count(count, name: str = "count") -> int:
+    """A number of mechanisms (a multiplicity): an integer in [1, 10^12], an integral float
+    such as 2.0 accepted, as for ``k`` (errors name ``name``)."""
+    return _integer(name, count, 1, MAX_K)
 
 
 _BAD_KINDS = {"b": "a boolean", "c": "a complex number", "U": "a string", "S": "bytes", "O": "an object"}
