@@ -10,7 +10,8 @@
 # Timings: this machine's in results/timing/local/ (git-ignored); figures/runtime.* is drawn
 # from the committed reference run in results/timing/reference/ (no rule writes it).
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+from optcomp.pipeline import validate_config
 
 min_version("9.0")
 
@@ -18,7 +19,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "config/schema.yaml")
+# the JSON schema (defaults filled in) and the cross-field checks; a problem is one line
+# naming the key, before any job
+validate_config(config, "config/schema.yaml")
 
 
 report: "rules/report/workflow.rst"

@@ -1,4 +1,4 @@
-# Shared definitions: config checks beyond the schema, job lists, the list of targets.
+# Shared definitions: job lists, the list of targets.
 # (No rules here; the Snakefile includes this first.)
 #
 # Rule params only *name* things (function, config section, spec function) plus a short
@@ -9,47 +9,7 @@ import optcomp
 from optcomp.experiments import heterogeneous, homogeneous
 from optcomp.pipeline import spec_hash
 
-
-def check_config(cfg):
-    """Cross-field checks the JSON schema cannot express; errors name the key."""
-    hom = cfg["homogeneous"]
-    too_big = [k for k in hom["ratio_k"] if k > hom["k_max"]]
-    if too_big:
-        raise ValueError(
-            f"config homogeneous.ratio_k: {too_big} exceed homogeneous.k_max = {hom['k_max']}"
-        )
-    if hom["zoom_k_max"] > hom["k_max"]:
-        raise ValueError(
-            f"config homogeneous.zoom_k_max = {hom['zoom_k_max']} exceeds homogeneous.k_max = {hom['k_max']}"
-        )
-    grids = {
-        "budget.k": cfg["budget"]["k"],
-        "heterogeneous.k": cfg["heterogeneous"]["k"],
-        "runtime.approx_vs_k.k": cfg["runtime"]["approx_vs_k"]["k"],
-        "runtime.exact_heterogeneous.bruteforce_k": cfg["runtime"][
-            "exact_heterogeneous"
-        ]["bruteforce_k"],
-        "runtime.exact_heterogeneous.optimal_k": cfg["runtime"]["exact_heterogeneous"][
-            "optimal_k"
-        ],
-        "runtime.exact_homogeneous.k": cfg["runtime"]["exact_homogeneous"]["k"],
-    }
-    for key, grid in grids.items():
-        if isinstance(grid, dict) and grid["from"] > grid["to"]:
-            raise ValueError(f"config {key}: from = {grid['from']} > to = {grid['to']}")
-    dist = cfg["heterogeneous"]["distribution"]
-    if dist["name"] != "choice" and dist["low"] > dist["high"]:
-        raise ValueError(
-            f"config heterogeneous.distribution: low = {dist['low']} > high = {dist['high']}"
-        )
-    brute = cfg["runtime"]["exact_heterogeneous"]["bruteforce_k"]
-    if max(brute if isinstance(brute, list) else [brute["to"]]) > 24:
-        raise ValueError(
-            "config runtime.exact_heterogeneous.bruteforce_k: the 2^k brute force is limited to k <= 24"
-        )
-
-
-check_config(config)
+# config checks (schema and cross-field): optcomp.pipeline.validate_config, run by the Snakefile
 
 HOMOGENEOUS_FAMILIES = homogeneous.family_ids(config["homogeneous"])
 HETEROGENEOUS_CHUNKS = [

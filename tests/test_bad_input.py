@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -430,3 +432,57 @@ def test_region_lines_with_overflowing_slope_no_warning_no_nan():
     # the finite case is unchanged: the max of the four lines of KOV's region
     want = max(0.0, 0.9 - math.exp(1.0) * 0.5, math.exp(-1.0) * (0.9 - 0.5))
     assert region.tradeoff(np.array([0.5]), 1.0, 0.1)[0] == want
+
+
+# ----------------------------------------------------------------------------- the workflow config (issue 16, item 10)
+
+
+def _config(**overrides):
+    import copy
+
+    import yaml
+    from snakemake.utils import update_config
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "config" / "test.yaml").read_text())
+    update_config(cfg, copy.deepcopy(overrides))
+    return cfg, root / "config" / "schema.yaml"
+
+
+@pytest.mark.parametrize("overrides, want", [
+    ({"homogeneous": {"ratio_kk": [10]}}, "config homogeneous.ratio_kk: unknown key (did you mean homogeneous.ratio_k?)"),
+    ({"regoins": {}}, "config regoins: unknown key (did you mean regions?)"),
+    ({"homogeneous": {"zzz": 1}}, "config homogeneous.zzz: unknown key (valid keys here: "),
+    ({"homogeneous": {"k_max": 50, "ratio_k": [10, 100]}}, "config homogeneous.ratio_k: [100] exceed homogeneous.k_max = 50"),
+    ({"regions": {"kov_figure2": {"delta": [0.0, 1.5]}}}, "config regions.kov_figure2.delta[1]: 1.5 is greater than"),
+    ({"notebooks": {"timeout_seconds": "long"}}, "config notebooks.timeout_seconds: 'long' is not of type 'integer'"),
+])
+def test_config_problem_is_one_line_naming_the_key(overrides, want):
+    from optcomp.pipeline import config_problem
+
+    cfg, schema = _config(**overrides)
+    problem = config_problem(cfg, schema)
+    assert problem is not None and problem.startswith(want), problem
+    assert "\n" not in problem and len(problem) < 300
+
+
+def test_valid_config_gets_its_defaults():
+    from optcomp.pipeline import config_problem
+
+    cfg, schema = _config()
+    assert config_problem(cfg, schema) is None
+    assert cfg["homogeneous"]["by_eps"]["delta_g_log2"] == -25  # filled from the schema
+
+
+def test_snakemake_with_a_config_typo_prints_one_line(tmp_path):
+    """The Snakefile stops at validation with one line (not the schema and config dumped)."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    shutil.copy(root / "Snakefile", tmp_path / "Snakefile")
+    shutil.copytree(root / "config", tmp_path / "config")
+    (tmp_path / "typo.yaml").write_text("homogeneous:\n  ratio_kk: [10]\n")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config/test.yaml",
+                           "typo.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ratio_k" in line or "Error" in line
+              or line.startswith(("  ", "error"))]
+    assert errors == ["error: config homogeneous.ratio_kk: unknown key (did you mean homogeneous.ratio_k?)"], proc.stderr

@@ -34,7 +34,8 @@ import sys
 from pathlib import Path
 
 __all__ = ["sweep", "merge", "table", "timing_summary", "plot", "notebook", "resolve", "job_spec", "spec_hash", "provenance",
-           "git_state", "machine", "run_notebook", "RESULTS_ENV", "CODE_PATHS"]
+           "git_state", "machine", "run_notebook", "validate_config", "config_problem", "ConfigError", "RESULTS_ENV",
+           "CODE_PATHS"]
 
 RESULTS_ENV = "OPTCOMP_RESULTS"
 # the paths whose last commit (and dirtiness) the provenance records
@@ -342,6 +343,96 @@ def notebook_to_html(path: str | os.PathLike) -> str:
 
 
 # ------------------------------------------------------------------------ config reference
+
+
+# --------------------------------------------------------------------------- config validation
+
+
+class ConfigError(ValueError):
+    """A bad workflow config; the message is one line naming the dotted key."""
+
+
+def _schema_problem(config: dict, schema: dict) -> str | None:
+    """The first schema violation as one line naming the dotted key (an unknown key with
+    the nearest valid one), or None."""
+    import difflib
+
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        valid = list(error.schema.get("properties", {}))
+        unknown = sorted(key for key in error.instance if key not in valid)
+        if unknown:
+            key = f"{where}.{unknown[0]}" if where else str(unknown[0])
+            near = difflib.get_close_matches(str(unknown[0]), valid, n=1)
+            hint = (f"did you mean {where + '.' if where else ''}{near[0]}?" if near
+                    else f"valid keys here: {', '.join(valid)}")
+            return f"config {key}: unknown key ({hint})"
+    message = " ".join(error.message.split())
+    if len(message) > 160:
+        message = message[:159] + "\u2026"
+    return f"config {where or '(top level)'}: {message}"
+
+
+def _cross_field_problem(cfg: dict) -> str | None:
+    """Cross-field checks the JSON schema cannot express (on a default-filled config)."""
+    hom = cfg["homogeneous"]
+    too_big = [k for k in hom["ratio_k"] if k > hom["k_max"]]
+    if too_big:
+        return f"config homogeneous.ratio_k: {too_big} exceed homogeneous.k_max = {hom['k_max']}"
+    if hom["zoom_k_max"] > hom["k_max"]:
+        return f"config homogeneous.zoom_k_max = {hom['zoom_k_max']} exceeds homogeneous.k_max = {hom['k_max']}"
+    runtime = cfg["runtime"]
+    grids = {
+        "budget.k": cfg["budget"]["k"],
+        "heterogeneous.k": cfg["heterogeneous"]["k"],
+        "runtime.approx_vs_k.k": runtime["approx_vs_k"]["k"],
+        "runtime.exact_heterogeneous.bruteforce_k": runtime["exact_heterogeneous"]["bruteforce_k"],
+        "runtime.exact_heterogeneous.optimal_k": runtime["exact_heterogeneous"]["optimal_k"],
+        "runtime.exact_homogeneous.k": runtime["exact_homogeneous"]["k"],
+    }
+    for key, grid in grids.items():
+        if isinstance(grid, dict) and grid["from"] > grid["to"]:
+            return f"config {key}: from = {grid['from']} > to = {grid['to']}"
+    dist = cfg["heterogeneous"]["distribution"]
+    if dist["name"] != "choice" and dist["low"] > dist["high"]:
+        return f"config heterogeneous.distribution: low = {dist['low']} > high = {dist['high']}"
+    brute = runtime["exact_heterogeneous"]["bruteforce_k"]
+    if max(brute if isinstance(brute, list) else [brute["to"]]) > 24:
+        return "config runtime.exact_heterogeneous.bruteforce_k: the 2^k brute force is limited to k <= 24"
+    return None
+
+
+def config_problem(config: dict, schema_path: str | os.PathLike = "config/schema.yaml") -> str | None:
+    """Validate ``config`` against the JSON schema, filling its defaults in place (as
+    ``snakemake.utils.validate`` does), then the cross-field checks; returns the first
+    problem as one line naming the dotted key (an unknown key: with the nearest valid key),
+    or None."""
+    import yaml
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, str(schema_path))
+    except WorkflowError:
+        schema = yaml.safe_load(Path(schema_path).read_text())
+        return _schema_problem(config, schema) or "config: does not match config/schema.yaml"
+    return _cross_field_problem(config)
+
+
+def validate_config(config: dict, schema_path: str | os.PathLike = "config/schema.yaml") -> None:
+    """For the Snakefile: :func:`config_problem`, and on a problem one line on stderr and
+    exit status 1, before any job (no traceback, no dump of the config)."""
+    problem = config_problem(config, schema_path)
+    if problem is not None:
+        sys.stderr.write(f"error: {problem}\n")
+        sys.stderr.flush()
+        sys.exit(1)
 
 
 def config_reference(schema_path: str | os.PathLike = "config/schema.yaml") -> str:
