@@ -486,3 +486,16 @@ def test_snakemake_with_a_config_typo_prints_one_line(tmp_path):
     errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ratio_k" in line or "Error" in line
               or line.startswith(("  ", "error"))]
     assert errors == ["error: config homogeneous.ratio_kk: unknown key (did you mean homogeneous.ratio_k?)"], proc.stderr
+
+
+def test_huge_valid_inputs_print_no_warning():
+    """Issue 16, item 12: valid input near the float limits gives an honest answer and no
+    RuntimeWarning (formerly 24 overflow warnings from the lattice, then an error)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = optcomp.epsilon_bounds(1e308, k=2, delta_g=1e-6)
+        assert b.upper == math.inf and b.lower <= b.upper  # 2e308 is not a float: inf is the honest upper end
+        d = optcomp.delta_bounds(1e308, k=2, eps_g=1.0)
+        assert 0.0 <= d.lower <= d.upper <= 1.0
+        curve = optcomp.privacy_curve(0.1, k=100, eps_g=[1.0, 800.0, 1e300], method="approx", num_alpha=5)
+        assert not np.isnan(curve.beta).any() and not np.isnan(curve.beta_upper).any()
