@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 from ..experiments.io import read_csv
 from .style import COLOR, DOUBLE, LABEL, LINESTYLE, pow2, use_style
 
-__all__ = ["mv_figure2"]
+__all__ = ["mv_figure2", "excess_over_optimal", "eps_color", "delta_g_color"]
 
 _ORDER = ["basic", "drv", "kov", "advanced_pure", "optimal"]
 
@@ -20,8 +20,10 @@ def _methods(df):
 
 
 # colour = the curve family's parameter (eps in (a), (b), (d); delta_g in (c)), line style =
-# theorem: every curve of a panel is told apart by the two-part legend
-FAMILY_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+# theorem: every curve of a panel is told apart by the two-part legend.  A value keeps its
+# colour whatever else the config lists (adding an eps never repaints the others): Okabe-Ito
+# without yellow (too pale on white), ordered so that neighbours contrast.
+FAMILY_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 THEOREM_STYLE = {"basic": (0, (1, 1.4)), "drv": (0, (4, 1.6)), "kov": (0, (6, 1.5, 1.2, 1.5)),
                  "advanced_pure": (0, (2, 1)), "optimal": "solid"}
 THEOREM_WIDTH = {"optimal": 1.6}
@@ -40,8 +42,40 @@ def _curves(ax, df, group_key, methods, colors, kmax=None):
             ax.plot(g["k"], g["eps_g"], color=colors[value], **_style(m))
 
 
-def _palette(values):
-    return {v: FAMILY_COLORS[i % len(FAMILY_COLORS)] for i, v in enumerate(values)}
+def _palette(values, slot):
+    """Colour per value from the value alone (``slot``: its place on a 1-2-5 or step-5 scale);
+    two values that share a slot (rare: 2.3 decades apart for eps) take the next free colours
+    in increasing order of the value."""
+    colors, taken = {}, set()
+    for v in sorted(set(values)):
+        i = slot(v) % len(FAMILY_COLORS)
+        for j in range(len(FAMILY_COLORS)):
+            if (i + j) % len(FAMILY_COLORS) not in taken:
+                i = (i + j) % len(FAMILY_COLORS)
+                break
+        taken.add(i)
+        colors[v] = FAMILY_COLORS[i]
+    return {v: colors[v] for v in values}
+
+
+def _eps_slot(eps: float) -> int:
+    # 3 log10(eps) is an integer on the 1-2-5 scale (0.01, 0.02, 0.05, 0.1, ...): consecutive
+    # values there take consecutive colours
+    return round(3 * np.log10(eps)) if eps > 0 else 0
+
+
+def _delta_g_slot(log2_delta_g: int) -> int:
+    return round(log2_delta_g / 5)  # 2^-10, 2^-15, ..., 2^-40: consecutive colours
+
+
+def eps_color(values) -> dict:
+    """The colour of each per-mechanism eps, a function of the value (MV Fig. 2 (a), (b), (d))."""
+    return _palette(list(values), _eps_slot)
+
+
+def delta_g_color(log2_values) -> dict:
+    """The colour of each delta_g = 2^e, a function of e (MV Fig. 2 (c))."""
+    return _palette([int(v) for v in log2_values], _delta_g_slot)
 
 
 def mv_figure2(curves_csv, *, zoom_k_max: int = 99) -> plt.Figure:
@@ -57,8 +91,8 @@ def mv_figure2(curves_csv, *, zoom_k_max: int = 99) -> plt.Figure:
     a = df[df["panel"] == "by_eps"]
     b = df[df["panel"] == "by_delta_g"]
     kmax = int(df["k"].max())
-    eps_colors = _palette(list(a["eps"].drop_duplicates()))
-    dg_colors = _palette(list(b["delta_g_log2"].drop_duplicates()))
+    eps_colors = eps_color(a["eps"].drop_duplicates())
+    dg_colors = delta_g_color(b["delta_g_log2"].drop_duplicates())
     with use_style():
         fig, axes = plt.subplots(2, 2, figsize=(DOUBLE, 5.6))
         (ax_a, ax_b), (ax_c, ax_d) = axes
@@ -123,4 +157,36 @@ def mv_figure2(curves_csv, *, zoom_k_max: int = 99) -> plt.Figure:
         ax_a.legend(handles=colours, loc="upper left", ncols=2, fontsize=6.5,
                     title=r"colour = $\varepsilon$ per mechanism" + "\n" + "(also in (b) and (d))",
                     title_fontproperties={"size": 6.5})
+    return fig
+
+
+def excess_over_optimal(curves_csv, *, methods=("kov", "drv")) -> plt.Figure:
+    """How far the closed forms sit above the optimum in MV Fig. 2 (c) (one eps, several
+    delta_g): 100 (bound / optimal - 1) % against k.  Colour = delta_g (as in Fig. 2 (c)),
+    line style = theorem."""
+    df = read_csv(curves_csv)
+    c = df[df["panel"] == "by_delta_g"]
+    wide = c.pivot_table(index=["delta_g_log2", "k"], columns="method", values="eps_g").reset_index()
+    colors = delta_g_color(sorted(wide["delta_g_log2"].unique(), reverse=True))
+    methods = [m for m in methods if m in wide]
+    with use_style():
+        fig, ax = plt.subplots(figsize=(DOUBLE * 0.62, 2.9))
+        top = 0.0
+        for e2, g in wide.groupby("delta_g_log2", sort=False):
+            for m in methods:
+                pct = 100 * (g[m] / g["optimal"] - 1)
+                ax.plot(g["k"], pct, color=colors[e2], **_style(m))
+                top = max(top, float(pct[g["k"] >= 10].max()))
+        ax.set_xscale("log")
+        ax.set_xlim(1, wide["k"].max())
+        ax.set_ylim(0, min(1.05 * top, 150))
+        ax.set_xlabel(r"number of mechanisms $k$")
+        ax.set_ylabel(r"% above the optimal $\varepsilon_g$")
+        eps = float(c["eps"].iloc[0]) if len(c) else float("nan")
+        ax.set_title(rf"$\varepsilon$ = {eps:g} per mechanism, $\delta$ = 0")
+        theorem = [Line2D([], [], color="#333333", **_style(m), label=LABEL.get(m, m)) for m in methods]
+        colour = [Line2D([], [], color=col, lw=1.6, label=rf"$\delta_g$ = {pow2(e2)}") for e2, col in colors.items()]
+        spacer = Line2D([], [], ls="none", label=" ")
+        fig.legend(handles=theorem + [spacer] + colour, loc="outside right center", alignment="left",
+                   title=r"line style = theorem" + "\n" + r"colour = $\delta_g$")
     return fig

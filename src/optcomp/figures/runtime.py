@@ -144,14 +144,26 @@ def scaling(vs_k_csv, vs_eta_csv, exact_het_csv, exact_hom_csv, accuracy_csv, sl
             last = g.loc[g["k"].idxmax()]
             sec = float(last["seconds"])
             when = f"{1e3 * sec:.3g} ms" if sec < 1 else f"{sec:.3g} s"
-            ax_d.annotate(f"k = {int(last['k']):,}\n{when} (median)", (last["k"], last["seconds"]),
-                          xytext=(-7, 0), textcoords="offset points", ha="right", va="center", fontsize=5.6,
-                          color=COLOR_T.get(method))
+            # the curves rise to the right: the rightmost curve is labelled above its end (inside
+            # the frame, off the markers), the others to the right of their end (free space)
+            rightmost = last["k"] >= hom["k"].max()
+            ax_d.annotate(rf"$k = 10^{{{math.log10(last['k']):.0f}}}$: {when}", (last["k"], last["seconds"]),
+                          xytext=(2, 5) if rightmost else (6, 0), textcoords="offset points",
+                          ha="right" if rightmost else "left", va="bottom" if rightmost else "center", fontsize=5.6,
+                          color=COLOR_T.get(method),
+                          bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
 
         for method, g in acc.groupby("method", sort=False):
             err = np.maximum(g["error"].to_numpy(), 1e-12)
-            ax_e.plot(g["seconds"], err, color=COLOR_T.get(method), ls=STYLE_T.get(method, "solid"),
-                      marker=MARK.get(method, "o"), ms=3, mfc="white", mew=0.9, lw=0.8)
+            ax_e.errorbar(g["seconds"], err, xerr=[g["seconds"] - g["seconds_min"], g["seconds_max"] - g["seconds"]],
+                          color=COLOR_T.get(method), ls=STYLE_T.get(method, "solid"), marker=MARK.get(method, "o"),
+                          ms=3, mfc="white", mew=0.9, lw=0.8, elinewidth=0.5, capsize=0)
+        fast = acc[acc["method"] == "approx"]
+        if len(fast) > 1:  # its time does not grow with the accuracy at this k: say why it zig-zags
+            ax_e.annotate("fast: one lattice pass,\ntime flat in the tolerance\n(order = timing noise,\n"
+                          "whiskers min..max)", (fast["seconds"].median(), float(np.maximum(fast["error"], 1e-12).min())),
+                          xytext=(8, 4), textcoords="offset points", ha="left", va="bottom", fontsize=5.4,
+                          color=COLOR_T.get("approx"))
         ax_e.set_xscale("log")
         ax_e.set_yscale("log")
         k_e = int(acc["k"].iloc[0]) if len(acc) else 0
