@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import warnings
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,7 +97,8 @@ def test_json_round_trip_is_exact():
     ({"mechanisms": [{"delta": 0.0}]}, ValueError, r"mechanisms\[0\]"),
     ({"mechanisms": [{"eps": 0.1}, {"eps": -1}]}, ValueError, r"mechanisms\[1\]: eps"),
     ({"mechanisms": [{"eps": 0.1, "count": 0}]}, ValueError, "count"),
-    ({"mechanisms": [{"eps": 0.1, "count": 1.5}]}, TypeError, "count"),
+    ({"mechanisms": [{"eps": 0.1, "count": 1.5}]}, ValueError, r"mechanisms\[0\]: count must be an integer"),
+    ({"mechanisms": [{"eps": 0.1, "count": "2"}]}, TypeError, "count"),
 ])
 def test_from_dict_rejects_bad_records(data, error, match):
     with pytest.raises(error, match=match):
@@ -109,8 +113,10 @@ def test_bad_input_names_the_parameter():
         acc.compose(0.1, 1.0)
     with pytest.raises(TypeError, match="eps"):
         acc.compose("0.1")
+    with pytest.raises(ValueError, match="count"):
+        acc.compose(0.1, count=2.5)  # integral floats (2.0) are accepted, as k= everywhere
     with pytest.raises(TypeError, match="count"):
-        acc.compose(0.1, count=2.0)
+        acc.compose(0.1, count="2")
     with pytest.raises(ValueError, match="count"):
         acc.compose(0.1, count=0)
     acc.compose(0.1)
@@ -144,7 +150,7 @@ def test_can_afford_and_remaining_are_certified():
     assert acc.can_afford(r5, eps_g=eps_g, delta_g=delta_g, count=5)
     # a spent budget: nothing fits, not even eps = 0 with a delta that breaks delta_g
     spent = Accountant().compose(0.1, count=100)
-    assert spent.remaining(1.0, 1e-6) == 0.0
+    assert spent.remaining(1.0, 1e-6) == -math.inf  # nothing fits: not even eps = 0
     assert not spent.can_afford(0.0, eps_g=1.0, delta_g=1e-6)
 
 
@@ -161,3 +167,124 @@ def test_property_ledger_equals_expanded_list(pairs, delta_g):
         assert acc.get_epsilon(delta_g, method=method) == pytest.approx(
             optcomp.epsilon_g(eps, delta, delta_g=delta_g, method=method), rel=1e-12)
     assert Accountant.from_dict(json.loads(json.dumps(acc.to_dict()))) == acc
+
+
+# ---------------------------------------------------------------- planning answers (issue 16)
+
+
+def test_unattainable_plan_is_minus_inf_not_zero():
+    """Ten mechanisms with delta 1e-8 never fit delta_g = 1e-9: nothing fits, not even eps = 0,
+    and remaining says so with -inf (0.0 would read as "eps = 0 still fits")."""
+    acc = Accountant([(2.5, 0.0, 1)])
+    budget = dict(eps_g=3.2499999988097072, delta_g=1e-9)
+    r = acc.remaining(budget["eps_g"], budget["delta_g"], delta=1e-8, count=10)
+    assert r == -math.inf
+    assert not acc.can_afford(0.0, 1e-8, count=10, **budget)
+    # the plan written out: the library certifies nothing at this delta_g
+    assert optcomp.epsilon_g([2.5] + [0.0] * 10, [0.0] + [1e-8] * 10, delta_g=1e-9) == math.inf
+    with pytest.raises(ValueError, match="eps"):
+        acc.compose(r, 1e-8)  # cannot be mistaken for an eps a mechanism can have
+    # a spent eps budget under basic composition (sum of eps already above eps_g)
+    assert Accountant([(0.5, 0.0, 3)]).remaining(1.0, 0.0, method="basic") == -math.inf
+
+
+def test_only_eps_zero_fits_gives_zero():
+    acc = Accountant([(1.0, 0.0, 1)])
+    assert acc.remaining(1.0, 1e-6, method="basic") == 0.0
+    assert acc.can_afford(0.0, eps_g=1.0, delta_g=1e-6, method="basic")
+    assert not acc.can_afford(5e-324, eps_g=1.0, delta_g=1e-6, method="basic")
+
+
+@settings(max_examples=40, deadline=None)
+@given(ledger=st.lists(st.tuples(st.sampled_from([0.0, 0.01, 0.1, 0.7]), st.sampled_from([0.0, 1e-9, 1e-7]),
+                                 st.integers(1, 30)), max_size=3),
+       eps_g=st.sampled_from([0.0, 0.3, 1.0, 4.0]), delta_g=st.sampled_from([0.0, 1e-8, 1e-6, 0.1]),
+       delta=st.sampled_from([0.0, 1e-9, 1e-6]), count=st.integers(1, 20),
+       method=st.sampled_from(["basic", "drv", "kov", "advanced_pure", "optimal"]))
+def test_remaining_and_can_afford_agree(ledger, eps_g, delta_g, delta, count, method):
+    """can_afford(x) == (x <= remaining) at the answer, the next float up, 0 and half of it:
+    one shared function, and the search stops only with the next float up evaluated."""
+    acc = Accountant(ledger)
+    r = acc.remaining(eps_g, delta_g, delta=delta, count=count, method=method)
+    assert not math.isnan(r)
+    points = [0.0]
+    if r >= 0.0:
+        points += [r, r / 2]
+        if r < sys.float_info.max:
+            points.append(math.nextafter(r, math.inf))
+    for x in points:
+        ok = acc.can_afford(x, delta, eps_g=eps_g, delta_g=delta_g, count=count, method=method)
+        assert ok == (x <= r), (x, r)
+
+
+def test_remaining_is_safe_against_the_exact_reference():
+    """The ledger plus count copies of remaining(): the 50-digit reference delta at eps_g is
+    within delta_g (safe), and 1e-9 more per mechanism is not (the answer is the largest)."""
+    import reference as ref
+
+    acc = Accountant([(0.1, 0.0, 20), (0.3, 1e-9, 2)])
+    eps_g, delta_g, count = 4.0, 1e-6, 5
+    r = acc.remaining(eps_g, delta_g, count=count)
+    assert r > 0
+    groups = [(0.1, 0.0, 20), (0.3, 1e-9, 2)]
+    assert ref.ref_delta(groups + [(r, 0.0, count)], eps_g) <= delta_g
+    assert ref.ref_delta(groups + [(r * (1 + 1e-9), 0.0, count)], eps_g) > delta_g
+
+
+def test_remaining_for_a_billion_identical_steps_uses_few_evaluations():
+    """Secant steps from the KOV bound's answer, not a ~70-step bisection (k = 10^12 took
+    34 s); the answer certified and the next float up refused."""
+    seen = []
+    r = Accountant().remaining(1.0, 1e-6, count=10**9, progress=seen.append)
+    assert 0 < len(seen) <= 25
+    assert optcomp.epsilon_g(r, k=10**9, delta_g=1e-6) <= 1.0
+    assert optcomp.epsilon_g(math.nextafter(r, 1.0), k=10**9, delta_g=1e-6) > 1.0
+    assert all({"stage", "lower", "upper", "seconds"} <= set(s) for s in seen)
+
+
+@pytest.mark.slow
+def test_remaining_for_10_to_the_12_steps():
+    r = Accountant().remaining(1.0, 1e-6, count=10**12)
+    assert optcomp.epsilon_g(r, k=10**12, delta_g=1e-6) <= 1.0
+    assert optcomp.epsilon_g(math.nextafter(r, 1.0), k=10**12, delta_g=1e-6) > 1.0
+
+
+def test_integral_float_counts_are_accepted():
+    acc = Accountant().compose(0.1, count=2.0).compose(0.1, count=np.float64(3.0))
+    assert acc.mechanisms == ((0.1, 0.0, 5),) and isinstance(acc.mechanisms[0][2], int)
+    assert acc.can_afford(0.1, eps_g=2.0, delta_g=1e-6, count=2.0) == acc.can_afford(0.1, eps_g=2.0, delta_g=1e-6,
+                                                                                       count=2)
+    assert acc.remaining(2.0, 1e-6, count=4.0) == acc.remaining(2.0, 1e-6, count=4)
+    for bad in (2.5, math.inf, math.nan):
+        with pytest.raises(ValueError, match="count"):
+            acc.compose(0.1, count=bad)
+        with pytest.raises(ValueError, match="count"):
+            acc.remaining(2.0, 1e-6, count=bad)
+
+
+def test_a_ledger_past_10_to_the_12_says_so_not_counts():
+    acc = Accountant().compose(0.1, count=10**12).compose(0.2)  # the ledger records what ran
+    assert acc.k == 10**12 + 1
+    for ask in (lambda: acc.get_epsilon(1e-6), lambda: acc.get_delta(1.0), lambda: acc.bounds(1e-6),
+                lambda: acc.can_afford(0.1, eps_g=1.0, delta_g=1e-6), lambda: acc.remaining(1.0, 1e-6)):
+        with pytest.raises(ValueError, match="accountant") as info:
+            ask()
+        assert "counts" not in str(info.value)
+    full = Accountant().compose(0.1, count=10**12)
+    with pytest.raises(ValueError, match=r"would exceed 1e\+12 .*count=1\b") as info:
+        full.can_afford(0.1, eps_g=1.0, delta_g=1e-6)
+    assert "counts" not in str(info.value)
+    with pytest.raises(ValueError, match="would exceed"):
+        Accountant().compose(0.1, count=10**12 - 1).remaining(1.0, 1e-6, count=2)
+
+
+def test_huge_eps_ledger_answers_without_overflow():
+    acc = Accountant([(1e308, 0.0, 2)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = acc.bounds(1e-6)  # positional delta_g, as get_epsilon
+        assert b == acc.bounds(delta_g=1e-6)
+        assert b.lower <= b.upper and b.upper == math.inf  # the sum 2e308 lies beyond the floats
+        assert acc.get_epsilon(1e-6) == math.inf
+        assert acc.remaining(1e308, 1e-6) == -math.inf
+        assert not acc.can_afford(0.0, eps_g=1e308, delta_g=1e-6)

@@ -256,3 +256,101 @@ def test_more_bad_input():
         calibrate.noise_table(0, 1.0, 1e-6)
     with pytest.raises(ValueError, match="method"):
         calibrate.noise_table(10, 1.0, 1e-6, methods=("nope",))
+
+
+# ---------------------------------------------------------------- the search (issue 16, item 5)
+
+
+def _bisection_reference(value, target, start):
+    """The previous algorithm: bisection on the predicate, to adjacent floats."""
+    return calibrate.largest_passing(lambda x: value(x) <= target, start)
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.floats(1e-6, 1e6), b=st.floats(0.3, 3.0), c=st.floats(0.0, 1.0), target=st.floats(1e-3, 1e3),
+       start=st.floats(1e-12, 1e12), step=st.sampled_from([None, 1e-3, 0.25]))
+def test_search_finds_the_bisection_answer(a, b, c, target, start, step):
+    """On monotone functions (smooth, or staircases where secant steps are useless) the
+    secant search returns exactly what bisection to adjacent floats returns."""
+    def value(x):
+        log_v = math.log(a) + b * math.log(x) if x > 0 else -math.inf
+        v = c + math.exp(log_v) if log_v < 700 else math.inf
+        return v if step is None or v == math.inf else math.ceil(v / step) * step
+
+    got = calibrate._largest_below(value, target, start)
+    want = _bisection_reference(value, target, start)
+    if value(0.0) > target:
+        assert got is None and want == 0.0
+    else:
+        assert got == want
+        assert value(got) <= target
+        assert got == sys.float_info.max or value(math.nextafter(got, math.inf)) > target
+
+
+def test_search_edge_cases():
+    inf = math.inf
+    assert calibrate._largest_below(lambda x: x, 0.0, 1.0) == 0.0  # only 0 passes
+    assert calibrate._largest_below(lambda x: 1.0 + x, 0.5, 1.0) is None  # nothing passes
+    assert calibrate._largest_below(lambda x: 0.0, 1.0, 1.0) == sys.float_info.max  # everything passes
+    assert calibrate._largest_below(lambda x: 0.0 if x <= 1e-300 else inf, 1.0, 1.0) == 1e-300
+    assert calibrate._largest_below(lambda x: 0.0 if x < 1e300 else 2.0, 1.0, 1e-300) == math.nextafter(1e300, 0)
+    assert calibrate._largest_below(lambda x: 5e-324 * (x > 0), 0.0, 1.0) == 0.0
+    x = calibrate._largest_below(lambda x: 10 * x, 1.0, 1.0, rtol=1e-6)  # rtol stops early
+    assert 10 * x <= 1.0 and x > 0.1 * (1 - 1e-6)
+
+
+def test_search_tolerates_a_noisy_value():
+    """A value non-monotone at the ulp level (as float evaluations of a bound are): the
+    answer still passed, and its next float up still failed."""
+    rng = np.random.default_rng(1)
+    seen = {}
+
+    def value(x):
+        if x not in seen:
+            seen[x] = 3.0 * x * (1 + 4e-16 * rng.standard_normal())
+        return seen[x]
+
+    got = calibrate._largest_below(value, 1.0, 0.01)
+    assert value(got) <= 1.0 < value(math.nextafter(got, 1.0))
+    assert got == pytest.approx(1 / 3, rel=1e-14)
+
+
+@pytest.mark.parametrize("k, eps_g, delta_g", [(10**9, 1.0, 1e-6), (10**6, 0.5, 1e-10), (100, 1.0, 1e-6)])
+def test_optimal_split_takes_few_evaluations(k, eps_g, delta_g):
+    """Secant steps from the KOV answer: at most 25 exact evaluations (bisection took ~70;
+    at k = 10^12 that was 41-71 s), with the same certified answer to the last bit."""
+    seen = []
+    eps = calibrate.per_query_epsilon(k, eps_g, delta_g, progress=seen.append)
+    assert 0 < len(seen) <= 25
+    assert [s["stage"].split(" (")[0] for s in seen] == ["per-query eps under optimal"] * len(seen)
+    assert optcomp.epsilon_g(eps, k=k, delta_g=delta_g) <= eps_g
+    assert optcomp.epsilon_g(math.nextafter(eps, 1.0), k=k, delta_g=delta_g) > eps_g
+
+
+@pytest.mark.slow
+def test_optimal_split_at_10_to_the_12():
+    eps = calibrate.per_query_epsilon(10**12, 1.0, 1e-6)
+    assert optcomp.epsilon_g(eps, k=10**12, delta_g=1e-6) <= 1.0
+    assert optcomp.epsilon_g(math.nextafter(eps, 1.0), k=10**12, delta_g=1e-6) > 1.0
+
+
+def test_progress_true_writes_one_status_line_after_the_delay(monkeypatch, capsys):
+    calibrate.per_query_epsilon(1000, 1.0, 1e-6, progress=True)  # short: silent
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(calibrate, "_DELAY", 0.0)
+    calibrate.per_query_epsilon(1000, 1.0, 1e-6, progress=True)
+    err = capsys.readouterr().err
+    assert "per-query eps under optimal" in err and err.endswith("\n") and err.count("\n") == 1
+    with pytest.raises(ValueError, match="progress"):
+        calibrate.per_query_epsilon(1000, 1.0, 1e-6, progress="yes")
+
+
+def test_weighted_split_and_noise_table_use_the_search():
+    seen = []
+    c = calibrate.largest_scale([1.0, 3.0], 2.0, 1e-6, counts=[300, 300], progress=seen.append)
+    assert 0 < len(seen) <= 25
+    assert optcomp.epsilon_g([c, 3 * c], counts=[300, 300], delta_g=1e-6) <= 2.0
+    assert optcomp.epsilon_g([math.nextafter(c, 1.0), 3 * math.nextafter(c, 1.0)], counts=[300, 300],
+                             delta_g=1e-6) > 2.0
+    rows = calibrate.noise_table(10**6, 1.0, 1e-6, progress=seen.append)
+    assert {r.method for r in rows} >= set(calibrate.TABLE_METHODS)

@@ -29,7 +29,7 @@ import numpy as np
 
 import optcomp
 
-from ._inputs import MAX_K, ParameterTypeError, check_delta_g, check_eps_g
+from ._inputs import MAX_K, ParameterTypeError, _integer, check_delta_g, check_eps_g
 
 __all__ = ["Accountant"]
 
@@ -50,11 +50,22 @@ def _check_pair(eps, delta) -> tuple[float, float]:
 
 
 def _check_count(count) -> int:
-    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
-        raise ParameterTypeError(f"count must be an integer in [1, {MAX_K:.0e}], got {count!r}")
-    if not 1 <= int(count) <= MAX_K:
-        raise ValueError(f"count must be an integer in [1, {MAX_K:.0e}], got {count!r}")
-    return int(count)
+    """count: an integer in [1, 10^12]; an integral float (2.0, 1e6) is accepted, as for
+    ``k``/``counts`` everywhere (``_inputs._integer``)."""
+    return _integer("count", count, 1, MAX_K)
+
+
+def _check_total(held: int, n: int, what: str) -> None:
+    """The domain holds up to 10^12 mechanisms in all: a question about a ledger (plus ``n``
+    planned mechanisms) past it is refused in the accountant's terms, not the library's
+    ``counts`` (a parameter the user never passed)."""
+    if held + n <= MAX_K:
+        return
+    if n:
+        raise ValueError(f"{what}: the accountant's total count would exceed {MAX_K:.0e} mechanisms "
+                         f"({held:,} composed + count={n:,}), beyond what optcomp composes")
+    raise ValueError(f"{what}: the accountant holds {held:,} mechanisms, more than the {MAX_K:.0e} "
+                     f"optcomp composes")
 
 
 class Accountant:
@@ -85,7 +96,9 @@ class Accountant:
         """Add ``count`` mechanisms, each (eps, delta)-DP; returns the accountant (chainable).
 
         Raises ``ValueError``/``TypeError`` naming the parameter: eps finite and >= 0,
-        delta in [0, 1), count an integer >= 1.
+        delta in [0, 1), count an integer >= 1 (an integral float such as 2.0 is accepted).
+        The ledger records any number of mechanisms; its questions are answered for up to
+        10^12 in all (beyond that they raise ``ValueError`` saying so).
         """
         pair = _check_pair(eps, delta)
         n = _check_count(count)
@@ -192,6 +205,7 @@ class Accountant:
         optcomp._method(method, options)
         if not self._counts:
             return 0.0
+        _check_total(self.k, 0, "get_epsilon")
         eps, delta, counts = self._arrays()
         return optcomp.epsilon_g(eps, delta, counts=counts, delta_g=delta_g, method=method, **options)
 
@@ -205,13 +219,14 @@ class Accountant:
         optcomp._method(method, options)
         if not self._counts:
             return 0.0
+        _check_total(self.k, 0, "get_delta")
         eps, delta, counts = self._arrays()
         return optcomp.delta_g(eps, delta, counts=counts, eps_g=eps_g, method=method, **options)
 
-    def bounds(self, *, delta_g=None, eps_g=None, **options):
+    def bounds(self, delta_g=None, *, eps_g=None, **options):
         """The certified bracket on the optimum: exactly one of ``delta_g`` / ``eps_g``.
 
-        ``delta_g=`` gives :func:`optcomp.epsilon_bounds` (``lower <= OptComp(delta_g) <=
+        ``delta_g`` (also positional, as for :meth:`get_epsilon`) gives :func:`optcomp.epsilon_bounds` (``lower <= OptComp(delta_g) <=
         upper``); ``eps_g=`` gives :func:`optcomp.delta_bounds`.  ``options``: ``eta``,
         ``tol``, ``max_points``.
         """
@@ -225,41 +240,71 @@ class Accountant:
             else:
                 check_eps_g(eps_g)
             return Bounds(0.0, 0.0)
+        _check_total(self.k, 0, "bounds")
         eps, delta, counts = self._arrays()
         if delta_g is not None:
             return optcomp.epsilon_bounds(eps, delta, counts=counts, delta_g=delta_g, **options)
         return optcomp.delta_bounds(eps, delta, counts=counts, eps_g=eps_g, **options)
 
+    def _planned_epsilon(self, eps: float, delta: float, n: int, delta_g: float, method: str, options: dict) -> float:
+        """The one function behind :meth:`can_afford` and :meth:`remaining`: the eps_g
+        ``method`` certifies at delta_g for the ledger plus ``n`` (eps, delta)-DP mechanisms
+        (``optcomp.epsilon_g`` of the extended multiset; inputs already validated)."""
+        e, d, c = self._arrays(((eps + 0.0, delta), n))
+        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options)
+
     def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "optimal", **options) -> bool:
         """Whether ``count`` more (eps, delta)-DP mechanisms keep the ledger within the
         budget (eps_g, delta_g) under ``method`` (certified: True only if the method
-        certifies the extended composition)."""
+        certifies the extended composition).
+
+        The same test as :meth:`remaining` makes: ``can_afford(x, ...)`` is True at
+        x = ``remaining(...)`` and False at the next float above it (both were evaluated
+        by the search, through the same function), and False for every x when
+        ``remaining`` is ``-inf``.
+        """
         pair = _check_pair(eps, delta)
         n = _check_count(count)
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
-        e, d, c = self._arrays((pair, n))
-        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options) <= eps_g
+        optcomp._method(method, options)
+        _check_total(self.k, n, "can_afford")
+        return self._planned_epsilon(pair[0], pair[1], n, delta_g, method, options) <= eps_g
 
     def remaining(self, eps_g, delta_g, *, delta=0.0, count=1, method: str = "optimal", rtol: float = 0.0,
-                  **options) -> float:
+                  progress=None, **options) -> float:
         """Largest eps such that ``count`` more (eps, delta)-DP mechanisms fit the budget.
 
-        Certified: :meth:`can_afford` holds at the value returned (a bisection over
-        :func:`optcomp.epsilon_g`, as in :mod:`optcomp.calibrate`, to relative precision
-        ``rtol``; 0 = adjacent floats).  Returns 0.0 when no positive eps fits -- check
-        ``can_afford(0.0, delta, ...)`` to tell "only eps = 0 fits" from "the budget is
-        already spent".
-        """
-        from .calibrate import largest_passing
+        Certified: :meth:`can_afford` holds at the value returned -- it is the largest x
+        at which the search (:mod:`optcomp.calibrate`'s, secant steps safeguarded by
+        bisection, over the same function as :meth:`can_afford`) found ``can_afford(x)``
+        true, to relative precision ``rtol`` (0 = adjacent floats: the next float up was
+        evaluated and fails).
 
-        _check_pair(0.0, delta)
-        _check_count(count)
+        Returns:
+            the largest eps >= 0 that fits; ``0.0`` when only eps = 0 fits; **-inf** when
+            nothing fits, not even eps = 0 (the budget is already spent, or ``count``
+            mechanisms with this ``delta`` alone exceed ``delta_g``): the supremum of an
+            empty set, below every eps a mechanism can have, so ``x <= remaining(...)``
+            is False for every x and ``compose(remaining(...))`` raises.  Never NaN.
+            The largest finite float when every eps fits.
+
+        ``progress``: True for a status line on stderr when the search takes more than
+        2 s, or a callable receiving a status dict per evaluation (as ``optcomp.approx``).
+        """
+        from .calibrate import _check_rtol, _search
+
+        _, delta = _check_pair(0.0, delta)
+        n = _check_count(count)
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
+        rtol = _check_rtol(rtol)
         optcomp._method(method, options)
+        _check_total(self.k, n, "remaining")
 
-        def passes(x: float) -> bool:
-            return self.can_afford(x, delta, eps_g=eps_g, delta_g=delta_g, count=count, method=method, **options)
+        def value_for(m: str, opts: dict):
+            return lambda x: self._planned_epsilon(x, delta, n, delta_g, m, opts)
 
-        return largest_passing(passes, max(eps_g, 1e-3) / count, rtol=rtol)
+        x = _search(value_for, method, options, eps_g, max(eps_g, 1e-3) / n, rtol=rtol, progress=progress,
+                    what=f"remaining under {method}")
+        return -math.inf if x is None else x
