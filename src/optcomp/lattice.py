@@ -123,7 +123,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from ._inputs import Mechanisms
-from ._rounding import TINY, UNIT, dot_dir, exact_dir
+from ._rounding import TINY, UNIT, dot_dir, down, exact_dir, up
 from .loss import (
     LossDistribution,
     delta_from_excess,
@@ -132,7 +132,7 @@ from .loss import (
     solve_lower,
     solve_segments,
 )
-from .optimal import exact_epsilon_bounds, exact_excess_bounds
+from .optimal import _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
 __all__ = [
     "MAX_POINTS",
@@ -174,7 +174,8 @@ class Bounds(NamedTuple):
 
     @property
     def gap(self) -> float:
-        return self.upper - self.lower
+        """``upper - lower``; ``math.inf`` whenever ``upper`` is infinite (never NaN)."""
+        return math.inf if self.upper == math.inf else self.upper - self.lower
 
 
 # --------------------------------------------------------------------------- FFT tree
@@ -696,6 +697,48 @@ def lattice_bounds(
     top = dot_dir(cnts, vals, True)
     if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
         return Bounds(dot_dir(cnts, vals, False), top)
+    small, shift, big_slack = _split_big(m)
+    if small is not None:
+        # L = shift + L_s except with probability <= big_slack (then anywhere): H(x) <=
+        # H_s(x - shift) + big_slack and H(x) >= (1 - big_slack) H_s(x - shift); big_slack
+        # <= 2 k e^-800 is far below an ulp of t, so one ulp up covers the division
+        def shifted(b: Bounds) -> Bounds:
+            return Bounds(_shifted(b.lower, shift, False), min(_shifted(b.upper, shift, True), top))
+
+        try:
+            b = _epsilon_bounds_t(small, down(t_low - big_slack, 1), up(t_high, 1), tol, max_points=max_points,
+                                  info=info, workers=workers, progress=progress)
+        except ApproxTooCostly as exc:
+            raise ApproxTooCostly(str(exc), None if exc.bounds is None else shifted(exc.bounds)) from None
+        return shifted(b)
+    return _epsilon_bounds_t(m, t_low, t_high, tol, max_points=max_points, info=info, workers=workers,
+                             progress=progress)
+
+
+def _split_big(m: Mechanisms):
+    """(small, shift, slack): the mechanisms with 0 < eps_i < BIG_EPS as a multiset without
+    delta events (None when there are none, or no big ones), the exact sum of the big eps_i
+    (each a deterministic +eps_i but for P0-mass <= e^-eps_i, charged as ``slack``)."""
+    groups, shift, slack = _split_groups(m)
+    if not shift or not groups:
+        return None, shift, slack
+    eps = np.array([g[0] for g in groups], dtype=float)
+    cnt = np.array([g[1] for g in groups], dtype=np.int64)
+    return Mechanisms(eps=eps, delta=np.zeros(eps.size), count=cnt), shift, slack
+
+
+def _shifted(x: float, shift: Fraction, upward: bool) -> float:
+    """x + shift (exact), rounded to the requested side (+-inf stay)."""
+    if not math.isfinite(x):
+        return x
+    return exact_dir(Fraction(x) + shift, upward)
+
+
+def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *, max_points: int,
+                      info: BracketInfo, workers: int, progress) -> Bounds:
+    """:func:`lattice_bounds` at the residual target t (``t_low`` <= t <= ``t_high``)."""
+    vals, cnts = m.positive()
+    top = dot_dir(cnts, vals, True)
     exact = exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS)
     if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
@@ -714,6 +757,12 @@ def lattice_bounds(
     # than that relative, eps by about that / theta: far inside tol)
     log_slack = math.log(max(t_low, 1e-300) * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4))
     best = Bounds(0.0, top)
+    if t_low <= 0.0 < t_high:
+        # t is positive but below the float range (rounded down to 0): no upper bound below
+        # the top atom can be certified in float64 masses, and refining cannot change that;
+        # one pass gives the lower bound (its target t_high >= t is the safe side)
+        lp = grouped_pass(vals, cnts, h, tilt_for(vals, x_est, cf), log_slack, workers, plan, progress)
+        return Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
     gaps: list[float] = []
     steps: list[float] = []
     reaimed = False
@@ -828,14 +877,55 @@ def lattice_delta_bounds(
     vals, cnts = m.positive()
     if vals.size == 0 or eps_g >= dot_dir(cnts, vals, True):
         return Bounds(delta_from_excess(m, 0.0, round_up=False), delta_from_excess(m, 0.0))
+    small, shift, big_slack = _split_big(m)
+    if small is None:
+        def to_delta(lo: float, hi: float) -> Bounds:
+            return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
+
+        return _delta_bounds_x(m, eps_g, tol, to_delta, max_points=max_points, info=info, workers=workers,
+                               progress=progress)
+    # L = shift + L_s but for P0-mass <= big_slack: H(x) <= H_s(y) + big_slack and H(x) >=
+    # (1 - big_slack) H_s(y), y = x - shift exact.  For y < 0, H_s(y) = 1 - e^y + e^y H_s(-y)
+    # exactly (P0(l) = e^l P0(-l) for products of randomized responses, and E_P0[e^{-L_s}] = 1).
+    # H_s is 1-Lipschitz (slope -E[e^{z - L}; L > z]), so evaluating at the float z <= |y|
+    # costs |y| - z on the lower side.
+    y = Fraction(eps_g) - shift
+    z = exact_dir(abs(y), False)
+    move = exact_dir(abs(y) - Fraction(z), True)
+    if y < 0:  # 1 - e^y and e^y, each bounded both ways (exp, expm1 within 1 ulp)
+        y_dn, y_up = exact_dir(y, False), exact_dir(y, True)
+        one_lo, one_hi = max(down(-math.expm1(y_up), 2), 0.0), up(-math.expm1(y_dn), 2)
+        e_lo, e_hi = max(down(math.exp(y_dn), 2), 0.0), min(up(math.exp(y_up), 2), 1.0)
+    else:
+        one_lo = one_hi = 0.0
+        e_lo = e_hi = 1.0
+
+    def to_delta(lo: float, hi: float) -> Bounds:
+        lo = max(down(lo - move, 1), 0.0)
+        lo = down(one_lo + down(e_lo * lo, 1), 1)
+        lo = max(down(lo * down(1.0 - big_slack, 1), 1), 0.0)
+        hi = min(1.0, up(up(one_hi + up(e_hi * hi, 1), 1) + big_slack, 1))
+        return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
+
+    return _delta_bounds_x(small, z, tol, to_delta, max_points=max_points, info=info, workers=workers,
+                           progress=progress)
+
+
+def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_points: int, info: BracketInfo,
+                    workers: int, progress) -> Bounds:
+    """:func:`lattice_delta_bounds` from bounds (lo, hi) on H(eps_g), which ``to_delta``
+    turns into certified delta bounds."""
+    vals, cnts = m.positive()
+    if eps_g >= dot_dir(cnts, vals, True):
+        return to_delta(0.0, 0.0)
     exact = exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS)
     if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
-        return Bounds(delta_from_excess(m, exact[0], round_up=False), delta_from_excess(m, exact[1]))
+        return to_delta(exact[0], exact[1])
     comm = commensurable_excess_bounds(m, eps_g, rel_gap=max(tol, 1e-12), max_points=max_points,
                                        workers=workers, info=info, progress=progress)
     if comm is not None:  # eps_i = n_i u: the lattice at step u is exact
-        b = Bounds(delta_from_excess(m, comm[0], round_up=False), delta_from_excess(m, comm[1]))
+        b = to_delta(comm[0], comm[1])
         if b.gap <= tol * b.upper + DELTA_FLOOR:
             return b
     info.passes.clear()
@@ -862,7 +952,7 @@ def lattice_delta_bounds(
         t0 = time.perf_counter()
         lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
         lo, hi = lp.excess_bounds(eps_g)
-        b = Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
+        b = to_delta(lo, hi)
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
                                 seconds=time.perf_counter() - t0))
         if progress is not None:
@@ -871,7 +961,7 @@ def lattice_delta_bounds(
         if b.gap <= tol * b.upper + DELTA_FLOOR:
             return b
         if eps_g - tol >= 0.0:
-            shifted = delta_from_excess(m, excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), round_up=False)
+            shifted = to_delta(excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), 1.0).lower
             if b.upper <= shifted:
                 return b
         rel = b.gap / b.upper
@@ -1129,8 +1219,8 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
         if progress is not None:
             progress(dict(stage="commensurable", step=lp.h, points=lp.points, lower=best.lower, upper=best.upper,
                           gap=best.gap, seconds=time.perf_counter() - t0))
-        if not math.isfinite(best.upper) or best.gap <= rel_gap * best.upper:
-            break
+        if not math.isfinite(best.upper) or best.gap <= rel_gap * best.upper or t_low <= 0.0:
+            break  # (t_low <= 0: the upper end is the top atom whatever the pass)
         x_est = 0.5 * (best.lower + best.upper) if best.gap < 0.1 * best.upper else best.upper
     return best
 

@@ -646,7 +646,10 @@ def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
     p_j = float((dist.p0 if upward else dist.p0_lower)[J])
     Dc, Wc = dj * f + max(wj - p_j, 0.0) * c, wj * f  # D_J charged for the atoms above J's positions
     # on [l_{J-1}, l_J]: H(x) = D_J + W_J (1 - e^{-v}), v = l_J - x
-    y = (target - Dc) / Wc if Wc > 0.0 else 0.0
+    if Wc > 0.0:
+        y = (target - Dc) / Wc
+    else:  # H is constant (= D_J <= target) on the segment: the root is at or below l_{J-1}
+        y = 0.0 if upward else math.inf  # (an upper bound may stop at l_J; a lower one may not)
     if y <= 0.0:
         v = 0.0
     elif y >= 1.0:

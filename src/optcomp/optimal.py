@@ -278,6 +278,9 @@ def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: 
     """Certified (lower, upper) on eps_g from the exact producers when the multiset is one
     group or a product of at most ``max_atoms`` atoms (else None): the float64 floor."""
     groups, shift, slack = _split_groups(m)
+    if not groups:  # every eps_i is 0 or >= BIG_EPS: one atom at the exact shift
+        dist = _point_mass(shift, slack)
+        return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
     if len(groups) == 1:
         eps, n = groups[0]
         return (_homogeneous_epsilon(eps, n, t_high, shift, slack, upward=False),
@@ -292,6 +295,9 @@ def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
     """Certified (lower, upper) on H(x) from the exact producers (see
     :func:`exact_epsilon_bounds`), or None."""
     groups, shift, slack = _split_groups(m)
+    if not groups:  # every eps_i is 0 or >= BIG_EPS: one atom at the exact shift
+        dist = _point_mass(shift, slack)
+        return dist.excess_lower(x), dist.excess(x)
     if len(groups) == 1:
         eps, n = groups[0]
         return (_homogeneous_excess(eps, n, x, shift, slack, upward=False),
@@ -539,8 +545,9 @@ def _check_max_atoms(max_atoms) -> int:
 
 def _point_mass(shift: Fraction, slack: float) -> LossDistribution:
     """The loss distribution of mechanisms that are all eps = 0 or eps >= BIG_EPS: one atom
-    at the exact ``shift`` with mass <= 1 (the rest, <= slack, at +inf)."""
-    return LossDistribution(np.zeros(1), np.ones(1), slack=slack, origin=shift, p0_lower=np.zeros(1))
+    at the exact ``shift`` with mass <= 1 and >= 1 - slack (the rest, <= slack, at +inf)."""
+    return LossDistribution(np.zeros(1), np.ones(1), slack=slack, origin=shift,
+                            p0_lower=np.array([max(0.0, down(1.0 - slack, 1))]))
 
 
 def _exact_solver(m: Mechanisms, max_atoms: int):

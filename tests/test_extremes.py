@@ -1,0 +1,156 @@
+"""Issue 17 item 5 (and issue 16 item 4): the domain's extremes, each a regression test.
+
+Every expected value comes from ``tests/reference.py`` (mpmath, exact rational atom
+positions, written from MV Thm 1.5 / KOV Thm 3.3), never from the code under test.  The
+checks are the certificate's: a returned delta or eps_g is never below the optimum, a lower
+bound never above it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import pytest
+
+import optcomp
+import reference as ref
+
+
+def _args(groups):
+    return [g[0] for g in groups], [g[1] for g in groups]
+
+
+def _counts(groups):
+    return [g[2] for g in groups]
+
+
+def _brackets(b, lo, hi):
+    """lower <= optimum <= upper, the optimum within the reference's [lo, hi] (whose ends
+    carry the reference's own 1e-40-relative rounding margin)."""
+    assert b.lower <= lo, (b, lo)
+    assert b.upper >= _below(hi), (b, hi)
+
+
+def _below(hi):
+    """The reference's upper end less its rounding margin (<= 1e-40 relative)."""
+    return hi * (1 - mp.mpf("1e-40")) if hi != mp.inf else hi
+
+
+# ----------------------------------------------------------------- huge eps (the under-report)
+
+
+def test_huge_eps_delta_is_not_under_reported():
+    """delta_g(1e308, 0, k=2, eps_g=0) is 1 (the loss 2e308 lies above every finite eps_g);
+    the lattice path returned 0.0 (the commensurable pass overflowed)."""
+    groups = [(1e308, 0.0, 2)]
+    lo, hi, tight = ref.ref_delta_bounds(groups, 0.0)
+    assert tight and lo == 1
+    assert optcomp.delta_g(1e308, 0.0, k=2, eps_g=0.0, method="approx") >= _below(hi)
+    b = optcomp.delta_bounds(1e308, 0.0, k=2, eps_g=0.0)
+    _brackets(b, lo, hi)
+    assert b.lower > 0.999
+
+
+@pytest.mark.parametrize("eps, k", [(1e308, 2), (1e308, 1), (1e200, 100_000), (900.0, 10**6)])
+def test_huge_eps_bounds_no_overflow(eps, k):
+    """epsilon_bounds / epsilon_g(method="approx") at huge eps: no OverflowError, no
+    "zero-size array", and a bracket around the exact top atom k * eps (inf beyond floats)."""
+    lo, hi, _ = ref.ref_epsilon_bounds([(eps, 0.0, k)], 1e-6)
+    b = optcomp.epsilon_bounds(eps, k=k, delta_g=1e-6)
+    _brackets(b, lo, hi)
+    assert optcomp.epsilon_g(eps, method="approx", k=k, delta_g=1e-6) >= _below(hi)
+    if hi < mp.mpf(1.7976931348623157e308):
+        assert b.gap <= 1e-12 * b.upper
+
+
+def test_huge_eps_at_scale_is_not_an_internal_limit():
+    """k = 10^12 mechanisms of eps = 900 (>= BIG_EPS: a deterministic shift): the lattice
+    step limit (sum eps / h >= 2^49) must not surface as a user error."""
+    lo, hi, _ = ref.ref_epsilon_bounds([(900.0, 1e-300, 10**12)], 1e-30)
+    assert optcomp.epsilon_g(900.0, 1e-300, k=10**12, delta_g=1e-30, method="approx") >= _below(hi)
+    _brackets(optcomp.epsilon_bounds(900.0, 1e-300, k=10**12, delta_g=1e-30), lo, hi)
+
+
+@pytest.mark.parametrize("eps_g", [1820.0, 1799.9, 1795.0, 1700.0, 0.0])
+def test_big_eps_beside_small_ones_delta(eps_g):
+    """Two mechanisms of eps 900 beside 1000 of eps 0.1: the big ones are an exact shift of
+    the small ones' loss, on both sides of it (H_s(y) = 1 - e^y + e^y H_s(-y) for y < 0)."""
+    groups = [(900.0, 0.0, 2), (0.1, 0.0, 1000)]
+    lo, hi, tight = ref.ref_delta_bounds(groups, eps_g)
+    assert tight
+    b = optcomp.delta_bounds(*_args(groups), counts=_counts(groups), eps_g=eps_g)
+    _brackets(b, lo, hi)
+    assert b.gap <= 1e-3 * b.upper
+    assert optcomp.delta_g(*_args(groups), counts=_counts(groups), eps_g=eps_g, method="approx") >= _below(hi)
+
+
+def test_big_eps_beside_small_ones_epsilon():
+    groups = [(900.0, 0.0, 3), (0.1, 0.0, 1000)]
+    lo, hi, tight = ref.ref_epsilon_bounds(groups, 1e-9)
+    assert tight
+    b = optcomp.epsilon_bounds(*_args(groups), counts=_counts(groups), delta_g=1e-9)
+    _brackets(b, lo, hi)
+    assert b.gap <= 1e-3
+
+
+def test_huge_eps_beside_small_ones_epsilon():
+    """At 3e200 the reference's 80 digits cannot see the small part; the definition can:
+    the optimum is the exact shift 3 fl(1e200) plus the small part's optimum, which lies in
+    [0, 1000 * 0.1], and on the float grid the bracket is the shift rounded each way."""
+    shift = 3 * ref.Fraction(1e200)
+    b = optcomp.epsilon_bounds([1e200, 0.1], [0.0, 0.0], counts=[3, 1000], delta_g=1e-9)
+    assert ref.Fraction(b.lower) <= shift < shift + 100 <= ref.Fraction(b.upper)
+    assert b.upper == math.nextafter(b.lower, math.inf)
+
+
+def test_big_eps_beside_a_lattice_of_small_ones():
+    """The shifted small part on the commensurable lattice (beyond the exact producers): the
+    bracket sits on the shift plus the bracket of the small part alone."""
+    eps, delta, counts = [1e200, 0.1, 0.2, 0.3111], [0.0] * 4, [2, 1000, 1000, 1000]
+    b = optcomp.epsilon_bounds(eps, delta, counts=counts, delta_g=1e-6)
+    small = optcomp.epsilon_bounds(eps[1:], delta[1:], counts=counts[1:], delta_g=1e-6)
+    two = 2 * ref.Fraction(1e200)
+    assert ref.Fraction(b.lower) <= two + ref.Fraction(small.upper)
+    assert ref.Fraction(b.upper) >= two + ref.Fraction(small.lower)
+    assert b.lower <= b.upper
+
+
+# ----------------------------------------------------------------- a target below the float range
+
+
+def test_underflowed_target_gives_a_valid_lower_bound():
+    """t = 1 - (1 - 5e-200)/(1 - 1e-200)^5 ~ 1e-399 underflows: the lower bound was
+    102.46 (above the optimum 44.92: invalid) from a segment whose masses all underflowed."""
+    groups = [(0.01, 0.0, 10000), (0.5, 1e-200, 5)]
+    lo, hi, tight = ref.ref_epsilon_bounds(groups, 5e-200)
+    assert tight and abs(float(lo) - 44.922) < 1e-3
+    b = optcomp.epsilon_bounds(*_args(groups), counts=_counts(groups), delta_g=5e-200, tol=0.1)
+    _brackets(b, lo, hi)
+    assert optcomp.epsilon_g(*_args(groups), counts=_counts(groups), delta_g=5e-200) >= _below(hi)
+    assert optcomp.epsilon_g(*_args(groups), counts=_counts(groups), delta_g=5e-200, method="approx") >= _below(hi)
+
+
+def test_segment_without_mass_is_not_a_lower_bound():
+    """A lower-bound solve over atoms whose lower masses are all 0 may not stop at the first
+    atom (H_lower = 0 <= t already at x = 0)."""
+    import numpy as np
+
+    from optcomp.loss import solve_lower
+
+    assert solve_lower(np.array([3.0, 5.0]), np.array([0.0, 0.0]), 1e-300) == 0.0
+    assert solve_lower(np.array([3.0, 5.0]), np.array([0.0, 0.5]), 1e-300) >= 3.0
+
+
+# ----------------------------------------------------------------- Bounds.gap
+
+
+def test_gap_of_unattainable_budget_is_inf():
+    """delta_g below 1 - prod(1 - delta_i): both bounds are inf, the gap inf (was NaN)."""
+    lo, hi, _ = ref.ref_epsilon_bounds([(0.1, 0.01, 10)], 0.05)
+    assert lo == hi == mp.inf
+    b = optcomp.epsilon_bounds(0.1, 0.01, k=10, delta_g=0.05)
+    assert b.lower == b.upper == math.inf
+    assert b.gap == math.inf
+    assert optcomp.lattice.Bounds(0.0, math.inf).gap == math.inf
+    assert optcomp.lattice.Bounds(1.0, 2.5).gap == 1.5
