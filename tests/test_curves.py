@@ -1,0 +1,79 @@
+"""Tests of optcomp.curves beyond tests/test_region.py: the Chernoff shortcut of
+privacy_curve (issue 16: privacy_curve(0.1, k=10**12) took 57 s, one exact evaluation of a
+~10^7-atom binomial window per grid point although delta was 1.0 to the last bit at all but
+one of them)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import optcomp
+import reference as ref
+from optcomp import curves
+
+
+
+def _within_2_54_of_one(groups, x) -> bool:
+    with mp.workdps(60):
+        return 1 - ref.ref_delta(groups, x) <= mp.mpf(2) ** -54
+
+
+@settings(max_examples=30, deadline=None)
+@given(eps=st.lists(st.sampled_from([0.05, 0.3, 1.0, 2.0]), min_size=1, max_size=2, unique=True),
+       count=st.integers(1, 60), frac=st.floats(0.0, 1.0))
+def test_certainly_one_is_true_only_where_the_exact_delta_is_within_2_54_of_one(eps, count, frac):
+    counts = [count] * len(eps)
+    total = sum(e * c for e, c in zip(eps, counts))
+    grid = np.array([0.0, frac * total, 0.5 * frac * total])
+    one = curves.certainly_one(np.array(eps), np.array(counts), grid)
+    for x, flag in zip(grid.tolist(), one.tolist()):
+        if flag:
+            assert _within_2_54_of_one([(e, 0.0, c) for e, c in zip(eps, counts)], x)
+
+
+def test_certainly_one_fires_far_below_the_bulk():
+    # 400 mechanisms of eps = 2: the loss has mean ~ 400 * 2 * tanh(1) = 609, sd ~ 26
+    one = curves.certainly_one(np.array([2.0]), np.array([400]), np.array([0.0, 300.0, 500.0, 600.0, 800.0]))
+    assert one.tolist() == [True, True, False, False, False]
+    assert _within_2_54_of_one([(2.0, 0.0, 400)], 300.0)  # and the reference agrees
+    assert not curves.certainly_one(np.array([0.0]), np.array([10]), np.array([0.0])).any()  # no loss at all
+    assert not curves.certainly_one(np.array([1e-300]), np.array([10**12]), np.array([0.0])).any()
+
+
+@pytest.mark.parametrize("eps, counts, method", [([2.0], [400], "optimal"), ([0.5, 1.5], [300, 200], "optimal"),
+                                                 ([2.0], [400], "kov"), ([2.0], [400], "basic")])
+def test_curve_equals_pointwise_evaluation(eps, counts, method):
+    """The shortcut changes no value: every grid point equals its own library call."""
+    c = optcomp.privacy_curve(eps, counts=counts, method=method, num=41)
+    one = curves.certainly_one(np.array(eps), np.array(counts), c.eps_g)
+    assert one.any() and not one.all()  # both paths are exercised
+    direct = [optcomp.delta_g(eps, counts=counts, eps_g=x, method=method) for x in c.eps_g.tolist()]
+    assert c.delta.tolist() == direct
+
+
+def test_approx_bracket_at_certain_points():
+    c = optcomp.privacy_curve([0.5, 1.5], counts=[300, 200], method="approx", num=21)
+    one = curves.certainly_one(np.array([0.5, 1.5]), np.array([300, 200]), c.eps_g)
+    assert one.any()
+    assert (c.delta[one] == 1.0).all() and (c.delta_lower[one] == math.nextafter(1.0, 0.0)).all()
+    assert (c.delta_lower <= c.delta).all()
+
+
+def test_curve_at_10_to_the_12_mechanisms_evaluates_few_points(monkeypatch):
+    calls = []
+    real = optcomp.delta_g
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("eps_g"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optcomp, "delta_g", counting)
+    c = curves.privacy_curve(0.1, k=10**12)
+    assert len(calls) <= 3  # was 101 exact evaluations (57 s)
+    assert c.delta[0] == 1.0 and 0.0 < c.delta[-1] < 1e-12
