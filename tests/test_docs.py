@@ -112,7 +112,7 @@ def test_dir_shows_the_public_api_only():
     assert set(optcomp.__all__) <= set(names)
     for name in names:
         assert getattr(optcomp, name) is not None  # every listed name resolves
-    assert optcomp.METHODS == ("basic", "drv", "kov", "advanced_pure", "optimal", "approx")
+    assert optcomp.METHODS == ("basic", "drv", "kov", "advanced_pure", "optimal", "approx", "auto")
 
 
 def test_import_is_light():

@@ -2,8 +2,8 @@
 
 Public API::
 
-    optcomp.epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method="optimal", **options) -> float
-    optcomp.delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method="optimal", **options) -> float
+    optcomp.epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method="auto", **options) -> float
+    optcomp.delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method="auto", **options) -> float
     optcomp.METHODS   # the method names accepted above
     optcomp.epsilon_bounds(eps, delta=0.0, *, delta_g, k=None, ...) -> Bounds(lower, upper)
     optcomp.delta_bounds(eps, delta=0.0, *, eps_g, k=None, ...) -> Bounds(lower, upper)
@@ -67,7 +67,7 @@ _LAZY = {
 }
 # modules a user may reach as optcomp.<name> (imported on first use); the pipeline's
 # experiments and figures (which need the `pipeline` extra) are reachable but not listed
-_SUBMODULES = ("accountant", "approx", "bounds", "calibrate", "cli", "curves", "hardness", "lattice", "loss", "optimal", "region")
+_SUBMODULES = ("accountant", "approx", "auto", "bounds", "calibrate", "cli", "curves", "hardness", "lattice", "loss", "optimal", "region")
 _PIPELINE = ("experiments", "figures")
 
 
@@ -128,11 +128,15 @@ _REGISTRY = (
     Method("approx", "Certified approximation of the optimum, MV Thm 1.7 (algorithm='paper' as published)",
            _Lazy("approx", "approx_epsilon"), _Lazy("approx", "approx_delta"),
            ("eta", "algorithm", "tol", "max_points", "progress")),  # = optcomp.approx.OPTIONS (tests/test_approx.py)
+    Method("auto", "The default: optimal where exact is feasible, else approx's certified upper bound "
+                   "(within 1e-4 absolute in eps_g, relative in delta_g)",
+           _Lazy("auto", "auto_epsilon"), _Lazy("auto", "auto_delta"), ("tol", "progress")),  # = optcomp.auto.OPTIONS
 )
 
 #: The registry: method name -> :class:`Method` (theorem, functions, accepted options).
 METHOD_INFO: dict[str, Method] = {m.name: m for m in _REGISTRY}
-#: The method names accepted by ``method=``, in order of increasing tightness (then ``approx``).
+#: The method names accepted by ``method=``, in order of increasing tightness (then ``approx``,
+#: and ``auto``, the default: ``optimal`` where exact is feasible, else ``approx``).
 METHODS: tuple[str, ...] = tuple(METHOD_INFO)
 
 
@@ -147,8 +151,12 @@ def _method(method, options) -> Method:
     return info
 
 
-def epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method: str = "optimal", **options) -> float:
+def epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method: str = "auto", **options) -> float:
     """Least eps_g >= 0 for which ``method`` certifies (eps_g, delta_g)-DP of the composition.
+
+    The default ``method="auto"`` returns the exact optimum (``"optimal"``) wherever it can
+    be computed and otherwise a certified upper bound within 1e-4 of it
+    (:mod:`optcomp.auto`); ``method="optimal"`` raises :class:`ExactTooLarge` instead.
 
     Returns ``math.inf`` when the method certifies no finite eps_g at this delta_g
     (e.g. ``optimal`` with delta_g < 1 - prod(1 - delta_i), ``basic`` with
@@ -159,8 +167,11 @@ def epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method: str = "op
     return float(info.epsilon(mech, check_delta_g(delta_g), **options))
 
 
-def delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method: str = "optimal", **options) -> float:
+def delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method: str = "auto", **options) -> float:
     """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the composition.
+
+    The default ``method="auto"``: the exact optimum where it can be computed, otherwise a
+    certified upper bound within 1e-4 (relative) of it (:mod:`optcomp.auto`).
 
     Returns 1.0 when the method certifies nothing better.  Raises ``ValueError`` naming
     the parameter on bad input.

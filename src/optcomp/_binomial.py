@@ -329,10 +329,15 @@ def binomial_masses(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | 
     Wide windows (>= FILL_MIN atoms, eps <= 700, k < 2^53) are computed at the anchors
     m = 0 mod FILL_BLOCK (as above) and filled between anchors by products of the pmf
     ratios (:func:`_ratio_products`, relative error <= 7.3e-15 with an extended type):
-    ~10x faster than atom by atom, and about as tight (the anchor's own bound, plus
-    that).  A block whose anchor is not a normal float after the scaling, and every filled
-    mass whose upper bound is below 2^-1000 (or not finite), is computed atom by atom
-    instead, so all products stay normal (their rounding is then relative)."""
+    ~10x faster than atom by atom.  A filled mass carries its *anchor's* relative bracket
+    plus that (and the 4 u of the three products below) on each side.  The anchor's
+    bracket is the atom-by-atom one at the anchor, which stays in double precision when its
+    log error is below ``REFINE_ERR``: with refinement a filled mass is within
+    2 REFINE_ERR + 2 (7.6e-15) + 48 u <= 2.6e-13 relative, though its own atom-by-atom
+    bracket may be far tighter (refined because its log error is just above the threshold).
+    A block whose anchor is not a normal float after the scaling, and every filled mass
+    whose upper bound is below 2^-1000 (or not finite), is computed atom by atom instead,
+    so all products stay normal (their rounding is then relative)."""
     n = m_hi - m_lo + 1
     p_lo, p_up = np.empty(n), np.empty(n)
     chunk = 1 << 18  # bounded temporaries whatever the window

@@ -30,6 +30,8 @@ from ._inputs import MAX_K
 
 __all__ = ["main"]
 
+_THEOREMS = tuple(m for m in METHODS if m != "auto")  # compare's default rows: auto repeats one of them
+
 PROG = "optcomp"
 
 
@@ -164,8 +166,9 @@ def _add_mechanisms(p: argparse.ArgumentParser) -> None:
 def _add_options(p: argparse.ArgumentParser, *, method: bool = True, exact: bool = True) -> None:
     g = p.add_argument_group("method and its options")
     if method:
-        g.add_argument("--method", choices=METHODS, action=_Once, default="optimal",
-                       help="composition theorem (default optimal; see `optcomp methods`)")
+        g.add_argument("--method", choices=METHODS, action=_Once, default="auto",
+                       help="composition theorem (default auto: optimal where exact is feasible, else "
+                            "approx's certified upper bound within 1e-4; see `optcomp methods`)")
     g.add_argument("--eta", type=_real, action=_Once,
                    help="accuracy of method approx (MV Thm 1.7; default 1e-3, 0.1 with --algorithm paper)")
     g.add_argument("--tol", type=_real, action=_Once,
@@ -258,7 +261,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_mechanisms(p)
     _add_target(p)
     p.add_argument("--methods", type=_list_of(str), action=_Once, metavar="M[,M...]",
-                   help=f"methods to compare (default all: {','.join(METHODS)})")
+                   help=f"methods to compare (default all theorems: {','.join(_THEOREMS)})")
     _add_options(p, method=False)
     _add_output(p)
 
@@ -578,17 +581,40 @@ def _theorem(method: str, algorithm: str | None = "fast") -> str:
 # left out): appended to the table's caption, a "notes" list in JSON, stderr with --csv
 
 
+def _auto(acc, args, direction: str):
+    """(value, caption suffix) of method auto: which method answered goes in the header."""
+    from . import auto
+    from ._inputs import check_delta_g, check_eps_g, mechanisms
+
+    e, d, c = _multiset(acc)
+    m = mechanisms(e, d, None, c)
+    opts = _options(args, "auto")
+    if direction == "eps":
+        value, how = auto.resolve_epsilon(m, check_delta_g(args.delta_g), **opts)
+    else:
+        value, how = auto.resolve_delta(m, check_eps_g(args.eps_g), **opts)
+    return value, f"; method auto: {how}"
+
+
 def _cmd_epsilon(args):
     acc = _mechanisms(args)
-    value = acc.get_epsilon(args.delta_g, method=args.method, **_options(args, args.method))
+    how = ""
+    if args.method == "auto" and acc.k:
+        value, how = _auto(acc, args, "eps")
+    else:
+        value = acc.get_epsilon(args.delta_g, method=args.method, **_options(args, args.method))
     notes = [_unattainable(acc, args.delta_g, args.method)] if value == math.inf else []
-    return _describe(acc), ["method", "delta_g", "eps_g"], [[args.method, args.delta_g, value]], notes
+    return _describe(acc) + how, ["method", "delta_g", "eps_g"], [[args.method, args.delta_g, value]], notes
 
 
 def _cmd_delta(args):
     acc = _mechanisms(args)
-    value = acc.get_delta(args.eps_g, method=args.method, **_options(args, args.method))
-    return _describe(acc), ["method", "eps_g", "delta_g"], [[args.method, args.eps_g, value]]
+    how = ""
+    if args.method == "auto" and acc.k:
+        value, how = _auto(acc, args, "delta")
+    else:
+        value = acc.get_delta(args.eps_g, method=args.method, **_options(args, args.method))
+    return _describe(acc) + how, ["method", "eps_g", "delta_g"], [[args.method, args.eps_g, value]]
 
 
 def _cmd_bounds(args):
@@ -614,7 +640,7 @@ def _cmd_compare(args):
     from .optimal import ExactTooLarge
 
     acc = _mechanisms(args)
-    methods = args.methods or list(METHODS)
+    methods = args.methods or list(_THEOREMS)
     for m in methods:
         if m not in METHOD_INFO:
             raise UsageError(f"--methods: unknown method {m!r} (choose from {', '.join(METHODS)})")
@@ -681,7 +707,7 @@ def _cmd_split(args):
         if len(counts) != len(args.weights):
             raise UsageError(f"--count has {len(counts)} items but --weights has {len(args.weights)}")
         c = calibrate.largest_scale(args.weights, args.eps_g, args.delta_g, delta=args.delta, counts=counts,
-                                    method=method, **opts)
+                                    method=method, progress=sys.stderr.isatty(), **opts)
         s = calibrate._check_sensitivity(args.sensitivity)
         rows = []
         for w, n in zip(args.weights, counts):
@@ -699,7 +725,7 @@ def _cmd_split(args):
             if not any(key in METHOD_INFO[m].options for m in methods):
                 raise UsageError(f"--{key.replace('_', '-')} applies to none of {', '.join(methods)}")
     table = calibrate.noise_table(args.k, args.eps_g, args.delta_g, sensitivity=args.sensitivity, delta=args.delta,
-                                  methods=methods, recipe=args.method is None, **opts)
+                                  methods=methods, recipe=args.method is None, progress=sys.stderr.isatty(), **opts)
     cols = ["method", "eps", "delta", "laplace_scale", "laplace_std", "noise_vs_optimal", "theorem"]
     rows = [[r.method, r.eps, r.delta, r.laplace_scale, r.laplace_std, r.vs_optimal,
              _theorem(r.method, opts.get("algorithm", "fast")) if r.method in METHOD_INFO else r.theorem]
