@@ -591,6 +591,11 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     top = _max_loss(m)
     if x0 >= top:
         return top
+    if _no_event(m)[1] + top <= delta_g * (1.0 - 1e-9):
+        # a tiny total loss (e.g. 10^12 x 5e-324): delta(x0) <= A + H(0) <= A + (1 - e^{-top})
+        # <= A + top, below delta_g by far more than optimal_delta's float charges (~1e-13
+        # relative), so the check below would pass; skip its 10^7-atom evaluation
+        return x0
     excess = optimal_delta(m, x0, max_atoms=max_atoms) - delta_g
     if excess <= 0.0:
         return x0
@@ -622,6 +627,8 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
     top = _max_loss(m)
     if t == 0.0:
         return top
+    if top <= t:  # H(0) <= 1 - e^{-top} <= top <= t: the root is 0, exactly (tiny total loss)
+        return 0.0
     try:
         kind, info, shift, slack = _exact_solver(m, max_atoms)
     except ExactTooLarge:
@@ -778,8 +785,11 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
     """The least delta_g with (eps_g, delta_g)-DP of the composition (MV Thm 1.5 solved for
     delta_g): ``1 - prod(1 - delta_i) (1 - H(eps_g))``, rounded up (never below)."""
     max_atoms = _check_max_atoms(max_atoms)
-    if eps_g >= _max_loss(m):
+    top = _max_loss(m)
+    if eps_g >= top:
         return delta_from_excess(m, 0.0)
+    if top <= 1e-301:  # H(eps_g) <= H(0) <= 1 - e^{-top} <= top: within the 1e-300 absolute accuracy
+        return delta_from_excess(m, top)
     try:
         kind, info, shift, slack = _exact_solver(m, max_atoms)
     except ExactTooLarge:
