@@ -1,0 +1,858 @@
+"""Command line: ``optcomp {epsilon,delta,bounds,compare,split,curve,methods}`` (also ``python -m optcomp``).
+
+    optcomp epsilon --eps 0.1 --k 100 --delta-g 1e-6
+    optcomp delta --eps 0.1,0.2 --delta 1e-6 --count 50,20 --eps-g 4
+    optcomp bounds --file mech.csv --delta-g 1e-6
+    optcomp compare --eps 0.1 --k 100 --delta-g 1e-6
+    optcomp split --eps-g 1 --delta-g 1e-6 --k 100
+    optcomp curve --eps 0.1 --k 100 --num 11 --csv
+    optcomp methods
+
+Mechanisms come inline (``--eps`` with ``--k``, ``--count``, ``--delta``) or from a CSV/JSON
+file (``--file``; ``-`` reads stdin).  Output is an aligned table; ``--json`` and ``--csv``
+print the same rows for scripts, floats in shortest round-trip form, infinity as ``inf``
+(a JSON string), never NaN.  Notes a reader must see (why an answer is inf, what a ratio is
+relative to, a row left out) end the table's caption, form a JSON ``"notes"`` list, or go to
+stderr with ``--csv``.  Everything is computed before anything is printed; bad input prints
+one short line on stderr and exits with status 2.  Imports are deferred so that a homogeneous
+question costs little more than the computation and numpy/scipy's own start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+
+from . import METHOD_INFO, METHODS, __version__
+from ._inputs import MAX_K
+
+__all__ = ["main"]
+
+_THEOREMS = tuple(m for m in METHODS if m != "auto")  # compare's default rows: auto repeats one of them
+
+PROG = "optcomp"
+
+
+class UsageError(Exception):
+    """Bad input found after parsing (one line on stderr, exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a value such as -1e-6, -.5 or -inf is a (negative) number, not an option: it reaches
+        # the option's range check, which names the parameter (argparse's own pattern knows
+        # only -1 and -1.5)
+        self._negative_number_matcher = re.compile(r"^-\.?\d|^-(?i:inf|nan)")
+
+    def error(self, message):  # one line, exit 2
+        self.exit(2, _short(f"{self.prog}: error: {_one_line(message)}") + f" (see {self.prog} --help)\n")
+
+
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
+MAX_LINE = 300  # an error line longer than this is cut (the parameter is named at its start)
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "\u2026"
+
+
+def _show(text: str, limit: int = 40) -> str:
+    """``text`` quoted for an error line, cut after ``limit`` characters."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}\u2026 ({len(text):,} characters)"
+
+
+# ----------------------------------------------------------------------------------- argument types
+
+
+def _real(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {_show(text)}") from None
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError(f"expected a number, got {_show(text)}")
+    return value
+
+
+def _integer(text: str, hi: int | None = None, lo: int = 1) -> int:
+    """An integer >= ``lo`` (and <= ``hi``); integral scientific notation (1e6) is accepted."""
+    t = text.strip().replace("_", "")
+    try:
+        value = int(t)
+    except ValueError:
+        try:
+            f = float(t)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {_show(text)}") from None
+        if not (math.isfinite(f) and f == math.floor(f)):
+            raise argparse.ArgumentTypeError(f"expected an integer, got {_show(text)}") from None
+        value = int(f)
+    if value < lo or (hi is not None and value > hi):
+        what = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi:.0e}]"
+        raise argparse.ArgumentTypeError(f"expected {what}, got {_show(text)}")
+    return value
+
+
+def _points(text: str) -> int:
+    """A number of grid points (--num, --num-alpha): an integer >= 2."""
+    return _integer(text, lo=2)
+
+
+def _count(text: str) -> int:
+    """A number of mechanisms (--k, --count): an integer in [1, 10^12]."""
+    return _integer(text, MAX_K)
+
+
+def _list_of(parse):
+    def parse_list(text: str) -> list:
+        items = text.split(",")
+        out = []
+        for i, item in enumerate(items, 1):
+            if not item.strip():
+                raise argparse.ArgumentTypeError(f"empty item {i} in {_show(text)}")
+            out.append(parse(item.strip()))
+        return out
+
+    return parse_list
+
+
+class _Once(argparse.Action):
+    """Store a value; giving the same option twice is an error (two sources for one input)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = namespace.__dict__.setdefault("_given", set())
+        if self.dest in seen:
+            parser.error(f"argument {option_string}: given more than once")
+        seen.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+class _OnceTrue(_Once):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, True, option_string)
+
+
+# ----------------------------------------------------------------------------------- parser
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+def _add_mechanisms(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("mechanisms (inline, or --file)")
+    g.add_argument("--eps", type=_list_of(_real), action=_Once, metavar="E[,E...]",
+                   help="per-mechanism eps: one value (with --k or --count) or a comma-separated list")
+    g.add_argument("--delta", type=_list_of(_real), action=_Once, metavar="D[,D...]",
+                   help="per-mechanism delta: one value for all, or one per --eps item (default 0)")
+    g.add_argument("--k", type=_count, action=_Once, metavar="N",
+                   help="number of identical mechanisms, 1 to 10^12 (required with a single --eps value, unless --count)")
+    g.add_argument("--count", type=_list_of(_count), action=_Once, metavar="N[,N...]",
+                   help="multiplicity of each --eps item (integers, one per item)")
+    g.add_argument("--file", action=_Once, metavar="PATH",
+                   help="CSV (header eps,delta[,count]) or JSON ([{\"eps\":..,\"delta\":..,\"count\":..}] or an "
+                        "Accountant.to_dict record) with the mechanisms; '-' reads stdin")
+
+
+def _add_options(p: argparse.ArgumentParser, *, method: bool = True, exact: bool = True) -> None:
+    g = p.add_argument_group("method and its options")
+    if method:
+        g.add_argument("--method", choices=METHODS, action=_Once, default="auto",
+                       help="composition theorem (default auto: optimal where exact is feasible, else "
+                            "approx's certified upper bound within 1e-4; see `optcomp methods`)")
+    g.add_argument("--eta", type=_real, action=_Once,
+                   help="accuracy of method approx (MV Thm 1.7; default 1e-3, 0.1 with --algorithm paper)")
+    g.add_argument("--tol", type=_real, action=_Once,
+                   help="certified gap of method approx's fast algorithm (default eta)")
+    if exact:
+        g.add_argument("--algorithm", choices=("fast", "paper"), action=_Once,
+                       help="algorithm of method approx: fast (default) or paper (as published)")
+        g.add_argument("--max-atoms", type=_integer, action=_Once, dest="max_atoms", metavar="N",
+                       help="largest exact distribution (atoms per half) method optimal may build")
+    g.add_argument("--max-points", type=_integer, action=_Once, dest="max_points", metavar="N",
+                   help="largest lattice method approx may use")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("output (default: an aligned table)")
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--json", action=_OnceTrue, help="print JSON: {\"command\": ..., \"rows\": [{...}, ...]} (and \"notes\": [...] if any)")
+    x.add_argument("--csv", action=_OnceTrue, help="print CSV with a header line")
+
+
+def _wrap(text: str) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.fill(p, 88, break_on_hyphens=False) for p in text.split("\n"))
+
+
+def _subparser(sub, name, help_text, description, examples):
+    epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    return sub.add_parser(name, help=help_text, description=_wrap(description), epilog=epilog,
+                          formatter_class=_FORMATTER)
+
+
+_SETTING = ("The theorems assume the (eps_i, delta_i) are fixed in advance (the mechanisms may be adaptive); "
+            "adaptively chosen parameters need a privacy filter, which optcomp does not provide.")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG, formatter_class=_FORMATTER,
+        description=_wrap("Composition of differential privacy: every theorem of Murtagh-Vadhan and "
+                          "Kairouz-Oh-Viswanath, exact and certified-approximate.\n" + _SETTING),
+        epilog="examples:\n  optcomp epsilon --eps 0.1 --k 100 --delta-g 1e-6\n"
+               "  optcomp compare --eps 0.1 --k 100 --delta-g 1e-6\n"
+               "  optcomp split --eps-g 1 --delta-g 1e-6 --k 100\n"
+               "Run `optcomp COMMAND --help` for the options of each command.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = _subparser(sub, "epsilon", "least eps_g certified at a given delta_g",
+                   "Least eps_g such that the composition is (eps_g, delta_g)-DP under --method "
+                   "(inf: the method certifies nothing at this delta_g).",
+                   ["optcomp epsilon --eps 0.1 --k 100 --delta-g 1e-6",
+                    "optcomp epsilon --eps 0.1,0.2,0.5 --delta 1e-7 --delta-g 1e-5 --method kov",
+                    "optcomp epsilon --file mech.csv --delta-g 1e-6 --method approx --tol 1e-4 --json"])
+    _add_mechanisms(p)
+    p.add_argument("--delta-g", type=_real, required=True, action=_Once, dest="delta_g",
+                   help="global delta_g in [0, 1) (required)")
+    _add_options(p)
+    _add_output(p)
+
+    p = _subparser(sub, "delta", "least delta_g certified at a given eps_g",
+                   "Least delta_g such that the composition is (eps_g, delta_g)-DP under --method "
+                   "(1.0: nothing better certified).",
+                   ["optcomp delta --eps 0.1 --k 100 --eps-g 4",
+                    "optcomp delta --eps 0.1,0.2 --count 50,20 --eps-g 5 --csv"])
+    _add_mechanisms(p)
+    p.add_argument("--eps-g", type=_real, required=True, action=_Once, dest="eps_g",
+                   help="global eps_g >= 0 (required)")
+    _add_options(p)
+    _add_output(p)
+
+    p = _subparser(sub, "bounds", "certified bracket lower <= optimum <= upper",
+                   "Certified lower and upper bounds on the optimal eps_g (with --delta-g) or on the optimal "
+                   "delta_g (with --eps-g), from the lattice algorithm behind method approx; the gap is at "
+                   "most --tol (relative for delta).",
+                   ["optcomp bounds --eps 0.1,0.2,0.3 --count 300,200,100 --delta-g 1e-6",
+                    "optcomp bounds --eps 0.1 --k 1000 --eps-g 10 --tol 1e-4 --json"])
+    _add_mechanisms(p)
+    _add_target(p)
+    _add_options(p, method=False, exact=False)
+    _add_output(p)
+
+    p = _subparser(sub, "compare", "every method side by side, with its theorem",
+                   "The answer of every method to one question (eps_g at --delta-g, or delta_g at --eps-g), "
+                   "its ratio to the optimum and the theorem it comes from.  Options such as --eta go to the "
+                   "methods that accept them.",
+                   ["optcomp compare --eps 0.1 --k 100 --delta-g 1e-6",
+                    "optcomp compare --eps 0.05,0.1,0.2 --count 100,100,100 --eps-g 3 --csv"])
+    _add_mechanisms(p)
+    _add_target(p)
+    p.add_argument("--methods", type=_list_of(str), action=_Once, metavar="M[,M...]",
+                   help=f"methods to compare (default all theorems: {','.join(_THEOREMS)})")
+    _add_options(p, method=False)
+    _add_output(p)
+
+    p = _subparser(sub, "split", "split a global budget: per-query eps and Laplace noise",
+                   "Largest per-query eps such that k queries (each (eps, delta)-DP) stay within the global "
+                   "(eps_g, delta_g), under each method, and the Laplace noise that achieves it "
+                   "(scale = sensitivity/eps, std = sqrt(2) scale); KOV Cor. 4.1's closed-form recipe beside "
+                   "them.  Certified: the method certifies the returned split.  With --weights, query i gets "
+                   "eps_i = c w_i with the largest common c.\n" + _SETTING,
+                   ["optcomp split --eps-g 1 --delta-g 1e-6 --k 100",
+                    "optcomp split --eps-g 1 --delta-g 1e-6 --k 100 --method optimal --sensitivity 2 --json",
+                    "optcomp split --eps-g 1 --delta-g 1e-6 --weights 1,2,5 --count 10,10,2"])
+    p.add_argument("--eps-g", type=_real, required=True, action=_Once, dest="eps_g",
+                   help="global eps_g >= 0 (required)")
+    p.add_argument("--delta-g", type=_real, required=True, action=_Once, dest="delta_g",
+                   help="global delta_g in [0, 1) (required)")
+    q = p.add_argument_group("queries (--k, or --weights)")
+    q.add_argument("--k", type=_count, action=_Once, metavar="N", help="number of identical queries")
+    q.add_argument("--weights", type=_list_of(_real), action=_Once, metavar="W[,W...]",
+                   help="relative budgets of the queries (eps_i = c w_i)")
+    q.add_argument("--count", type=_list_of(_count), action=_Once, metavar="N[,N...]",
+                   help="with --weights: number of queries of each weight")
+    q.add_argument("--delta", type=_real, action=_Once, default=0.0,
+                   help="per-query delta (default 0: pure DP, e.g. Laplace)")
+    q.add_argument("--sensitivity", type=_real, action=_Once, default=1.0,
+                   help="sensitivity of each query (default 1), for the Laplace scale")
+    p.add_argument("--method", choices=METHODS, action=_Once,
+                   help="one method only (default: basic, drv, kov, optimal and KOV Cor. 4.1; with --weights: "
+                        "optimal)")
+    _add_options(p, method=False)
+    _add_output(p)
+
+    p = _subparser(sub, "curve", "the privacy curve delta(eps_g), or the trade-off curve",
+                   "Certified delta at each eps_g of a grid (with lower bounds for method approx), or with "
+                   "--tradeoff the hypothesis-testing trade-off curve (KOV Sec. 2): beta = least missed-"
+                   "detection probability at false-alarm probability alpha, and the region's upper boundary.",
+                   ["optcomp curve --eps 0.1 --k 100 --num 11",
+                    "optcomp curve --eps 0.1 --k 100 --eps-g 2,4,6 --method kov --csv",
+                    "optcomp curve --eps 0.4 --k 5 --tradeoff --num-alpha 11"])
+    _add_mechanisms(p)
+    grid = p.add_argument_group("grid")
+    grid.add_argument("--eps-g", type=_list_of(_real), action=_Once, dest="eps_g", metavar="X[,X...]",
+                      help="the eps_g values (default: --num points from 0 to where delta becomes negligible)")
+    grid.add_argument("--num", type=_points, action=_Once, default=21, metavar="N",
+                      help="number of eps_g points of the default grid (default 21, at least 2)")
+    grid.add_argument("--tradeoff", action=_OnceTrue,
+                      help="print the trade-off curve (alpha, beta, beta_upper) instead of delta(eps_g)")
+    grid.add_argument("--num-alpha", type=_points, action=_Once, default=101, dest="num_alpha", metavar="N",
+                      help="equispaced alpha points of the trade-off curve, kinks added (default 101)")
+    _add_options(p)
+    _add_output(p)
+
+    p = _subparser(sub, "methods", "list the methods and their theorems",
+                   "The composition theorems optcomp implements, their options and sources.",
+                   ["optcomp methods", "optcomp methods --json"])
+    _add_output(p)
+    return parser
+
+
+def _add_target(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("question (exactly one)").add_mutually_exclusive_group(required=True)
+    g.add_argument("--delta-g", type=_real, action=_Once, dest="delta_g",
+                   help="global delta_g in [0, 1): bounds on the least eps_g")
+    g.add_argument("--eps-g", type=_real, action=_Once, dest="eps_g",
+                   help="global eps_g >= 0: bounds on the least delta_g")
+
+
+# ----------------------------------------------------------------------------------- mechanisms
+
+
+def _accountant_from_inline(args):
+    from .accountant import Accountant
+
+    eps = args.eps
+    if args.k is not None and args.count is not None:
+        raise UsageError("give --k (identical mechanisms) or --count (multiplicities), not both")
+    if args.k is not None and len(eps) != 1:
+        raise UsageError("--k goes with a single --eps value; use --count for the multiplicity of each of several")
+    if args.k is None and args.count is None and len(eps) == 1:
+        raise UsageError("--k is required with a single --eps value (the number of identical mechanisms; "
+                         "--k 1 for one mechanism)")
+    counts = [args.k] if args.k is not None else (args.count or [1] * len(eps))
+    if len(counts) != len(eps):
+        raise UsageError(f"--count has {len(counts)} items but --eps has {len(eps)}")
+    delta = args.delta if args.delta is not None else [0.0]
+    if len(delta) == 1:
+        delta = delta * len(eps)
+    elif len(delta) != len(eps):
+        raise UsageError(f"--delta has {len(delta)} items but --eps has {len(eps)} (give one value or one per item)")
+    acc = Accountant()
+    for i, (e, d, n) in enumerate(zip(eps, delta, counts), 1):
+        try:
+            acc.compose(e, d, n)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"mechanism {i} (--eps/--delta/--count item {i}): {exc}") from None
+    return acc
+
+
+def _read_source(path: str) -> tuple[str, str]:
+    """The text of ``path`` (``-``: stdin) and its name for messages.  A file and the same
+    bytes on stdin read alike: UTF-8, a leading byte-order mark dropped (spreadsheets write
+    one), line endings left as they are (:func:`_csv_accountant` checks them)."""
+    name = "stdin" if path == "-" else path if len(path) <= 60 else _show(path, 60)
+    if path == "-":
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is None:  # a text stream (e.g. replaced in tests)
+            text = sys.stdin.read()
+            return (text[1:] if text.startswith("\ufeff") else text), name
+        data = raw.read()
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise UsageError(f"--file {name}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig"), name
+    except UnicodeDecodeError:
+        raise UsageError(f"--file {name}: not a UTF-8 text file (expected CSV or JSON)") from None
+
+
+def _integral(value):
+    """JSON/CSV count: an int, or an integral float such as 1e6."""
+    if isinstance(value, float) and math.isfinite(value) and value == math.floor(value):
+        return int(value)
+    return value
+
+
+def _accountant_from_file(path: str):
+    from .accountant import Accountant
+
+    text, name = _read_source(path)
+    stripped = text.lstrip()
+    is_json = path.lower().endswith(".json") or (not path.lower().endswith(".csv") and stripped[:1] in "[{")
+    if not stripped:
+        raise UsageError(f"--file {name}: empty (expected CSV or JSON mechanisms)")
+    if is_json:
+        import json
+
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--file {name}: invalid JSON: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"--file {name}: invalid JSON: nested too deeply") from None
+        except ValueError as exc:  # an integer of more than 4300 digits
+            msg = "a number with too many digits" if "digits" in str(exc) else _one_line(exc)
+            raise UsageError(f"--file {name}: invalid JSON: {msg}") from None
+        if isinstance(data, list):
+            data = {"mechanisms": data}
+        if isinstance(data, dict) and isinstance(data.get("mechanisms"), list):
+            data = dict(data, mechanisms=[dict(m, count=_integral(m["count"])) if isinstance(m, dict) and "count" in m
+                                          else m for m in data["mechanisms"]])
+        try:
+            acc = Accountant.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--file {name}: {exc}") from None
+    else:
+        acc = _csv_accountant(text, name)
+    if not acc:
+        raise UsageError(f"--file {name}: no mechanisms")
+    return acc
+
+
+def _csv_accountant(text: str, name: str):
+    import csv
+    import io
+
+    from .accountant import Accountant
+
+    lone_cr = re.search(r"\r(?!\n)", text)
+    if lone_cr and "\n" in text:
+        line = text.count("\n", 0, lone_cr.start()) + 1
+        raise UsageError(f"--file {name} line {line}: a bare carriage return (\\r) amid newline-ended lines "
+                         f"(mixed line endings; save the file with one kind)")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # CRLF or CR-only files
+    reader = csv.reader(io.StringIO(text), strict=True)  # strict: an unterminated quote is an error
+    try:
+        rows = [(i, r) for i, r in enumerate(reader, 1) if r and any(c.strip() for c in r)]
+    except csv.Error as exc:
+        msg = str(exc)
+        if "field limit" in msg:
+            msg = f"a field longer than {csv.field_size_limit():,} characters"
+        elif "end of data" in msg:
+            msg = "unterminated quote (a field opened with \" is never closed)"
+        raise UsageError(f"--file {name} line {reader.line_num}: malformed CSV: {msg}") from None
+    if not rows:
+        raise UsageError(f"--file {name}: no mechanisms")
+    line, header = rows[0]
+    header = [h.strip().lower() for h in header]
+    for h in header:
+        if h not in ("eps", "delta", "count"):
+            raise UsageError(f"--file {name}: unknown column {_show(h)} (expected eps, delta, count)")
+    if len(set(header)) != len(header):
+        raise UsageError(f"--file {name}: duplicate column in header {','.join(header)}")
+    if "eps" not in header:
+        raise UsageError(f"--file {name}: the header must name an eps column (got {','.join(header)})")
+    acc = Accountant()
+    for line, row in rows[1:]:
+        if len(row) != len(header):
+            raise UsageError(f"--file {name} line {line}: {len(row)} fields, the header has {len(header)}")
+        values = {}
+        for col, cell in zip(header, row):
+            cell = cell.strip()
+            if not cell:
+                raise UsageError(f"--file {name} line {line}: empty {col}")
+            try:
+                values[col] = _count(cell) if col == "count" else _real(cell)
+            except argparse.ArgumentTypeError as exc:
+                raise UsageError(f"--file {name} line {line}, {col}: {exc}") from None
+        try:
+            acc.compose(values["eps"], values.get("delta", 0.0), values.get("count", 1))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--file {name} line {line}: {exc}") from None
+    return acc
+
+
+def _mechanisms(args):
+    inline = [flag for flag, v in (("--eps", args.eps), ("--delta", args.delta), ("--k", args.k),
+                                   ("--count", args.count)) if v is not None]
+    if args.file is not None:
+        if inline:
+            raise UsageError(f"give the mechanisms either inline ({', '.join(inline)}) or with --file, not both")
+        return _accountant_from_file(args.file)
+    if args.eps is None:
+        if inline:
+            raise UsageError(f"{inline[0]} needs --eps (the per-mechanism eps)")
+        raise UsageError("no mechanisms: give --eps (with --k or --count) or --file")
+    return _accountant_from_inline(args)
+
+
+def _options(args, method: str | None = None) -> dict:
+    keys = ("eta", "tol", "algorithm", "max_atoms", "max_points")
+    opts = {key: getattr(args, key, None) for key in keys}
+    opts = {key: v for key, v in opts.items() if v is not None}
+    if method is not None:
+        accepted = METHOD_INFO[method].options
+        bad = sorted(set(opts) - set(accepted))
+        if bad:
+            flag = "--" + bad[0].replace("_", "-")
+            raise UsageError(f"{flag} does not apply to method {method} (its options: "
+                             f"{', '.join('--' + o.replace('_', '-') for o in accepted) or 'none'})")
+    return opts
+
+
+def _multiset(acc):
+    e = [m[0] for m in acc.mechanisms]
+    d = [m[1] for m in acc.mechanisms]
+    c = [m[2] for m in acc.mechanisms]
+    return e, d, c
+
+
+def _describe(acc) -> str:
+    n = len(acc.mechanisms)
+    return f"{acc.k} mechanism{'s' if acc.k != 1 else ''} ({n} distinct (eps, delta) pair{'s' if n != 1 else ''})"
+
+
+def _decimal_down(x: float, above: float) -> str:
+    """The shortest decimal rounded down from ``x`` that is still > ``above`` (so that the
+    printed "above < value" stays true and value <= x)."""
+    from decimal import ROUND_FLOOR, Decimal, localcontext
+
+    exact, bound = Decimal(x), Decimal(above)
+    for digits in range(4, 18):
+        with localcontext() as ctx:
+            ctx.prec, ctx.rounding = digits, ROUND_FLOOR
+            d = +exact
+        if d > bound:
+            return f"{d:g}"
+    return repr(x)
+
+
+def _unattainable(acc, delta_g: float, method: str | None = None) -> str | None:
+    """Why eps_g is inf at ``delta_g``: the delta events alone exceed delta_g (no method can
+    help), or (with ``method``) that method certifies nothing although the optimum is finite.
+    None when the budget is attainable and no method was named."""
+    from ._inputs import mechanisms
+    from .loss import _no_event
+
+    e, d, c = _multiset(acc)
+    a_lo, a_hi = _no_event(mechanisms(e, d, counts=c))  # certified bounds on 1 - prod(1 - delta_i)
+    if delta_g < a_lo:
+        return (f"unattainable: delta_g = {delta_g!r} < 1 - prod(1 - delta_i) = {_decimal_down(a_lo, delta_g)} "
+                f"(the chance of some mechanism's delta event): no eps_g is certified")
+    if delta_g <= a_hi:
+        return (f"unattainable: delta_g = {delta_g!r} is within rounding of 1 - prod(1 - delta_i), in "
+                f"[{a_lo!r}, {a_hi!r}]: no eps_g is certified")
+    if method is None or method in ("optimal", "approx", "auto"):
+        return None
+    return (f"method {method} certifies no eps_g at delta_g = {delta_g!r}, but the optimum is finite "
+            f"(delta_g > 1 - prod(1 - delta_i) = {a_hi!r}): try --method optimal or approx")
+
+
+def _gap(b) -> float:
+    """upper - lower of a Bounds, inf (not NaN) when both are inf (an unattainable budget)."""
+    return math.inf if b.upper == math.inf else b.upper - b.lower
+
+
+_APPROX_THEOREM = {  # what method approx ran: the registry's label names the published algorithm
+    "fast": "Certified approximation of the optimum, MV Thm 1.7 guarantee (fast lattice algorithm, "
+            "certified bounds within tol)",
+    "paper": "Certified approximation of the optimum, MV Thm 1.7 (algorithm='paper' as published)",
+    None: "Certified approximation of the optimum, MV Thm 1.7 (default: fast lattice algorithm; "
+          "--algorithm paper: as published)",
+}
+
+
+def _theorem(method: str, algorithm: str | None = "fast") -> str:
+    """The theorem behind ``method`` as run (for approx: by the algorithm that ran; None: the
+    method in general, as `optcomp methods` lists it)."""
+    return _APPROX_THEOREM[algorithm] if method == "approx" else METHOD_INFO[method].theorem
+
+
+# ----------------------------------------------------------------------------------- commands
+# each returns (caption, columns, rows) or (caption, columns, rows, notes): notes are
+# sentences the reader must see (why a value is inf, what a column is relative to, a row
+# left out): appended to the table's caption, a "notes" list in JSON, stderr with --csv
+
+
+def _auto(acc, args, direction: str):
+    """(value, caption suffix) of method auto: which method answered goes in the header."""
+    from . import auto
+    from ._inputs import check_delta_g, check_eps_g, mechanisms
+
+    e, d, c = _multiset(acc)
+    m = mechanisms(e, d, None, c)
+    opts = _options(args, "auto")
+    if direction == "eps":
+        value, how = auto.resolve_epsilon(m, check_delta_g(args.delta_g), **opts)
+    else:
+        value, how = auto.resolve_delta(m, check_eps_g(args.eps_g), **opts)
+    return value, f"; method auto: {how}"
+
+
+def _cmd_epsilon(args):
+    acc = _mechanisms(args)
+    how = ""
+    if args.method == "auto" and acc.k:
+        value, how = _auto(acc, args, "eps")
+    else:
+        value = acc.get_epsilon(args.delta_g, method=args.method, **_options(args, args.method))
+    notes = [_unattainable(acc, args.delta_g, args.method)] if value == math.inf else []
+    return _describe(acc) + how, ["method", "delta_g", "eps_g"], [[args.method, args.delta_g, value]], notes
+
+
+def _cmd_delta(args):
+    acc = _mechanisms(args)
+    how = ""
+    if args.method == "auto" and acc.k:
+        value, how = _auto(acc, args, "delta")
+    else:
+        value = acc.get_delta(args.eps_g, method=args.method, **_options(args, args.method))
+    return _describe(acc) + how, ["method", "eps_g", "delta_g"], [[args.method, args.eps_g, value]]
+
+
+def _cmd_bounds(args):
+    acc = _mechanisms(args)
+    opts = _options(args, "approx")
+    notes = []
+    if args.delta_g is not None:
+        b = acc.bounds(delta_g=args.delta_g, **opts)
+        cols, row = ["delta_g", "eps_g_lower", "eps_g_upper", "gap"], [args.delta_g, b.lower, b.upper, _gap(b)]
+        if b.upper == math.inf:
+            notes.append(_unattainable(acc, args.delta_g, "approx"))
+    else:
+        b = acc.bounds(eps_g=args.eps_g, **opts)
+        cols, row = ["eps_g", "delta_g_lower", "delta_g_upper", "gap"], [args.eps_g, b.lower, b.upper, _gap(b)]
+    return _describe(acc) + "; certified: lower <= optimum <= upper", cols, [row], notes
+
+
+def _cmd_compare(args):
+    import optcomp
+
+    from ._inputs import check_delta_g, check_eps_g
+    from .lattice import ApproxTooCostly
+    from .optimal import ExactTooLarge
+
+    acc = _mechanisms(args)
+    methods = args.methods or list(_THEOREMS)
+    for m in methods:
+        if m not in METHOD_INFO:
+            raise UsageError(f"--methods: unknown method {m!r} (choose from {', '.join(METHODS)})")
+    opts = _options(args)
+    for key in opts:
+        if not any(key in METHOD_INFO[m].options for m in methods):
+            raise UsageError(f"--{key.replace('_', '-')} applies to none of the methods compared")
+    by_eps = args.delta_g is not None
+    target = check_delta_g(args.delta_g) if by_eps else check_eps_g(args.eps_g)
+    e, d, c = _multiset(acc)
+    rows, notes = [], {}
+    for m in methods:
+        mine = {key: v for key, v in opts.items() if key in METHOD_INFO[m].options}
+        lower = None
+        try:
+            if m == "approx" and mine.get("algorithm", "fast") == "fast":
+                bo = {key: v for key, v in mine.items() if key != "algorithm"}
+                b = (optcomp.epsilon_bounds(e, d, counts=c, delta_g=target, **bo) if by_eps
+                     else optcomp.delta_bounds(e, d, counts=c, eps_g=target, **bo))
+                lower, value = b.lower, b.upper
+            elif by_eps:
+                value = acc.get_epsilon(target, method=m, **mine)
+            else:
+                value = acc.get_delta(target, method=m, **mine)
+        except (ExactTooLarge, ApproxTooCostly) as exc:
+            value, notes[m] = None, _one_line(exc)
+        rows.append([m, value, lower, _theorem(m, mine.get("algorithm", "fast"))])
+    # the ratio column is relative to the optimum; without it, to approx's certified upper
+    # bound, and then named so
+    ref = next(((r[0], r[1]) for r in rows if r[0] == "optimal" and r[1] is not None), None)
+    if ref is None:
+        ref = next(((r[0], r[1]) for r in rows if r[0] == "approx" and r[1] is not None), None)
+    name = "eps_g" if by_eps else "delta_g"
+    out = []
+    for m, value, lower, theorem in rows:
+        certified = value is not None and math.isfinite(value) and (by_eps or value < 1.0)
+        ratio = value / ref[1] if certified and ref is not None and ref[1] != 0.0 else None
+        out.append([m, value, lower, ratio, theorem] + ([notes.get(m, "")] if notes else []))
+    ratio_col = "vs_approx" if ref is not None and ref[0] == "approx" else "vs_optimal"
+    cols = ["method", name, "certified_lower", ratio_col, "theorem"] + (["note"] if notes else [])
+    caption = f"{_describe(acc)}; {name} at {'delta_g' if by_eps else 'eps_g'} = {target!r}"
+    why = []
+    if ratio_col == "vs_approx":
+        why.append(f"vs_approx: ratio to approx's certified upper bound (method optimal "
+                   f"{'gave no value' if 'optimal' in methods else 'not compared'}), not to the optimum")
+    elif ref is None:
+        why.append("vs_optimal left empty: neither optimal nor approx gave a value")
+    if by_eps and any(r[1] == math.inf for r in rows):
+        why.append(_unattainable(acc, target))
+    return caption, cols, out, why
+
+
+def _cmd_split(args):
+    from . import calibrate
+
+    if (args.k is None) == (args.weights is None):
+        raise UsageError("give the queries with --k (identical) or --weights (relative budgets), exactly one")
+    if args.count is not None and args.weights is None:
+        raise UsageError("--count goes with --weights (the number of queries of each weight)")
+    if args.weights is not None:
+        method = args.method or "optimal"
+        opts = _options(args, method)
+        counts = args.count or [1] * len(args.weights)
+        if len(counts) != len(args.weights):
+            raise UsageError(f"--count has {len(counts)} items but --weights has {len(args.weights)}")
+        c = calibrate.largest_scale(args.weights, args.eps_g, args.delta_g, delta=args.delta, counts=counts,
+                                    method=method, progress=sys.stderr.isatty(), **opts)
+        s = calibrate._check_sensitivity(args.sensitivity)
+        rows = []
+        for w, n in zip(args.weights, counts):
+            eps = c * w
+            scale = s / eps if eps > 0 and math.isfinite(s / eps) else None
+            rows.append([w, n, eps, args.delta, scale, None if scale is None else math.sqrt(2.0) * scale])
+        k = sum(counts)
+        caption = (f"{k} queries within (eps_g={args.eps_g!r}, delta_g={args.delta_g!r}) under {method}: "
+                   f"eps_i = c * weight_i, c = {c!r}")
+        return caption, ["weight", "count", "eps", "delta", "laplace_scale", "laplace_std"], rows
+    methods = (args.method,) if args.method else calibrate.TABLE_METHODS
+    opts = _options(args, args.method) if args.method else _options(args)
+    if not args.method:
+        for key in opts:
+            if not any(key in METHOD_INFO[m].options for m in methods):
+                raise UsageError(f"--{key.replace('_', '-')} applies to none of {', '.join(methods)}")
+    table = calibrate.noise_table(args.k, args.eps_g, args.delta_g, sensitivity=args.sensitivity, delta=args.delta,
+                                  methods=methods, recipe=args.method is None, progress=sys.stderr.isatty(), **opts)
+    cols = ["method", "eps", "delta", "laplace_scale", "laplace_std", "noise_vs_optimal", "theorem"]
+    rows = [[r.method, r.eps, r.delta, r.laplace_scale, r.laplace_std, r.vs_optimal,
+             _theorem(r.method, opts.get("algorithm", "fast")) if r.method in METHOD_INFO else r.theorem]
+            for r in table]
+    caption = (f"{args.k} queries within (eps_g={args.eps_g!r}, delta_g={args.delta_g!r}), sensitivity "
+               f"{args.sensitivity!r}: largest certified per-query (eps, delta), Laplace noise per query")
+    if any(r.laplace_scale is None for r in table):
+        caption += "; '-': the method certifies no positive per-query eps within this budget"
+    notes = []
+    if args.method is None and not any(r.method == "kov_cor4.1" for r in table):
+        notes.append(f"no kov_cor4.1 row: KOV Cor. 4.1 holds only for 0 < eps_g <= 0.9 and delta_g > 0 "
+                     f"(here eps_g = {args.eps_g!r}, delta_g = {args.delta_g!r})")
+    return caption, cols, rows, notes
+
+
+def _cmd_curve(args):
+    from .curves import privacy_curve
+
+    acc = _mechanisms(args)
+    e, d, c = _multiset(acc)
+    curve = privacy_curve(e, d, counts=c, eps_g=args.eps_g, num=args.num, method=args.method,
+                          num_alpha=args.num_alpha, **_options(args, args.method))
+    if args.tradeoff:
+        rows = [[a, b, u] for a, b, u in zip(curve.alpha.tolist(), curve.beta.tolist(), curve.beta_upper.tolist())]
+        return (f"{_describe(acc)}; privacy region certified by {args.method}: P_MD >= beta(P_FA = alpha)",
+                ["alpha", "beta", "beta_upper"], rows)
+    if curve.delta_lower is not None:
+        rows = [list(r) for r in zip(curve.eps_g.tolist(), curve.delta_lower.tolist(), curve.delta.tolist())]
+        cols = ["eps_g", "delta_lower", "delta"]
+    else:
+        rows = [list(r) for r in zip(curve.eps_g.tolist(), curve.delta.tolist())]
+        cols = ["eps_g", "delta"]
+    return f"{_describe(acc)}; delta(eps_g) certified by {args.method}", cols, rows
+
+
+def _cmd_methods(args):
+    rows = [[m.name, ",".join(m.options) or None, _theorem(m.name, None)] for m in METHOD_INFO.values()]
+    return "composition theorems (--method NAME)", ["method", "options", "theorem"], rows
+
+
+_COMMANDS = {"epsilon": _cmd_epsilon, "delta": _cmd_delta, "bounds": _cmd_bounds, "compare": _cmd_compare,
+             "split": _cmd_split, "curve": _cmd_curve, "methods": _cmd_methods}
+
+
+# ----------------------------------------------------------------------------------- output
+
+
+def _number(x) -> str:
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return repr(x)
+    return str(x)
+
+
+def _render(command: str, caption: str, columns, rows, fmt: str, notes=()) -> str:
+    """The output text; ``notes`` go into the caption (table) or a "notes" list (JSON); with
+    --csv :func:`main` writes them on stderr.  NaN is never printed: no value (null, an empty
+    CSV field, '-')."""
+    rows = [[None if isinstance(v, float) and math.isnan(v) else v for v in r] for r in rows]
+    if fmt == "json":
+        import json
+
+        def cell(x):
+            if isinstance(x, float) and not math.isfinite(x):
+                return _number(x)  # JSON has no infinity: the string "inf"
+            return x
+
+        data = {"command": command, "rows": [{c: cell(v) for c, v in zip(columns, r)} for r in rows]}
+        if notes:
+            data["notes"] = list(notes)
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow(["" if v is None else _number(v) for v in r])
+        return buf.getvalue()
+    cells = [list(columns)] + [["-" if v is None else _number(v) for v in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    caption = "; ".join([caption, *notes]) if caption else "; ".join(notes)
+    lines = [f"# {caption}"] if caption else []
+    for row in cells:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser()
+    if not argv:
+        sys.stderr.write(parser.format_help())
+        return 2
+    args = parser.parse_args(argv)
+    if args.command is None:  # only options such as --json before the command
+        parser.error("a command is required")
+    fmt = "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) else "table"
+    try:
+        caption, columns, rows, *rest = _COMMANDS[args.command](args)
+        notes = [n for n in (rest[0] if rest else ()) if n]
+        text = _render(args.command, caption, columns, rows, fmt, notes)
+    except (UsageError, ValueError, TypeError, OverflowError) as exc:
+        sys.stderr.write(_short(f"{PROG} {args.command}: error: {_one_line(exc)}") + "\n")
+        return 2
+    except MemoryError:
+        sys.stderr.write(f"{PROG} {args.command}: error: out of memory\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG} {args.command}: interrupted\n")
+        return 130
+    try:
+        if fmt == "csv":  # CSV has no place for them
+            for note in notes:
+                sys.stderr.write(f"{PROG} {args.command}: note: {note}\n")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `optcomp curve ... | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
