@@ -29,7 +29,7 @@ import numpy as np
 
 import optcomp
 
-from ._inputs import MAX_K, ParameterTypeError, _integer, check_delta_g, check_eps_g
+from ._inputs import MAX_K, ParameterTypeError, check_count, check_delta_g, check_eps_g
 
 __all__ = ["Accountant"]
 
@@ -51,8 +51,8 @@ def _check_pair(eps, delta) -> tuple[float, float]:
 
 def _check_count(count) -> int:
     """count: an integer in [1, 10^12]; an integral float (2.0, 1e6) is accepted, as for
-    ``k``/``counts`` everywhere (``_inputs._integer``)."""
-    return _integer("count", count, 1, MAX_K)
+    ``k``/``counts`` everywhere (``_inputs.check_count``)."""
+    return check_count(count)
 
 
 def _check_total(held: int, n: int, what: str) -> None:
