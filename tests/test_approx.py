@@ -28,6 +28,8 @@ from hypothesis import strategies as st
 
 import optcomp
 from optcomp import approx, lattice
+from optcomp._lattice import passes, tree
+from optcomp import _cgf
 from optcomp import optimal as opt
 from optcomp._inputs import mechanisms
 from optcomp.loss import residual_target, solve_lower
@@ -224,7 +226,7 @@ def test_refinement_and_garbling_bracket_H_everywhere(seed):
     top = float(np.sum(eps))
     for h in (2.0**-2, 2.0**-5, 1.5 * 2.0**-7, 2.0**-9, 3.0 * 2.0**-11):
         for theta in (0.0, 0.7, 5.0):
-            lp = lattice.lattice_pass(eps, h, theta)
+            lp = passes.lattice_pass(eps, h, theta)
             for x in np.linspace(0.0, top, 13):
                 lo, hi = lp.excess_bounds(float(x))
                 ref = mp_H(atoms, x)
@@ -233,10 +235,10 @@ def test_refinement_and_garbling_bracket_H_everywhere(seed):
 
 def test_bracket_shrinks_like_h_squared():
     eps = np.random.default_rng(5).uniform(0.05, 0.2, 200)
-    theta = lattice.tilt_for(eps, lattice.chernoff_guess(eps, 1e-6))
+    theta = _cgf.tilt_for(eps, _cgf.chernoff_guess(eps, 1e-6))
     gaps = []
     for j in (6, 7, 8, 9):
-        b = lattice.lattice_pass(eps, 2.0**-j, theta).epsilon_bounds(1e-6, 1e-6)
+        b = passes.lattice_pass(eps, 2.0**-j, theta).epsilon_bounds(1e-6, 1e-6)
         gaps.append(b.gap)
     ratios = [gaps[i] / gaps[i + 1] for i in range(3)]
     assert all(2.5 < r < 6.5 for r in ratios), ratios  # second order: ~4 per halving
@@ -246,7 +248,7 @@ def test_residues_are_exact():
     rng = np.random.default_rng(8)
     x = np.concatenate([rng.uniform(0, 3, 2000), 2 * rng.uniform(0, 3, 2000), [0.0, 5e-324, 1e-300, 0.75, 1.5, 3.0]])
     for h in (2.0**-3, 1.5 * 2.0**-9, 2.0**-20, 3.0 * 2.0**-30):
-        n, r = lattice._residues(x, h)
+        n, r = passes._residues(x, h)
         for xi, ni, ri in zip(x[::37], n[::37], r[::37]):
             assert Fraction(float(xi)) == Fraction(h) * int(ni) + Fraction(float(ri))
             assert 0 <= ri < h
@@ -260,7 +262,7 @@ def test_fft_tree_error_bound_against_long_double():
         for i, w in enumerate(widths):
             v = rng.random(w) ** 8  # magnitudes spread over many orders
             X[0, i, :w] = v / v.sum()
-        root, w, off, E = lattice._fft_tree([(X.copy(), widths, np.arange(k), np.zeros((1, k)))], 1)
+        root, w, off, E = tree._fft_tree([(X.copy(), widths, np.arange(k), np.zeros((1, k)))], 1)
         ref = np.array([1.0], dtype=np.longdouble)
         for i in range(k):
             ref = np.convolve(ref, X[0, i, : widths[i]].astype(np.longdouble))
@@ -282,7 +284,7 @@ def test_fft_tree_small_case_against_exact_fractions():
     X = np.zeros((1, 3, 3))
     for i, r in enumerate(rows):
         X[0, i, : len(r)] = [float(v) for v in r]
-    root, w, _, E = lattice._fft_tree([(X, widths, np.zeros(3, int), np.zeros((1, 3)))], 1)
+    root, w, _, E = tree._fft_tree([(X, widths, np.zeros(3, int), np.zeros((1, 3)))], 1)
     for got, want in zip(root[0], exact_conv):
         assert abs(Fraction(float(got)) - want) <= Fraction(float(E[0])) + Fraction(1, 10**16)
 

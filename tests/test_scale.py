@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 import optcomp
 from optcomp import approx, lattice
+from optcomp._lattice import commensurable, grouped, tree
+from optcomp import _cgf
 from optcomp._inputs import mechanisms
 from optcomp.loss import residual_target
 
@@ -97,7 +99,7 @@ def rational_lattice_dp(n, counts, u: Fraction):
 
 def bounds_of(eps, counts, delta_g, **kw):
     m = mechanisms(np.asarray(eps, dtype=float), 0.0, None, np.asarray(counts))
-    b = lattice.commensurable_bounds(m, residual_target(m, delta_g), residual_target(m, delta_g, round_up=True), **kw)
+    b = commensurable.commensurable_bounds(m, residual_target(m, delta_g), residual_target(m, delta_g, round_up=True), **kw)
     return m, b
 
 
@@ -105,27 +107,27 @@ def bounds_of(eps, counts, delta_g, **kw):
 
 
 def test_common_unit_of_decimals():
-    cu = lattice.common_unit(np.array([0.05, 0.1, 0.25]), np.array([1, 1, 1]))
+    cu = commensurable.common_unit(np.array([0.05, 0.1, 0.25]), np.array([1, 1, 1]))
     assert cu.unit == Fraction(1, 20) and cu.n.tolist() == [1, 2, 5]
-    cu = lattice.common_unit(np.array([0.001, 0.137, 0.2]), np.array([3, 1, 2]))
+    cu = commensurable.common_unit(np.array([0.001, 0.137, 0.2]), np.array([3, 1, 2]))
     assert cu.unit == Fraction(1, 1000) and cu.n.tolist() == [1, 137, 200]
     assert cu.points == 3 * 1 + 137 + 2 * 200 + 1 + (3 + 137 + 400)  # 2 sum c n + 1
-    cu = lattice.common_unit(np.array([40.0, 0.5]), np.array([1, 7]))
+    cu = commensurable.common_unit(np.array([40.0, 0.5]), np.array([1, 7]))
     assert cu.unit == Fraction(1, 2) and cu.n.tolist() == [80, 1]
 
 
 def test_common_unit_refuses_reals_and_huge_lattices():
     rng = np.random.default_rng(1)
-    assert lattice.common_unit(np.sort(rng.uniform(0.05, 0.2, 20)), np.ones(20, dtype=np.int64)) is None
-    assert lattice.common_unit(np.array([math.pi / 10]), np.array([1])) is None
-    assert lattice.common_unit(np.array([1e-9, 0.1]), np.array([1, 1])) is None  # denominator > 10^6
+    assert commensurable.common_unit(np.sort(rng.uniform(0.05, 0.2, 20)), np.ones(20, dtype=np.int64)) is None
+    assert commensurable.common_unit(np.array([math.pi / 10]), np.array([1])) is None
+    assert commensurable.common_unit(np.array([1e-9, 0.1]), np.array([1, 1])) is None  # denominator > 10^6
     # 10^6 mechanisms at step 0.001: 2.5e8 points > max_points
-    assert lattice.common_unit(np.array([0.1, 0.15]), np.array([10**6, 10**6]), max_points=2**23) is None
+    assert commensurable.common_unit(np.array([0.1, 0.15]), np.array([10**6, 10**6]), max_points=2**23) is None
 
 
 def test_unit_instances_bracket_every_eps():
-    cu = lattice.common_unit(np.array([0.05, 0.15, 0.35, 0.7]), np.array([1, 1, 1, 1]))
-    u_hi, u_lo = lattice._unit_instances(cu)
+    cu = commensurable.common_unit(np.array([0.05, 0.15, 0.35, 0.7]), np.array([1, 1, 1, 1]))
+    u_hi, u_lo = commensurable._unit_instances(cu)
     for e, n in zip(cu.eps.tolist(), cu.n.tolist()):
         assert Fraction(u_lo) * n <= Fraction(e) <= Fraction(u_hi) * n
     assert (u_hi - u_lo) <= 4 * 2.0**-52 * u_hi
@@ -170,7 +172,7 @@ def test_commensurable_against_rational_lattice_dp(n, counts, u, delta_g):
     assert b.gap <= 1e-9 * b.upper
     # delta direction at the answer and at points between/on atoms
     for x in (float(ref), float(Fraction(3) * u * n[0]), float(ref) * 0.9, 0.0):
-        lo, hi = lattice.commensurable_excess_bounds(m, x)
+        lo, hi = commensurable.commensurable_excess_bounds(m, x)
         H = mp_H(atoms, x)
         assert lo <= H <= hi
         assert hi - lo <= 1e-9 * hi + 1e-300
@@ -196,7 +198,7 @@ def test_commensurable_random_decimals_never_below(digits, raw, counts, log_delt
     ref = mp_optcomp_atoms(atoms, delta_g)
     assert b.lower <= ref <= b.upper
     assert b.gap <= 1e-9 * max(b.upper, 1e-12)
-    lo, hi = lattice.commensurable_excess_bounds(m, float(ref) * 0.97)
+    lo, hi = commensurable.commensurable_excess_bounds(m, float(ref) * 0.97)
     H = mp_H(atoms, float(ref) * 0.97)
     assert lo <= H <= hi
 
@@ -251,9 +253,9 @@ def test_long_double_tree_error_bound_holds():
                     new[i + j] += a * bb
         exact = new
     widths = np.array([r.size for r in rows], dtype=np.int64)
-    blocks = lattice._row_blocks([(r,) for r in rows], widths, np.zeros(len(rows), dtype=np.int64),
+    blocks = tree._row_blocks([(r,) for r in rows], widths, np.zeros(len(rows), dtype=np.int64),
                                  np.zeros((1, len(rows))))
-    root, w, off, E = lattice._fft_tree(blocks, 1, dtype=np.longdouble)
+    root, w, off, E = tree._fft_tree(blocks, 1, dtype=np.longdouble)
     assert w == len(exact) and off == 0
     err = max(abs(Fraction(float(np.float64(v))) - e) for v, e in zip(root[0].astype(np.longdouble), exact))
     assert err <= Fraction(float(E[0])) + Fraction(2.0**-53)  # + the float64 view of each entry
@@ -356,13 +358,13 @@ def test_grouped_pass_brackets_H_everywhere(case, monkeypatch):
     eps, counts = eps[order], counts[order]
     atoms = mp_group_atoms(eps, counts)
     top = float(np.sum(eps * counts))
-    monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
-    monkeypatch.setattr(lattice, "PARALLEL_LEAVES", 2)  # two halves merged at the root, whenever 2+ leaves
-    xs = np.concatenate([np.linspace(0.0, top, 9), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
+    monkeypatch.setattr(grouped, "CHUNK_POINTS", 64)
+    monkeypatch.setattr(grouped, "PARALLEL_LEAVES", 2)  # two halves merged at the root, whenever 2+ leaves
+    xs = np.concatenate([np.linspace(0.0, top, 9), [float(_cgf.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
     ref = mp_H_many(atoms, xs)
     for h in (2.0**-4, 1.5 * 2.0**-8, 15 * 2.0**-13, 13 * 2.0**-14, 2.0**-11):  # steps m 2^j, m <= 15
         for theta, log_slack in ((0.0, math.log(1e-12)), (0.8, math.log(1e-300 * 2.0**-40)), (4.0, -30.0)):
-            lp = lattice.grouped_pass(eps, counts, h, theta, log_slack, 1)
+            lp = grouped.grouped_pass(eps, counts, h, theta, log_slack, 1)
             for x, r in zip(xs, ref):
                 lo, hi = lp.excess_bounds(float(x))
                 assert mp.mpf(lo) <= r <= mp.mpf(hi), (h, theta, float(x), lo, float(r), hi)
@@ -375,9 +377,9 @@ def test_halves_in_threads_are_the_sequential_tree(monkeypatch):
     rng = np.random.default_rng(5)
     eps = np.sort(rng.uniform(0.05, 0.2, 1500))
     counts = np.ones(eps.size, dtype=np.int64)
-    assert len(lattice.leaf_plan(eps, counts)) >= lattice.PARALLEL_LEAVES
-    a = lattice.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, 1)
-    b = lattice.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
+    assert len(grouped.leaf_plan(eps, counts)) >= grouped.PARALLEL_LEAVES
+    a = grouped.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, 1)
+    b = grouped.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
     for u, v in ((a.upper.loss, b.upper.loss), (a.upper.p0, b.upper.p0), (a.lower_loss, b.lower_loss),
                  (a.lower_p0, b.lower_p0)):
         assert np.array_equal(u, v)
@@ -390,10 +392,10 @@ def test_halves_in_threads_are_the_sequential_tree(monkeypatch):
             raise MemoryError("leaf")
         yield from real(plan, *args)
 
-    real = lattice._leaves
-    monkeypatch.setattr(lattice, "_leaves", failing)
+    real = grouped._leaves
+    monkeypatch.setattr(grouped, "_leaves", failing)
     with pytest.raises(MemoryError, match="leaf"):
-        lattice.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
+        grouped.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
 
 
 @pytest.mark.parametrize("delta_g", [1e-3, 1e-12, 1e-300])
@@ -432,18 +434,18 @@ def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
     counts = np.array(counts, dtype=np.int64)
     order = np.argsort(eps)
     eps, counts = eps[order], counts[order]
-    monkeypatch.setattr(lattice, "LEAF_SLICE_ATOMS", 3000)  # several slices per run
-    plan = lattice.leaf_plan(eps, counts)
+    monkeypatch.setattr(grouped, "LEAF_SLICE_ATOMS", 3000)  # several slices per run
+    plan = grouped.leaf_plan(eps, counts)
     atoms = mp_group_atoms(eps, counts)
     top = float(np.sum(eps * counts))
-    xs = np.concatenate([np.linspace(0.0, top, 7), [float(lattice.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
+    xs = np.concatenate([np.linspace(0.0, top, 7), [float(_cgf.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
     ref = mp_H_many(atoms, xs)
     for h, theta in ((2.0**-5, 0.0), (13 * 2.0**-12, 0.7), (2.0**-9, 3.0)):
-        S = lattice._mgf_grid(theta)
-        monkeypatch.setattr(lattice, "VECTOR_LEAVES", True)
-        vec = list(lattice._leaves(plan, h, theta, -40.0, S))
-        monkeypatch.setattr(lattice, "VECTOR_LEAVES", False)
-        one = list(lattice._leaves(plan, h, theta, -40.0, S))
+        S = grouped._mgf_grid(theta)
+        monkeypatch.setattr(grouped, "VECTOR_LEAVES", True)
+        vec = list(grouped._leaves(plan, h, theta, -40.0, S))
+        monkeypatch.setattr(grouped, "VECTOR_LEAVES", False)
+        one = list(grouped._leaves(plan, h, theta, -40.0, S))
         assert len(vec) == len(one) == len(plan)
         for a, b in zip(vec, one):
             assert a[0].shape == b[0].shape and a[1] == b[1]
@@ -451,8 +453,8 @@ def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
             for u, v in zip(a[2:], b[2:]):
                 np.testing.assert_allclose(np.asarray(u, float), np.asarray(v, float), rtol=1e-13, atol=0)
         for vl in (True, False):
-            monkeypatch.setattr(lattice, "VECTOR_LEAVES", vl)
-            lp = lattice.grouped_pass(eps, counts, h, theta, math.log(1e-20), 1)
+            monkeypatch.setattr(grouped, "VECTOR_LEAVES", vl)
+            lp = grouped.grouped_pass(eps, counts, h, theta, math.log(1e-20), 1)
             for x, r in zip(xs, ref):
                 lo, hi = lp.excess_bounds(float(x))
                 assert mp.mpf(lo) <= r <= mp.mpf(hi), (vl, h, theta, float(x), lo, float(r), hi)
@@ -487,7 +489,7 @@ def test_step_grid_is_exact_and_dense():
         n = int(rng.integers(1, 2**49))
         assert Fraction(h) * n == Fraction(h * n)  # exact products
     with pytest.raises(ValueError, match="m 2\\^j"):
-        lattice.grouped_pass(np.array([0.1]), np.array([3]), 17 * 2.0**-12, 0.0, -40.0, 1)
+        grouped.grouped_pass(np.array([0.1]), np.array([3]), 17 * 2.0**-12, 0.0, -40.0, 1)
 
 
 def test_tilt_and_chernoff_guess_solve_their_equations():
@@ -500,16 +502,16 @@ def test_tilt_and_chernoff_guess_solve_their_equations():
         c = rng.integers(1, 2000, k).astype(float)
         top = float(np.sum(c * e))
         x = top * float(rng.uniform(0.0, 0.999))
-        theta = lattice.tilt_for(e, x, c)
-        if x <= lattice._cumulant_slope(e, 0.0, c):
+        theta = _cgf.tilt_for(e, x, c)
+        if x <= _cgf._cumulant_slope(e, 0.0, c):
             assert theta == 0.0
         else:
-            assert theta > 0.0 and abs(lattice._cumulant_slope(e, theta, c) - x) <= 1e-9 * top
+            assert theta > 0.0 and abs(_cgf._cumulant_slope(e, theta, c) - x) <= 1e-9 * top
         t = 10.0 ** float(rng.uniform(-300.0, -0.5))
         logt = math.log(t)
 
         def rate(th):
-            return lattice._log_mgf(e, th, c) - th * lattice._cumulant_slope(e, th, c)
+            return _cgf._log_mgf(e, th, c) - th * _cgf._cumulant_slope(e, th, c)
 
         lo, hi = 0.0, 1.0
         while rate(hi) > logt and hi < 1e6:
@@ -517,14 +519,14 @@ def test_tilt_and_chernoff_guess_solve_their_equations():
         for _ in range(80):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if rate(mid) > logt else (lo, mid)
-        ref = min(lattice._cumulant_slope(e, hi, c), top)
-        assert abs(lattice.chernoff_guess(e, t, c) - ref) <= 1e-7 * ref + 1e-12
+        ref = min(_cgf._cumulant_slope(e, hi, c), top)
+        assert abs(_cgf.chernoff_guess(e, t, c) - ref) <= 1e-7 * ref + 1e-12
 
 
 def test_group_window_tails_are_bounds():
     """The Chernoff tails of a group's window bound the binomial's true tails (mpmath)."""
     for eps, c, theta in ((0.05, 5000, 0.5), (0.3, 800, 3.0), (1e-3, 6000, 0.0)):
-        j_lo, j_hi, log_lump, log_up = lattice._group_window(eps, c, theta, math.log(1e-30))
+        j_lo, j_hi, log_lump, log_up = grouped._group_window(eps, c, theta, math.log(1e-30))
         E = mp.mpf(eps)
         p = mp.e**E / (1 + mp.e**E)
         below = mp.fsum(mp.binomial(c, j) * p**j * (1 - p) ** (c - j) for j in range(0, j_lo))
@@ -564,9 +566,9 @@ def test_windows_cut_and_stay_sound_through_the_driver(delta_g, monkeypatch):
     happens), against the exact meet-in-the-middle answer of optcomp.optimal."""
     eps = [0.03 + 1e-9 * math.pi, 0.07 + 1e-9 * math.e, 0.13 + 1e-9, 0.31 + 3e-9, 0.02 + 7e-9]
     counts = [1100, 150, 120, 100, 2]
-    monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
+    monkeypatch.setattr(grouped, "CHUNK_POINTS", 64)
     cuts = []
-    real_cut = lattice._cut
+    real_cut = grouped._cut
 
     def spy(node, *a):
         w = node.rows.shape[1]
@@ -574,7 +576,7 @@ def test_windows_cut_and_stay_sound_through_the_driver(delta_g, monkeypatch):
         cuts.append(w - node.rows.shape[1])
         return out
 
-    monkeypatch.setattr(lattice, "_cut", spy)
+    monkeypatch.setattr(grouped, "_cut", spy)
     m = mechanisms(np.array(eps), 0.0, None, np.array(counts))
     b = lattice.lattice_bounds(m, delta_g, 1e-3)
     ref = optcomp.epsilon_g(eps, counts=counts, delta_g=delta_g)
@@ -593,7 +595,7 @@ def test_lattice_tighter_than_exact_path_at_1e300(monkeypatch):
     forced: the lattice brackets the 50-digit optimum in both directions."""
     eps = np.array([0.03 + 1e-9 * math.pi, 0.13 + 1e-9, 0.31 + 3e-9])
     counts = np.array([1100, 6, 4])
-    monkeypatch.setattr(lattice, "CHUNK_POINTS", 64)
+    monkeypatch.setattr(grouped, "CHUNK_POINTS", 64)
     m = mechanisms(eps, 0.0, None, counts)
     atoms = mp_group_atoms(eps, counts)
     true = mp_optcomp_atoms(atoms, 1e-300)

@@ -1,0 +1,322 @@
+r"""Exact producers (layer L3): the loss distribution of a multiset listed exactly --
+a window of one binomial (homogeneous, k up to 10^12), a product of binomials, one atom
+(every eps 0 or >= BIG_EPS) -- with its masses' error bounds, and the bracket functions
+the lattice driver calls before any lattice (:func:`exact_epsilon_bounds`,
+:func:`exact_excess_bounds`).  Never searches: the drivers choose."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+
+from .._binomial import binomial_log_pmf, binomial_masses
+from .._inputs import Mechanisms
+from .._rounding import TINY, UNIT, down, exact_dir, up
+from ..loss import LossDistribution, WindowTooNarrow, solve_segments
+
+
+_TAIL = 2.0**-50  # truncated tails are kept below this fraction of the target (a 1e-15 relative effect)
+
+
+BIG_EPS = 800.0  # a mechanism with eps >= this has P0[s = -1] <= e^-800: a deterministic +eps
+
+
+def _to_float(x: Fraction, up: bool) -> float:
+    """A Fraction to the float on the requested side (+-inf beyond the float range)."""
+    return exact_dir(x, up)
+
+
+def _split_groups(m: Mechanisms):
+    """((eps, count) groups with 0 < eps < BIG_EPS, exact shift sum of the big ones, slack).
+
+    A group of c mechanisms with eps >= BIG_EPS puts all but P0[some s_i = -1] <= c e^-eps
+    of its mass at the single loss c eps (a shift of the whole distribution); that mass is
+    charged as slack (upper bounds) or dropped (lower bounds)."""
+    e, c = m.positive()
+    big = e >= BIG_EPS
+    shift = sum((Fraction(float(x)) * int(n) for x, n in zip(e[big].tolist(), c[big].tolist())), Fraction(0))
+    slack = float(np.sum(c[big].astype(float))) * math.exp(-BIG_EPS) * 2.0 if np.any(big) else 0.0
+    return list(zip(e[~big].tolist(), [int(n) for n in c[~big].tolist()])), shift, slack
+
+
+def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = 0):
+    """Atoms m in [m_lo, m_hi] of M ~ Bin(k, p), p = e^eps/(1+e^eps): the losses
+    (2m - k) eps (floats, for display), lower and upper bounds on 2^s P0[M = m], a bound on
+    2^s P0[M > m_hi], and s (``log2_scale``; None: chosen so the largest mass is ~1).
+
+    The masses are computed in log space with rigorous-by-construction error bounds
+    (:mod:`optcomp._binomial`, checked against mpmath).  The tail bound uses that the pmf
+    ratio r(m) = (k-m)/(m+1) e^eps decreases in m: P0[M > m_hi] <= pmf(m_hi) r/(1 - r).
+    """
+    p_lo, p_up, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale)
+    loss = (2 * np.arange(m_lo, m_hi + 1, dtype=np.int64) - k).astype(float) * eps
+    return loss, p_lo, p_up, _binomial_tail(eps, k, m_hi, p_up), s
+
+
+def _binomial_tail(eps: float, k: int, m_hi: int, p_up: np.ndarray) -> float:
+    """Bound on (scaled) P0[M > m_hi]: the pmf ratio r(m) = (k-m)/(m+1) e^eps decreases in m,
+    so the tail is at most pmf(m_hi) r/(1 - r)."""
+    if m_hi >= k:
+        return 0.0
+    r = (k - m_hi) / (m_hi + 1.0) * math.exp(min(eps, 700.0))
+    return math.inf if r >= 1.0 else float(p_up[-1]) * r / (1.0 - r) * (1.0 + 1e-12)
+
+
+def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = Fraction(0),
+                    slack: float = 0.0, log2_scale: int | None = None, refine: bool = True) -> LossDistribution:
+    """The homogeneous loss distribution (plus an exact ``shift``) restricted to m in
+    [m_lo, m_hi], atoms at ``shift + (2 m - k) eps`` listed as integers m - m_lo in units of
+    2 eps (exact gaps whatever k), masses scaled by a power of two (``log2_scale``).  The
+    mass above m_hi is bounded and charged as slack (with ``slack``, an unscaled absolute
+    amount); the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
+    p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale, refine)
+    tail = _binomial_tail(eps, k, m_hi, p0)
+    fe = Fraction(eps)
+    origin = shift + fe * (2 * m_lo - k)
+    exact_from = -math.inf if m_lo == 0 else _to_float(shift + fe * (2 * (m_lo - 1) - k), True)
+    return LossDistribution(
+        np.arange(m_hi - m_lo + 1, dtype=float), p0, slack=tail + up(math.ldexp(slack, s), 1),
+        exact_from=exact_from, unit=2.0 * eps, origin=origin, p0_lower=p_lo, step=1.0, log2_scale=s,
+        exact=lambda i: origin + 2 * fe * int(i),
+    )
+
+
+def _chernoff_m(k: int, p: float, log_tail: float) -> int:
+    """The least m = ceil(k a) with the Chernoff bound exp(-k KL(a || p)) <= e^log_tail, so
+    P0[M >= m] <= e^log_tail for M ~ Bin(k, p); a log, so tails far below the float range
+    are reachable.  Up to the rounding of KL: a window heuristic, correctness never rests
+    on it -- the callers check the rigorous tail bound."""
+    log_tail = min(log_tail, math.log(0.5))
+    q = 1.0 - p
+
+    def rate(a):  # k KL(a || p), a in [p, 1]
+        r = a * math.log(a / p) if a > 0 else 0.0
+        if a < 1.0:
+            r += (1.0 - a) * math.log((1.0 - a) / q)
+        return k * r
+
+    lo, hi = p, 1.0
+    if rate(hi) < -log_tail:
+        return k
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if rate(mid) >= -log_tail:
+            hi = mid
+        else:
+            lo = mid
+    return min(k, int(math.ceil(k * hi)) + 1)
+
+
+def _homogeneous_window(eps: float, k: int, t: float):
+    """(m_floor, m_lo, m_hi): the atoms m >= m_floor have loss > 0 (m_floor - 1 does not);
+    [m_lo, m_hi] is a first guess of the window holding the root of H(x) = t and all mass
+    above it that matters: the root lies below the loss where P0[L > x] = t and above about
+    one unit of loss below where P0[L > x] = t/(1 - 1/e) (H(x) >= P0[L > x + 1](1 - 1/e)),
+    and the mass above m_hi is at most ~2^-58 t.  Widened by the callers when it is off."""
+    p = 1.0 / (1.0 + math.exp(-eps))
+    sd = math.sqrt(k * p * (1.0 - p))
+    m_floor = min(k // 2 + 1, k)  # first m with (2m - k) eps > 0
+    log_t = math.log(t) if t > 0.0 else -745.0
+    m_root = _chernoff_m(k, p, log_t + math.log(4.0))
+    # the root lies at most one unit of loss (1/(2 eps) atoms) below m_root, and in practice
+    # within a few standard deviations (a narrower first guess: the callers widen on
+    # WindowTooNarrow, so this only decides the speed -- tiny eps at k = 10^12 would
+    # otherwise list 10^7 deep-tail atoms)
+    m_lo = max(m_floor, m_root - int(math.ceil(min(1.0 / (2.0 * eps), 2.0 * k, 3.0 * sd + 64.0) + sd)) - 2)
+    m_hi = min(k, max(_chernoff_m(k, p, log_t + math.log(_TAIL * 2.0**-8)) + 2, m_lo + 64))
+    return m_floor, m_lo, m_hi
+
+
+def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fraction(0), slack: float = 0.0,
+                         upward: bool = True) -> float:
+    """Least x >= 0 with H(x) <= t for k identical mechanisms (plus an exact shift): rounded
+    up (``upward``) or a certified lower bound."""
+    m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t)
+    if shift:
+        m_floor = 0  # the shift may move negative-loss atoms above 0
+    scale = _scale_for(t)
+    while True:
+        # masses in double precision: the root moves by (relative mass error) x H / |H'|,
+        # below 1e-12 x the root wherever the masses are deep in the tail (H / |H'| is then
+        # the mean excess of the loss over x, small against x); small distributions whose
+        # root sits where H is flat are settled in 40 digits by the caller
+        dist = binomial_window(eps, k, m_lo, m_hi, shift, slack, scale, refine=False)
+        # the truncated tail against 2^-50 t, both in the window's scaled units (no underflow)
+        if _binomial_tail(eps, k, m_hi, dist.p0) > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
+            m_hi = min(k, m_hi + max(64, m_hi - m_lo))
+            continue
+        try:
+            if upward:
+                return solve_segments(dist, t)
+            x = dist.epsilon_lower(t)
+            if x > dist.exact_from or m_lo <= m_floor:
+                return x
+        except WindowTooNarrow:
+            if m_lo <= m_floor:  # pragma: no cover - the window already reaches loss <= 0
+                raise
+        m_lo = max(m_floor, m_lo - max(64, 2 * (m_hi - m_lo)))
+
+
+def _low_tail(eps: float, k: int, m_lo: int, log2_scale: int) -> float:
+    """Bound on 2^s P0[M < m_lo]: below the mode the pmf ratio pmf(m - 1)/pmf(m) =
+    m/(k - m + 1) e^-eps decreases as m does, so the lower tail is at most
+    pmf(m_lo) r/(1 - r); inf when m_lo is not below the mode."""
+    if m_lo <= 0:
+        return 0.0
+    r = m_lo / (k - m_lo + 1.0) * math.exp(-eps)
+    if r >= 1.0:
+        return math.inf
+    _, top, _ = binomial_masses(eps, k, m_lo, m_lo, log2_scale)
+    return float(top[0]) * r / (1.0 - r) * (1.0 + 1e-12)
+
+
+def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0,
+                        upward: bool = True) -> float:
+    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift).
+
+    The window starts at the first atom above x, or -- when that lies far below the bulk
+    (eps large, k huge) -- at m_cut (first guess 12 standard deviations below the mean,
+    widened while its tail exceeds 2^-50 of H), the atoms between being charged with their whole
+    mass (a geometric bound on the lower tail) for the upper bound and dropped for the
+    lower bound; it ends where the upper tail is below 2^-50 of H."""
+    # first atom strictly above x: shift + (2m - k) eps > x
+    rel = (Fraction(x) - shift) / Fraction(eps)
+    m_first = min(max(math.floor((k + rel) / 2) - 1, 0), k)
+    p = 1.0 / (1.0 + math.exp(-eps))
+    mean = k * p
+    sd = math.sqrt(k * p * (1.0 - p)) + 1.0
+    m_cut = max(m_first, int(mean - 12.0 * sd) - 64)  # widened below when its tail matters
+    near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
+    m_hi = min(k, max(m_cut + 64, _chernoff_m(k, p, near + math.log(_TAIL * 2.0**-8)) + 2))
+    while True:
+        dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
+        low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0
+        if upward:
+            dist = replace(dist, slack=dist.slack + low, exact_from=-math.inf, _cache={})
+        xx = max(x, dist.exact_from)
+        h = dist.excess(xx) if upward else dist.excess_lower(xx)
+        low_true = math.ldexp(low, -dist.log2_scale)
+        if m_cut > m_first and low_true > _TAIL * max(h, 1e-300):
+            m_cut = max(m_first, m_cut - max(64, 2 * (m_hi - m_cut)))
+            continue
+        scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
+        if m_hi >= k or dist.tail_slack() - slack - low_true <= _TAIL * max(h, 1e-300) or scale == 0.0:
+            return h
+        m_hi = min(k, m_hi + max(64, m_hi - m_cut))
+
+
+def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15):
+    """Certified (lower, upper) on eps_g from the exact producers when the multiset is one
+    group or a product of at most ``max_atoms`` atoms (else None): the float64 floor."""
+    groups, shift, slack = _split_groups(m)
+    if not groups:  # every eps_i is 0 or >= BIG_EPS: one atom at the exact shift
+        dist = _point_mass(shift, slack)
+        return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
+    if len(groups) == 1:
+        eps, n = groups[0]
+        return (_homogeneous_epsilon(eps, n, t_high, shift, slack, upward=False),
+                _homogeneous_epsilon(eps, n, t_low, shift, slack))
+    if 1 < len(groups) and _atom_count(groups) <= max_atoms:
+        dist = product_distribution(groups, shift, slack, lower=True, log2_scale=_scale_for(t_low))
+        return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
+    return None
+
+
+def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
+    """Certified (lower, upper) on H(x) from the exact producers (see
+    :func:`exact_epsilon_bounds`), or None."""
+    groups, shift, slack = _split_groups(m)
+    if not groups:  # every eps_i is 0 or >= BIG_EPS: one atom at the exact shift
+        dist = _point_mass(shift, slack)
+        return dist.excess_lower(x), dist.excess(x)
+    if len(groups) == 1:
+        eps, n = groups[0]
+        return (_homogeneous_excess(eps, n, x, shift, slack, upward=False),
+                _homogeneous_excess(eps, n, x, shift, slack))
+    if 1 < len(groups) and _atom_count(groups) <= max_atoms:
+        dist = product_distribution(groups, shift, slack, lower=True)
+        return dist.excess_lower(x), dist.excess(x)
+    return None
+
+
+def product_atoms(groups, *, lower: bool = False):
+    """All atoms of a product of binomial factors (eps, n), sorted by loss: the losses,
+    lower bounds on their masses (``None`` unless ``lower``), upper bounds (each a product
+    of len(groups) rounded factor bounds, charged 2 u per factor), and a bound on the mass
+    lost to underflow."""
+    loss, p_lo, p_up, underflow, _ = _product(groups, lower)
+    return loss, p_lo, p_up, underflow
+
+
+def _scale_for(t: float) -> int:
+    """2^s making masses near the target t about 2^-80 (masses <= 1 stay below 2^1000)."""
+    return int(min(1000, max(0, -math.ceil(math.log2(t)) - 80))) if t > 0.0 else 0
+
+
+def _product(groups, lower: bool, log2_scale: int = 0):
+    loss = np.zeros(1)
+    p_lo = np.ones(1) if lower else None
+    p_up = np.ones(1)
+    for i, (eps, n) in enumerate(groups):  # the first factor carries the 2^s scale
+        fl, flo, fup, _, _ = binomial_atoms(eps, n, 0, n, log2_scale if i == 0 else 0)
+        loss = (loss[:, None] + fl[None, :]).ravel()
+        if lower:
+            p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
+        p_up = (p_up[:, None] * fup[None, :]).ravel()
+    order = np.argsort(loss, kind="stable")
+    products = 2.0 * len(groups) * UNIT
+    if lower:
+        p_lo = p_lo[order] * (1.0 - products)
+    p_up = p_up[order] * (1.0 + products)
+    underflow = TINY * int(np.count_nonzero(p_up < 1e-300))  # products may underflow
+    return loss[order], p_lo, p_up, underflow, order
+
+
+def _position_error(groups) -> float:
+    """Bound on |float loss - exact loss| of the atoms built by :func:`_product`: each factor
+    loss (2m - n) eps is one rounding, each of the len(groups) - 1 sums another."""
+    total = sum(n * e for e, n in groups)
+    return 2.0 * (len(groups) + 1) * UNIT * total * (1.0 + 1e-12)
+
+
+def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0.0, *, lower: bool = False,
+                         log2_scale: int = 0, product=None) -> LossDistribution:
+    """The full product-of-binomials distribution (plus an exact shift) with exact atom
+    positions on demand (each atom's (m_1, ..., m_g) is recovered from the sort order),
+    masses scaled by 2^log2_scale (``slack`` is unscaled); ``product``: the output of
+    :func:`_product` for these arguments, when the caller has it already."""
+    loss, p_lo, p_up, underflow, order = product if product is not None else _product(groups, lower, log2_scale)
+    unshifted = _exact_positions(groups, order)
+
+    def exact(i: int) -> Fraction:
+        return shift + unshifted(i)
+
+    return LossDistribution(loss, p_up, slack=underflow + (up(math.ldexp(slack, log2_scale), 1) if slack else 0.0),
+                            origin=shift, pos_err=_position_error(groups), exact=exact, p0_lower=p_lo,
+                            log2_scale=log2_scale)
+
+
+def _atom_count(groups) -> int:
+    return math.prod(n + 1 for _, n in groups)
+
+
+def _point_mass(shift: Fraction, slack: float) -> LossDistribution:
+    """The loss distribution of mechanisms that are all eps = 0 or eps >= BIG_EPS: one atom
+    at the exact ``shift`` with mass <= 1 and >= 1 - slack (the rest, <= slack, at +inf)."""
+    return LossDistribution(np.zeros(1), np.ones(1), slack=slack, origin=shift,
+                            p0_lower=np.array([max(0.0, down(1.0 - slack, 1))]))
+
+
+def _exact_positions(groups, order):
+    """A callable giving the exact (rational) loss of atom i of :func:`_product`'s listing."""
+    shape = [n + 1 for _, n in groups]
+    fe = [(Fraction(e), n) for e, n in groups]
+
+    def exact(i: int) -> Fraction:
+        idx = np.unravel_index(int(order[i]), shape)
+        return sum((f * (2 * int(mi) - n) for (f, n), mi in zip(fe, idx)), Fraction(0))
+
+    return exact

@@ -1,0 +1,153 @@
+r"""One lattice pass (layer L3): :class:`LatticePass`, the certified upper (refined) and
+lower (garbled) loss distributions a producer hands to the drivers, and
+:func:`lattice_pass`, the per-mechanism construction (kept as the tests' reference; the
+grouped producer of :mod:`optcomp._lattice.grouped` generalises it)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_expit
+
+from .._rounding import TINY, UNIT
+from .._types import Bounds
+from ..loss import LossDistribution, excess_lower, solve_lower, solve_segments
+from .tree import _fft_tree, _leaf_blocks, _tilted_leaves
+
+
+@dataclass
+class LatticePass:
+    """One lattice computation at step ``h`` (see :func:`lattice_pass`)."""
+
+    h: float
+    theta: float
+    upper: LossDistribution  # P0 atoms (loss > 0) of the refined experiment
+    lower_loss: np.ndarray  # sorted losses (> 0) of the garbled experiment T
+    lower_p0: np.ndarray  # their P0 masses (lower bounds)
+    points: int  # lattice points of the composed distribution
+
+    def epsilon_bounds(self, t_low: float, t_high: float) -> Bounds:
+        upper = solve_segments(self.upper, t_low)
+        lower = solve_lower(self.lower_loss, self.lower_p0, t_high)
+        return Bounds(lower, upper)
+
+    def excess_bounds(self, x: float) -> tuple[float, float]:
+        return excess_lower(self.lower_loss, self.lower_p0, x), self.upper.excess(x)
+
+
+def _residues(x: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """Integers n and residues r with x = h n + r, 0 <= r < h, all exact.
+
+    h = m 2^j with an integer m <= 15 and |n| < 2^49, so h n is exact; r = x - h n
+    is then exact by Sterbenz's lemma (h n >= x/2 when x >= h; n in {0, 1} otherwise).  The
+    float floor(x/h) may be off by one next to an integer: corrected on the exact r."""
+    n = np.floor(x / h)
+    r = x - h * n
+    low = r < 0.0
+    n[low] -= 1.0
+    high = r >= h
+    n[high] += 1.0
+    r = x - h * n
+    return n, r
+
+
+def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> LatticePass:
+    """Certified upper- and lower-bound loss distributions of sum_i s_i eps_i on the lattice of
+    step ``h`` (h = m 2^j with an integer m <= 15, so every residue below is exact).
+
+    Mechanism i (eps_i > 0; p_i = e^{eps_i}/(1 + e^{eps_i}) = P0[s_i = +], q_i = 1 - p_i)
+    lives on the shifted lattice c_i + hZ with c_i = eps_i - h floor(eps_i/h): its atom
+    +eps_i is a lattice point; -eps_i = c_i + h (n_i - m_i - g_i) with
+    2 eps_i / h = m_i + g_i (m_i integer, 0 <= g_i < 1) lies between the neighbours
+    lo = c_i + h(n_i - m_i - 1) and hi = lo + h.  The sum lives on (sum c_i) + hZ.
+
+    Upper (refinement): -eps_i is split under P1 (mass p_i) into hi with probability
+    pi_i = expm1(h(1 - g_i))/expm1(h) and lo with 1 - pi_i, chosen so that
+    E_P1[e^{L_i}] = 1 is kept (e^{-eps_i} = (1 - pi) e^{lo} + pi e^{hi}); the P0 masses are
+    the P1 masses times e^{loss}: q (1 - pi) e^{-h(1-g)} at lo, q pi e^{hg} at hi, p at
+    +eps_i.  Forgetting the split gives back the original pair, so the refined pair is
+    more informative and its hockey-stick curve dominates: H_true(x) <= H_upper(x) for
+    every x.
+
+    Lower (garbling): T_i(+) = +eps_i, T_i(-) = the nearer of lo/hi; the pushforwards
+    P0 o T^-1 and P1 o T^-1 have hockey-stick curve H_T(x) <= H_true(x) for every x.
+    Their atoms t become privacy-loss atoms ell_t = log(P0_T(t)/P1_T(t)) with mass
+    P0_T(t), which (after sorting) is the form every solver here takes.
+    """
+    k = e.size
+    mm, hg = _residues(2.0 * e, h)  # 2 eps = h m + hg, 0 <= hg < h, exactly
+    n, c = _residues(e, h)  # eps = h n + c, 0 <= c < h, exactly
+    width = (mm + 2).astype(np.int64)
+    offset = (n - mm - 1).astype(np.int64)
+    logp = log_expit(e)
+    logq = log_expit(-e)
+    lem1h = math.log(math.expm1(h))
+    with np.errstate(divide="ignore"):
+        l_g = np.log(np.expm1(hg))  # -inf when hg == 0 (then -eps_i is a lattice point)
+    l_1g = np.log(np.expm1(h - hg))  # h - hg: relative rounding error <= u, charged below
+    up_lo = logq + l_g - lem1h
+    up_hi = logq + l_1g - lem1h + hg
+    mag_p, mag_q = np.abs(logp), np.abs(logq)
+    mag_lo = mag_q + np.abs(np.where(np.isfinite(l_g), l_g, 0.0)) + abs(lem1h)
+    mag_hi = mag_q + np.abs(l_1g) + abs(lem1h) + hg
+    top = width - 1
+    pos_lo = np.zeros(k, dtype=np.int64)
+    pos_hi = np.ones(k, dtype=np.int64)
+    pos_t = np.where(hg < 0.5 * h, 1, 0).astype(np.int64)
+    th = theta * h
+    w0, lz0, r0 = _tilted_leaves([pos_lo, pos_hi, top], [up_lo, up_hi, logp], [mag_lo, mag_hi, mag_p], th)
+    w1, lz1, r1 = _tilted_leaves([pos_t, top], [logq, logp], [mag_q, mag_p], th)
+    w2, lz2, r2 = _tilted_leaves([pos_t, top], [logp, logq], [mag_p, mag_q], th + h)
+    blocks = _leaf_blocks(width, offset, [list(zip([pos_lo, pos_hi, top], w0)), list(zip([pos_t, top], w1)),
+                                          list(zip([pos_t, top], w2))])
+    root, w, off, Eroot = _fft_tree(blocks, workers)
+    del blocks
+    logZ = [math.fsum(lz.tolist()) for lz in (lz0, lz1, lz2)]
+    J = np.arange(w, dtype=float)
+    thetas = (theta, theta, theta + 1.0)
+    rho = []
+    for b, rb in enumerate((r0, r1, r2)):
+        mag_w = float(np.sum(np.abs((lz0, lz1, lz2)[b]))) + abs(logZ[b]) + thetas[b] * h * w
+        rho.append(math.expm1(float(np.sum(rb)) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
+    # lattice values: C + h (off + J) with C = sum c_i correctly rounded (fsum) and
+    # h (off + J) exact (an integer times a power of two): error <= u (|loss| + |C|)
+    C = math.fsum(c.tolist())
+    loss = C + h * (np.arange(w, dtype=np.int64) + off).astype(float)
+    loss_up = loss + 4.0 * UNIT * (np.abs(loss) + abs(C))
+    # ---- upper: P0 masses of the refined experiment, inflated by the error bounds
+    keep = loss_up > 0.0
+    with np.errstate(under="ignore", over="ignore"):
+        logw0 = logZ[0] - theta * h * J[keep]
+        p_up = np.exp(logw0) * (root[0, keep] + Eroot[0]) * (1.0 + rho[0])
+    np.minimum(p_up, 1.0, out=p_up)
+    # a mass that underflowed may hide up to TINY: keep it on the safe side
+    nz = p_up > 0.0
+    slack = TINY * float(np.count_nonzero(~nz))
+    upper = LossDistribution(loss_up[keep][nz], p_up[nz], slack=slack, exact_from=0.0)
+    # ---- lower: garbled experiment, P0 lowered and P1 raised by the error bounds
+    p0t = root[1] - Eroot[1]
+    ok = p0t > 0.0
+    Jk = J[ok]
+    with np.errstate(divide="ignore"):
+        log_p0 = logZ[1] - theta * h * Jk + np.log(p0t[ok]) + math.log1p(-rho[1])
+        log_p1 = logZ[2] - (theta + 1.0) * h * Jk + np.log(root[2, ok] + Eroot[2]) + math.log1p(rho[2])
+    ell = log_p0 - log_p1
+    err = 4.0 * UNIT * (np.abs(log_p0) + np.abs(log_p1) + abs(logZ[1]) + abs(logZ[2]) + (2 * theta + 1) * h * Jk + 4.0)
+    ell = ell - err
+    pos = ell > 0.0
+    # exp of a sum whose partial sums reach |logZ| + theta h J: charge their rounding
+    mag0 = abs(logZ[1]) + theta * h * Jk[pos] + np.abs(np.log(p0t[ok][pos])) + np.abs(log_p0[pos]) + 4.0
+    with np.errstate(under="ignore"):
+        p_lo = np.exp(log_p0[pos]) * (1.0 - 4.0 * UNIT * mag0)
+    ell = ell[pos]
+    order = np.argsort(ell, kind="stable")
+    return LatticePass(
+        h=h,
+        theta=theta,
+        upper=upper,
+        lower_loss=ell[order],
+        lower_p0=p_lo[order],
+        points=w,
+    )

@@ -1,0 +1,214 @@
+r"""The certified batched FFT tree (layer L3): tilted leaf rows, blocks of similar width, a
+balanced tree of real FFT convolutions with an explicit error bound per convolution (see
+:func:`_fft_tree` and :func:`_fft_error`), rows gathered into padded batches."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._rounding import UNIT
+
+
+def _fft():
+    """scipy.fft, imported on first use (it costs ~0.3 s at start-up)."""
+    import scipy.fft
+
+    return scipy.fft
+
+
+def _fft_error(N: int, unit: float = UNIT) -> float:
+    """Max-norm error factor of one FFT convolution of length N (see module docstring);
+    ``unit``: the unit roundoff of the arithmetic (2^-53, or 2^-64 for x87 long double)."""
+    return (40.0 * math.log2(max(N, 2)) + 10.0) * unit
+
+
+def _tilted_leaves(positions, logmasses, magnitudes, theta_h):
+    """Leaf masses m_a e^{theta h pos_a}, normalised per leaf.
+
+    ``magnitudes`` bound the sum of the absolute values of the terms each log-mass was
+    computed from (its absolute rounding error is a few ulps of that).  Returns
+    (weights, logZ, rho): ``weights[j][i]`` the normalised mass of atom j of leaf i,
+    ``logZ[i]`` the (float) log-normaliser of leaf i -- an exact constant from here on --
+    and ``rho[i]`` a bound on the relative error of leaf i's weights with respect to the
+    exact m_a e^{theta h pos_a - logZ[i]}."""
+    logw = [lm + theta_h * pos for pos, lm in zip(positions, logmasses)]
+    mx = np.max(np.vstack(logw), axis=0)
+    with np.errstate(under="ignore"):
+        ws = [np.exp(lw - mx) for lw in logw]
+    Z = np.zeros_like(mx)
+    for w in ws:
+        Z += w
+    ws = [w / Z for w in ws]
+    logZ = mx + np.log(Z)
+    mag = np.max(np.vstack([mg + np.abs(theta_h * pos) for pos, mg in zip(positions, magnitudes)]), axis=0)
+    rho = 8.0 * UNIT * (mag + np.abs(mx) + 8.0)
+    return ws, logZ, rho
+
+
+def _leaf_blocks(width, offset, batches, budget: int = 2**22):
+    """Scatter the leaves into blocks of similar width (sorted by width; within a block the
+    widest is at most 1.5 x the narrowest + 64): a list of (X (B, n, W), widths, offsets, E)
+    for :func:`_fft_tree`.  ``batches[b]`` is a list of (positions, weights) per atom."""
+    order = np.argsort(width, kind="stable")
+    ws = width[order]
+    blocks = []
+    start, k = 0, width.size
+    nb = len(batches)
+    while start < k:
+        end = start + 1
+        while end < k and ws[end] <= 1.5 * ws[start] + 64 and (end - start + 1) * int(ws[end]) <= budget:
+            end += 1
+        sel = order[start:end]
+        W = int(ws[end - 1])
+        X = np.zeros((nb, sel.size, W))
+        rows = np.arange(sel.size)
+        for b, atoms in enumerate(batches):
+            for pos, wt in atoms:
+                X[b, rows, pos[sel]] += wt[sel]
+        blocks.append((X, width[sel].astype(np.int64), offset[sel].astype(np.int64), np.zeros((nb, sel.size))))
+        start = end
+    return blocks
+
+
+def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_norm: bool = True):
+    """Linear convolution of all rows of the ``blocks`` (each (X (B, n, W), widths, offsets,
+    E)) along the last axis, batched over the first axis (B), by a balanced tree of FFTs
+    (scipy.fft, 5-smooth lengths).
+
+    Each level pairs the narrowest rows with the widest (so the sums have even widths), and
+    convolves the pairs in chunks of similar width (at most ``budget`` padded entries per
+    batch row and chunk), so one very wide row (a large eps_i) never forces every row to
+    its width.  ``dtype=np.longdouble`` runs the tree in x87 extended precision (unit
+    roundoff 2^-64, about 4x slower; the commensurable path uses it where the FFT error
+    charges would otherwise dominate a 1e-9 bracket).  ``max_norm=False``: the root's
+    bound stays in the 2-norm (for a root that is convolved further).
+
+    ``widths``/``offsets`` (length n) give each row's true support length and lattice
+    offset; ``E`` (B, n) bounds each row's error in the 2-norm.  Returns (root (B, width),
+    width, offset, E_root (B,)) with ``E_root`` a bound on the root's error in the *max*
+    norm.  For one convolution c = a * b of computed rows a^, b^ with true a, b:
+
+        c^ - c = (a^ - a) * b^ + a * (b^ - b) + (fl_FFT(a^ * b^) - a^ * b^),
+
+    so (Young's inequality, ||x * y||_2 <= ||x||_2 ||y||_1)
+        E_c = E_a |b^|_1 + (|a^|_1 + sqrt(w_a) E_a) E_b + F(N) (|a^|_2 |b^|_1 + |a^|_1 |b^|_2),
+    and at the root, ||x * y||_inf <= ||x||_2 ||y||_2 gives the far smaller max-norm bound
+        E_inf = E_a |b^|_2 + (|a^|_2 + E_a) E_b + F(N) (...)
+    (the error of the whole left half is smoothed by the spread-out right half).  Clipping
+    negative outputs to 0 and zeroing beyond the true width only reduce the error."""
+    nb = blocks[0][0].shape[0]
+    while True:
+        sizes = [blk[1].size for blk in blocks]
+        r = sum(sizes)
+        if r == 1:
+            Xb, wb_, ob_, Eb_ = next(blk for blk in blocks if blk[1].size == 1)
+            w = int(wb_[0])
+            return Xb[:, 0, :w], w, int(ob_[0]), Eb_[:, 0]
+        bid = np.concatenate([np.full(n, i) for i, n in enumerate(sizes)])
+        idx = np.concatenate([np.arange(n) for n in sizes])
+        w = np.concatenate([blk[1] for blk in blocks])
+        off = np.concatenate([blk[2] for blk in blocks])
+        Ecat = np.concatenate([blk[3] for blk in blocks], axis=1)
+        order = np.argsort(w, kind="stable")
+        new_blocks = []
+        if r % 2:
+            c = order[0]
+            order = order[1:]
+            src = blocks[bid[c]]
+            new_blocks.append((src[0][:, [idx[c]], : w[c]].copy(), w[[c]], off[[c]], Ecat[:, [c]]))
+        half = order.size // 2
+        ia, ib = order[:half], order[half:][::-1]  # narrowest with widest: even sums
+        wc_all = w[ia] + w[ib] - 1
+        porder = np.argsort(wc_all, kind="stable")
+        ia, ib, wc_all = ia[porder], ib[porder], wc_all[porder]
+        npairs = ia.size
+        is_root = npairs == 1 and r == 2 and max_norm
+        start = 0
+        while start < npairs:
+            end = start + 1
+            while end < npairs:
+                n_est = _fft().next_fast_len(int(wc_all[end]), real=True)
+                if wc_all[end] > 1.5 * wc_all[start] + 64 or (end - start + 1) * n_est > budget:
+                    break
+                end += 1
+            pa, pb = ia[start:end], ib[start:end]
+            new_blocks.append(_convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers, dtype))
+            start = end
+        blocks = new_blocks
+
+
+def _gather(blocks, bid, idx, rows, width, nb, N, dtype=np.float64):
+    """Rows ``rows`` (global indices) copied into a zero-padded (nb, len(rows), N) array."""
+    out = np.zeros((nb, rows.size, N), dtype=dtype)
+    if rows.size <= 16:  # row by row: one copy each (fancy indexing copies twice)
+        for k, (b, i) in enumerate(zip(bid[rows].tolist(), idx[rows].tolist())):
+            Xb = blocks[b][0]
+            cols = min(width, Xb.shape[2])
+            out[:, k, :cols] = Xb[:, i, :cols]
+        return out
+    for b in np.unique(bid[rows]):
+        sel = np.nonzero(bid[rows] == b)[0]
+        Xb = blocks[b][0]
+        cols = min(width, Xb.shape[2])
+        out[:, sel, :cols] = Xb[:, idx[rows[sel]], :cols]
+    return out
+
+
+def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers, dtype=np.float64):
+    wa, wb = w[pa], w[pb]
+    Wa, Wb = int(wa.max()), int(wb.max())
+    N = _fft().next_fast_len(Wa + Wb - 1, real=True)
+    wc = wa + wb - 1
+    Wc = int(wc.max())
+    ea, eb = Ecat[:, pa], Ecat[:, pb]
+    # contiguous zero-padded copies (much faster than letting rfft pad a strided view)
+    A = _gather(blocks, bid, idx, pa, Wa, nb, N, dtype)
+    Bm = _gather(blocks, bid, idx, pb, Wb, nb, N, dtype)
+    # norms over the first Wa (Wb) columns: the padding is exactly 0
+    Av, Bv = A[..., :Wa], Bm[..., :Wb]
+    s1a = Av.sum(axis=-1) * (1.0 + Wa * UNIT) + 1e-300
+    s1b = Bv.sum(axis=-1) * (1.0 + Wb * UNIT) + 1e-300
+    s2a = np.sqrt(np.einsum("ijk,ijk->ij", Av, Av)) * (1.0 + Wa * UNIT)
+    s2b = np.sqrt(np.einsum("ijk,ijk->ij", Bv, Bv)) * (1.0 + Wb * UNIT)
+    del Av, Bv
+    FA = _fft().rfft(A, axis=-1, workers=workers, overwrite_x=True)
+    del A
+    FA *= _fft().rfft(Bm, axis=-1, workers=workers, overwrite_x=True)
+    del Bm
+    C = _fft().irfft(FA, N, axis=-1, workers=workers, overwrite_x=True)[..., :Wc]
+    del FA
+    np.maximum(C, 0.0, out=C)
+    for j in np.nonzero(wc < Wc)[0]:  # true values are exactly 0 beyond the true width
+        C[:, j, wc[j]:] = 0.0
+    # norms carry (1 + W u64) >= their own summation error in either precision
+    s1a, s1b, s2a, s2b = (np.asarray(v, dtype=float) * (1.0 + 4.0 * UNIT) for v in (s1a, s1b, s2a, s2b))
+    fe = _fft_error(N, UNIT if dtype == np.float64 else 2.0**-64) * (s2a * s1b + s1a * s2b)
+    Ec = (ea * s1b + eb * (s1a + np.sqrt(wa) * ea) + fe) * (1.0 + 1e-9)
+    if is_root:  # max-norm bound via 2-norms
+        Einf = (ea * s2b + eb * (s2a + ea) + fe) * (1.0 + 1e-9)
+        Ec = np.minimum(Ec, Einf)
+    return C, wc, off[pa] + off[pb], Ec
+
+
+def _row_blocks(rows, widths, offsets, E, budget: int = 2**22):
+    """Leaves given as dense rows (one (B-tuple of arrays) per leaf) grouped into blocks of
+    similar width for :func:`_fft_tree` (as :func:`_leaf_blocks`)."""
+    order = np.argsort(widths, kind="stable")
+    ws = widths[order]
+    nb = len(rows[0])
+    blocks, start, k = [], 0, widths.size
+    while start < k:
+        end = start + 1
+        while end < k and ws[end] <= 1.5 * ws[start] + 64 and (end - start + 1) * int(ws[end]) <= budget:
+            end += 1
+        sel = order[start:end]
+        W = int(ws[end - 1])
+        X = np.zeros((nb, sel.size, W))
+        for r, i in enumerate(sel.tolist()):
+            for b in range(nb):
+                X[b, r, : widths[i]] = rows[i][b]
+        blocks.append((X, widths[sel].astype(np.int64), offsets[sel].astype(np.int64), E[:, sel].copy()))
+        start = end
+    return blocks
