@@ -1,0 +1,154 @@
+"""The engine's layers (issue 17 item 1; ../shared/ARCHITECTURE.md): imports go only to a lower
+layer (or within one), function-level imports included; the two drivers never import each
+other; no core module imports the ``optcomp`` facade; every historical import path still works."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "src" / "optcomp"
+
+LAYERS = {
+    # L0 vocabulary
+    "_rounding": 0, "_types": 0, "_inputs": 0, "_binomial": 0, "_version": 0,
+    # L1 mathematics of the composed loss
+    "_cgf": 1,
+    # L2 distributions and closed forms
+    "loss": 2, "bounds": 2, "hardness": 2,
+    # L3 producers: build certified distributions, never search
+    "_exact": 3, "_lattice": 3,
+    # L4 drivers: choose producers, refine; never import each other
+    "optimal": 4, "lattice": 4,
+    # L5 method entry points (and the facade with its registry)
+    "approx": 5, "auto": 5, "_progress": 5, "": 5,
+    # L6 toolkit
+    "accountant": 6, "calibrate": 6, "curves": 6, "region": 6, "cli": 6, "__main__": 6,
+    # L7 pipeline
+    "pipeline": 7, "reporting": 7, "experiments": 7, "figures": 7,
+}
+DRIVERS = {"optimal", "lattice"}
+CORE = 4  # modules up to this layer may not import the facade
+
+
+def _top(mod: str) -> str:
+    """'optcomp._lattice.tree' -> '_lattice'; 'optcomp' -> ''."""
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _modules():
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), path, path.name == "__init__.py"
+
+
+def _imports(mod: str, path: Path, is_pkg: bool):
+    """Every module imported anywhere in the file (nested imports included), absolute."""
+    package = mod if is_pkg else mod.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target, node.lineno
+            for a in node.names:  # "from . import loss" imports the submodule optcomp.loss
+                sub = f"{target}.{a.name}"
+                if importlib.util.find_spec(sub.split(".")[0]) and _is_module(sub):
+                    yield sub, node.lineno
+
+
+def _is_module(name: str) -> bool:
+    parts = name.split(".")
+    if parts[0] != "optcomp":
+        return False
+    p = PKG.parent.joinpath(*parts)
+    return p.with_suffix(".py").exists() or (p / "__init__.py").exists()
+
+
+def _edges():
+    for mod, path, is_pkg in _modules():
+        for target, line in _imports(mod, path, is_pkg):
+            if target == "optcomp" or target.startswith("optcomp."):
+                yield mod, target, line
+
+
+def test_every_module_has_a_layer():
+    missing = sorted({_top(m) for m, _, _ in _modules()} - set(LAYERS))
+    assert not missing, f"modules without a layer in tests/test_layers.py: {missing}"
+
+
+def test_imports_only_go_down():
+    bad = []
+    edges = list(_edges())
+    assert len(edges) > 50 and ("optcomp.lattice", "optcomp._lattice.grouped") in {(s, d) for s, d, _ in edges}
+    for src, dst, line in edges:
+        a, b = _top(src), _top(dst)
+        if a == b:
+            continue
+        if dst == "optcomp":  # the facade: checked below
+            continue
+        if LAYERS[b] > LAYERS[a]:
+            bad.append(f"{src}:{line} -> {dst} (L{LAYERS[a]} -> L{LAYERS[b]})")
+        if a in DRIVERS and b in DRIVERS:
+            bad.append(f"{src}:{line} -> {dst} (driver -> driver)")
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_no_core_module_imports_the_facade():
+    bad = [f"{src}:{line}" for src, dst, line in _edges()
+           if dst == "optcomp" and src != "optcomp" and LAYERS[_top(src)] <= CORE]
+    assert not bad, "core modules importing the optcomp facade:\n" + "\n".join(bad)
+
+
+def test_private_packages_have_empty_inits():
+    for pkg in ("_lattice", "_exact"):
+        assert (PKG / pkg / "__init__.py").read_text().strip() == ""
+
+
+def test_the_layer_walk_sees_nested_imports(tmp_path):
+    """The walk counts an import inside a function (a lazy import is still an edge)."""
+    f = tmp_path / "m.py"
+    f.write_text("def f():\n    from .lattice import lattice_bounds\n")
+    assert ("optcomp.lattice", 2) in list(_imports("optcomp.loss", f, False))
+
+
+@pytest.mark.parametrize("path, name", [
+    ("optcomp.lattice", "lattice_bounds"), ("optcomp.lattice", "lattice_delta_bounds"),
+    ("optcomp.lattice", "Bounds"), ("optcomp.lattice", "ApproxTooCostly"), ("optcomp.lattice", "BracketInfo"),
+    ("optcomp.lattice", "LatticePass"), ("optcomp.lattice", "lattice_pass"), ("optcomp.lattice", "tilt_for"),
+    ("optcomp.lattice", "chernoff_guess"), ("optcomp.lattice", "MAX_POINTS"), ("optcomp.lattice", "DELTA_FLOOR"),
+    ("optcomp.optimal", "optimal_epsilon"), ("optcomp.optimal", "optimal_delta"),
+    ("optcomp.optimal", "optimal_epsilon_bruteforce"), ("optcomp.optimal", "ExactTooLarge"),
+    ("optcomp.optimal", "binomial_window"), ("optcomp.optimal", "binomial_atoms"),
+    ("optcomp.optimal", "product_atoms"), ("optcomp.optimal", "product_distribution"),
+    ("optcomp.optimal", "exact_epsilon_bounds"), ("optcomp.optimal", "exact_excess_bounds"),
+    ("optcomp.optimal", "MAX_ATOMS"), ("optcomp.optimal", "BIG_EPS"),
+    ("optcomp.approx", "Bounds"), ("optcomp.approx", "ApproxTooCostly"), ("optcomp", "Bounds"),
+])
+def test_public_import_paths_keep_working(path, name):
+    obj = getattr(importlib.import_module(path), name)
+    assert obj is not None
+    if path in ("optcomp.optimal", "optcomp.lattice") and name not in ("BIG_EPS",):
+        assert name in importlib.import_module(path).__all__  # documented where it always was
+
+
+def test_one_class_behind_every_path():
+    import optcomp
+    from optcomp import _types, approx, lattice, optimal
+
+    assert optcomp.Bounds is lattice.Bounds is approx.Bounds is _types.Bounds
+    assert optcomp.ApproxTooCostly is lattice.ApproxTooCostly is _types.ApproxTooCostly
+    assert optcomp.ExactTooLarge is optimal.ExactTooLarge is _types.ExactTooLarge
