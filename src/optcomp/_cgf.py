@@ -14,7 +14,9 @@ import math
 import numpy as np
 from scipy.special import log_expit
 
-__all__ = ["tilt_for", "chernoff_guess"]
+from ._rounding import UNIT
+
+__all__ = ["tilt_for", "chernoff_guess", "binomial_chernoff", "binomial_quantile"]
 
 
 def _cumulant_slope(e: np.ndarray, theta: float, c: np.ndarray | None = None) -> float:
@@ -110,3 +112,35 @@ def chernoff_guess(e: np.ndarray, t: float, c: np.ndarray | None = None) -> floa
         else:
             theta = 0.5 * (lo + hi)
     return min(_cumulant_slope(e, hi, c), top)
+
+
+def binomial_chernoff(c: int, m: int, lp: float, lq: float, upper: bool) -> float:
+    """log of a bound on P[X >= m] (``upper``) or P[X <= m] for X ~ Bin(c, e^lp), q = e^lq:
+    -c D(m/c || p) beyond the mean (0 on the near side, -inf beyond the support), with
+    D(a || p) = a log(a/p) + (1 - a) log((1 - a)/q) evaluated in floats and widened by 16
+    ulps of every term's size times c (plus 1e-12)."""
+    if upper and m > c or not upper and m < 0:
+        return -math.inf
+    a = m / c
+    p = math.exp(lp)
+    if (upper and a <= p) or (not upper and a >= p):
+        return 0.0
+    t1 = a * (math.log(a) - lp) if a > 0.0 else 0.0
+    t2 = (1.0 - a) * (math.log1p(-a) - lq) if a < 1.0 else 0.0
+    mag = abs(a * math.log(a) if a > 0 else 0.0) + a * abs(lp) + abs((1 - a) * math.log1p(-a) if a < 1 else 0.0) + (1 - a) * abs(lq)
+    return -c * (t1 + t2) + 16.0 * UNIT * c * (mag + 1.0) + 1e-12
+
+
+def binomial_quantile(c: int, lp: float, lq: float, log_tail: float) -> int:
+    """The least m in [0, c] with :func:`binomial_chernoff` (c, m, lp, lq, upper) <= log_tail,
+    so P[X >= m] <= e^log_tail for X ~ Bin(c, e^lp) (``log_tail`` < 0; a log, so tails far
+    below the float range are reachable).  The exponent is nonincreasing in m: bisection
+    over the integers (~log2 c evaluations)."""
+    lo, hi = 0, c + 1  # the bound holds at c + 1 (-inf); invariant: fails at lo - 1 .. , holds at hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if binomial_chernoff(c, mid, lp, lq, True) <= log_tail:
+            hi = mid
+        else:
+            lo = mid + 1
+    return min(lo, c)

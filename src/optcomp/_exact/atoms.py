@@ -11,8 +11,10 @@ from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
+from scipy.special import log_expit
 
 from .._binomial import binomial_log_pmf, binomial_masses
+from .._cgf import binomial_quantile
 from .._inputs import Mechanisms
 from .._rounding import TINY, UNIT, down, exact_dir, up
 from ..loss import LossDistribution, WindowTooNarrow, solve_segments
@@ -84,30 +86,12 @@ def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = 
     )
 
 
-def _chernoff_m(k: int, p: float, log_tail: float) -> int:
-    """The least m = ceil(k a) with the Chernoff bound exp(-k KL(a || p)) <= e^log_tail, so
-    P0[M >= m] <= e^log_tail for M ~ Bin(k, p); a log, so tails far below the float range
-    are reachable.  Up to the rounding of KL: a window heuristic, correctness never rests
-    on it -- the callers check the rigorous tail bound."""
+def _chernoff_m(k: int, eps: float, log_tail: float) -> int:
+    """The least m (plus one) with the Chernoff bound P0[M >= m] <= e^log_tail for
+    M ~ Bin(k, expit(eps)) (:func:`optcomp._cgf.binomial_quantile`); a window heuristic:
+    correctness never rests on it -- the callers check the rigorous tail bound."""
     log_tail = min(log_tail, math.log(0.5))
-    q = 1.0 - p
-
-    def rate(a):  # k KL(a || p), a in [p, 1]
-        r = a * math.log(a / p) if a > 0 else 0.0
-        if a < 1.0:
-            r += (1.0 - a) * math.log((1.0 - a) / q)
-        return k * r
-
-    lo, hi = p, 1.0
-    if rate(hi) < -log_tail:
-        return k
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if rate(mid) >= -log_tail:
-            hi = mid
-        else:
-            lo = mid
-    return min(k, int(math.ceil(k * hi)) + 1)
+    return min(k, binomial_quantile(k, float(log_expit(eps)), float(log_expit(-eps)), log_tail) + 1)
 
 
 def _homogeneous_window(eps: float, k: int, t: float):
@@ -120,13 +104,13 @@ def _homogeneous_window(eps: float, k: int, t: float):
     sd = math.sqrt(k * p * (1.0 - p))
     m_floor = min(k // 2 + 1, k)  # first m with (2m - k) eps > 0
     log_t = math.log(t) if t > 0.0 else -745.0
-    m_root = _chernoff_m(k, p, log_t + math.log(4.0))
+    m_root = _chernoff_m(k, eps, log_t + math.log(4.0))
     # the root lies at most one unit of loss (1/(2 eps) atoms) below m_root, and in practice
     # within a few standard deviations (a narrower first guess: the callers widen on
     # WindowTooNarrow, so this only decides the speed -- tiny eps at k = 10^12 would
     # otherwise list 10^7 deep-tail atoms)
     m_lo = max(m_floor, m_root - int(math.ceil(min(1.0 / (2.0 * eps), 2.0 * k, 3.0 * sd + 64.0) + sd)) - 2)
-    m_hi = min(k, max(_chernoff_m(k, p, log_t + math.log(_TAIL * 2.0**-8)) + 2, m_lo + 64))
+    m_hi = min(k, max(_chernoff_m(k, eps, log_t + math.log(_TAIL * 2.0**-8)) + 2, m_lo + 64))
     return m_floor, m_lo, m_hi
 
 
@@ -190,7 +174,7 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     sd = math.sqrt(k * p * (1.0 - p)) + 1.0
     m_cut = max(m_first, int(mean - 12.0 * sd) - 64)  # widened below when its tail matters
     near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
-    m_hi = min(k, max(m_cut + 64, _chernoff_m(k, p, near + math.log(_TAIL * 2.0**-8)) + 2))
+    m_hi = min(k, max(m_cut + 64, _chernoff_m(k, eps, near + math.log(_TAIL * 2.0**-8)) + 2))
     while True:
         dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
         low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0

@@ -18,6 +18,7 @@ import time
 import numpy as np
 from scipy.special import log_expit
 
+from .._cgf import binomial_chernoff
 from .._rounding import TINY, UNIT
 from ..loss import LossDistribution
 from .passes import LatticePass
@@ -29,23 +30,6 @@ CHUNK_POINTS = 2**17  # leaf lattice points per chunk of the streamed FFT tree
 CHUNK_POW2 = True  # flush a chunk at a power-of-two number of leaves once it holds >= CHUNK_POINTS / 2
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each node's window
 SLACK_REL = 2.0**-40  # untilted mass sent to +inf above the windows, relative to the target, in all
-
-
-def _chernoff_exponent(c: int, m: int, lp: float, lq: float, upper: bool) -> float:
-    """log of a bound on P[X >= m] (``upper``) or P[X <= m] for X ~ Bin(c, e^lp), q = e^lq:
-    -c D(m/c || p) beyond the mean (0 on the near side, -inf beyond the support), with
-    D(a || p) = a log(a/p) + (1 - a) log((1 - a)/q) evaluated in floats and widened by 16
-    ulps of every term's size times c (plus 1e-12)."""
-    if upper and m > c or not upper and m < 0:
-        return -math.inf
-    a = m / c
-    p = math.exp(lp)
-    if (upper and a <= p) or (not upper and a >= p):
-        return 0.0
-    t1 = a * (math.log(a) - lp) if a > 0.0 else 0.0
-    t2 = (1.0 - a) * (math.log1p(-a) - lq) if a < 1.0 else 0.0
-    mag = abs(a * math.log(a) if a > 0 else 0.0) + a * abs(lp) + abs((1 - a) * math.log1p(-a) if a < 1 else 0.0) + (1 - a) * abs(lq)
-    return -c * (t1 + t2) + 16.0 * UNIT * c * (mag + 1.0) + 1e-12
 
 
 def _group_window(eps: float, c: int, theta: float, log_slack: float):
@@ -63,14 +47,14 @@ def _group_window(eps: float, c: int, theta: float, log_slack: float):
     mean = c * math.exp(lpt)
 
     def hi_ok(m):
-        return (_chernoff_exponent(c, m + 1, lp, lq, True) <= log_slack
-                and _chernoff_exponent(c, m + 1, lpt, lqt, True) <= WINDOW_LOG)
+        return (binomial_chernoff(c, m + 1, lp, lq, True) <= log_slack
+                and binomial_chernoff(c, m + 1, lpt, lqt, True) <= WINDOW_LOG)
 
     def lo_ok(m):
         if m <= 0:
             return True
-        lump = _chernoff_exponent(c, m - 1, lp, lq, False) + theta * (2 * m - c) * eps - logM
-        return lump <= WINDOW_LOG and _chernoff_exponent(c, m - 1, lpt, lqt, False) <= WINDOW_LOG
+        lump = binomial_chernoff(c, m - 1, lp, lq, False) + theta * (2 * m - c) * eps - logM
+        return lump <= WINDOW_LOG and binomial_chernoff(c, m - 1, lpt, lqt, False) <= WINDOW_LOG
 
     a, b = min(c, max(0, math.floor(mean))), c  # hi_ok(c) holds
     while a < b:
@@ -88,8 +72,8 @@ def _group_window(eps: float, c: int, theta: float, log_slack: float):
         else:
             b = mid - 1
     j_lo = a
-    log_lump = _chernoff_exponent(c, j_lo - 1, lp, lq, False) if j_lo > 0 else -math.inf
-    log_up = _chernoff_exponent(c, j_hi + 1, lp, lq, True) if j_hi < c else -math.inf
+    log_lump = binomial_chernoff(c, j_lo - 1, lp, lq, False) if j_lo > 0 else -math.inf
+    log_up = binomial_chernoff(c, j_hi + 1, lp, lq, True) if j_hi < c else -math.inf
     return j_lo, j_hi, log_lump, log_up
 
 
