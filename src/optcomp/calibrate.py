@@ -147,9 +147,10 @@ _MAX_EVALUATIONS = 5000  # far beyond any search (bisection over the whole float
 
 def _progress_callback(progress):
     """``progress``: None/False (silent), True (one status line on stderr, rewritten in place,
-    from the second :data:`_DELAY` seconds of a search on: short calls stay silent) or a
-    callable receiving one status dict per evaluation.  The same mechanism as
-    ``optcomp.approx`` (its ``progress=`` option and its stderr bar)."""
+    once the search has run for :data:`_DELAY` seconds: short calls stay silent) or a
+    callable receiving one status dict per evaluation (``stage``, ``lower``, ``upper``,
+    ``gap``, ``seconds``).  The mechanism of ``optcomp.approx`` (its ``progress=`` option
+    and its stderr bar)."""
     from .approx import _check_progress
 
     if progress is True:
@@ -424,6 +425,7 @@ def split_budget(weights, eps_g: float, delta_g: float, *, delta=0.0, method: st
     Returns the array of eps_i (all zeros if even eps_i = 0 does not fit, i.e. delta_g is
     too small for the delta_i).  Certified: ``optcomp.epsilon_g(result, delta,
     delta_g=delta_g, method=method) <= eps_g`` was checked for exactly this c.
+    ``progress``: as for :func:`largest_scale`.
     """
     w, _ = _check_weights(weights)
     eps_g = check_eps_g(eps_g)
