@@ -16,7 +16,7 @@ from scipy.special import log_expit
 
 from ._rounding import UNIT
 
-__all__ = ["tilt_for", "chernoff_guess", "binomial_chernoff", "binomial_quantile"]
+__all__ = ["cgf_terms", "tilt_for", "chernoff_guess", "binomial_chernoff", "binomial_quantile"]
 
 
 def _cumulant_slope(e: np.ndarray, theta: float, c: np.ndarray | None = None) -> float:
@@ -64,9 +64,16 @@ def tilt_for(e: np.ndarray, x: float, c: np.ndarray | None = None) -> float:
     return 0.5 * (lo + hi)
 
 
+def cgf_terms(lp, lq, e, theta):
+    """log(p e^{theta eps} + q e^{-theta eps}) = log E_P0[e^{theta L_i}] of one randomized
+    response (lp = log p, lq = log q), elementwise with broadcasting (arrays of eps, of
+    tilts, or both): the one formula of K that every caller sums with its counts."""
+    return np.logaddexp(lp + theta * e, lq - theta * e)
+
+
 def _log_mgf(e: np.ndarray, theta: float, c: np.ndarray | None = None) -> float:
     """K(theta) = log E_P0[e^{theta L}] = sum_i c_i log(p_i e^{theta eps_i} + q_i e^{-theta eps_i})."""
-    terms = np.logaddexp(log_expit(e) + theta * e, log_expit(-e) - theta * e)
+    terms = cgf_terms(log_expit(e), log_expit(-e), e, theta)
     return float(np.sum(terms if c is None else c * terms))
 
 
@@ -85,7 +92,7 @@ def chernoff_guess(e: np.ndarray, t: float, c: np.ndarray | None = None) -> floa
 
     def rate(theta):
         a = e * (theta + 0.5)
-        K = float(np.sum(w * np.logaddexp(lp + theta * e, lq - theta * e)))
+        K = float(np.sum(w * cgf_terms(lp, lq, e, theta)))
         K1 = float(np.sum(w * e * np.tanh(a)))
         with np.errstate(over="ignore"):
             K2 = float(np.sum(w * e * e / np.cosh(a) ** 2))

@@ -18,7 +18,7 @@ import time
 import numpy as np
 from scipy.special import log_expit
 
-from .._cgf import binomial_chernoff
+from .._cgf import binomial_chernoff, cgf_terms
 from .._rounding import TINY, UNIT
 from ..loss import LossDistribution
 from .passes import LatticePass
@@ -43,7 +43,7 @@ def _group_window(eps: float, c: int, theta: float, log_slack: float):
     lp, lq = float(log_expit(eps)), float(log_expit(-eps))
     e2 = eps * (1.0 + 2.0 * theta)
     lpt, lqt = float(log_expit(e2)), float(log_expit(-e2))
-    logM = c * float(np.logaddexp(lp + theta * eps, lq - theta * eps))
+    logM = c * float(cgf_terms(lp, lq, eps, theta))
     mean = c * math.exp(lpt)
 
     def hi_ok(m):
@@ -282,8 +282,7 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     extra = np.log1p(8.0 * (perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300) / h) + rho[0]
     K = np.zeros((nl, S.size))
     for g, c in enumerate(counts):
-        K += int(c) * np.logaddexp(lps[:, g][:, None] + S[None, :] * eps2d[:, g][:, None],
-                                   lqs[:, g][:, None] - S[None, :] * eps2d[:, g][:, None])
+        K += int(c) * cgf_terms(lps[:, g][:, None], lqs[:, g][:, None], eps2d[:, g][:, None], S[None, :])
     K = K + np.abs(S)[None, :] * 2.0 * h + extra[:, None]
     K = K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
     return rows, widths, base.astype(np.int64), logZ, rho, E2, K
@@ -319,7 +318,7 @@ def _leaf_mgf(items, S: np.ndarray, h: float, log_lump: float, l_lump: float, ex
     to l_lump (for s > 0 it can raise the MGF by at most lump e^{s l_lump})."""
     K = np.zeros(S.size)
     for eps, c in items:
-        K += c * np.logaddexp(float(log_expit(eps)) + S * eps, float(log_expit(-eps)) - S * eps)
+        K += c * cgf_terms(float(log_expit(eps)), float(log_expit(-eps)), eps, S)
     K = K + np.abs(S) * 2.0 * h + extra
     if log_lump > -math.inf:
         K = np.logaddexp(K, log_lump + S * l_lump)
