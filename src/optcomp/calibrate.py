@@ -174,11 +174,31 @@ class _DelayedBar:
         self.bar.close()
 
 
-def _log_ratio(v: float, log_target: float) -> float | None:
-    """log(v) - log(target) where v is a usable model value (finite, > 0), else None."""
-    if 0.0 < v < math.inf:
-        return math.log(v) - log_target
-    return None
+def _log_ratio(a: float, b: float) -> float | None:
+    """log(a / b) for finite a, b > 0 (else None), to a few ulps of the *result* when a and
+    b are close (their difference is then exact): the secant steps near the root need it."""
+    if not (0.0 < a < math.inf and 0.0 < b < math.inf):
+        return None
+    d = (a - b) / b
+    return math.log1p(d) if abs(d) < 0.5 else math.log(a) - math.log(b)
+
+
+def _secant(x0: float, v0: float, x1: float, v1: float, target: float) -> float | None:
+    """The root of log(value / target) on the line through the two points in
+    (log x, log value), as a step from x1 (so its precision is that of the step, not of
+    log x1); None when the points give no line."""
+    f0, f1, dx = _log_ratio(v0, target), _log_ratio(v1, target), _log_ratio(x1, x0)
+    if f0 is None or f1 is None or dx is None or f0 == f1 or dx == 0.0:
+        return None
+    step = -f1 * dx / (f1 - f0)
+    return _step(x1, step)
+
+
+def _step(x: float, step: float) -> float:
+    """x e^step, as x + x expm1(step) (exact to an ulp for small steps)."""
+    if step > 700.0:
+        return math.inf
+    return x + x * math.expm1(step)
 
 
 def _largest_below(value: Callable[[float], float], target: float, start: float, *, rtol: float = _RTOL,
@@ -193,13 +213,15 @@ def _largest_below(value: Callable[[float], float], target: float, start: float,
     (> 0); ``known`` maps points to values already computed; ``slope`` is the guessed
     d log(value) / d log(x) for the first step (1: value proportional to x).
 
-    Fewer evaluations than bisection, the same answer: a secant step on log(value) against
-    log(x) (composition bounds are close to homogeneous of degree one in the per-query
-    eps, so a step from one point assumes slope one) inside the bracket [last pass, first
-    fail]; when the same end moved twice in a row the step overshoots the estimate by its
-    own length so that the other end moves too; a bisection step (geometric while the ends
-    are more than a factor 4 apart) whenever the model gives nothing usable or the bracket
-    failed to halve in two model steps.  Each value is computed once (a cache), and
+    Fewer evaluations than bisection, the same answer: regula falsi on log(value) against
+    log(x) between the ends of the bracket [last pass, first fail] (before there is one: a
+    secant through the last two points, or from one point with ``slope`` -- composition
+    bounds are close to homogeneous of degree one in the per-query eps), each step formed
+    as an offset so that it stays exact to the last ulps; when the same end moved twice in
+    a row the step overshoots the estimate by what that end moved (at least 2^(n-2) ulps
+    after n moves) so that the other end moves too; a bisection step (geometric while the
+    ends are more than a factor 4 apart) whenever the model gives nothing usable or the
+    bracket failed to halve in four model steps.  Each value is computed once (a cache), and
     ``progress`` (see :func:`_progress_callback`) hears of each evaluation.
     """
     callback = _progress_callback(progress)
@@ -222,8 +244,8 @@ def _largest_below(value: Callable[[float], float], target: float, start: float,
     try:
         if not ev(0.0) <= target:
             return None
-        log_target = math.log(target) if target > 0.0 else None
-        recent: list[tuple[float, float]] = []  # the last two usable (log x, log v - log target)
+        modelled = target > 0.0  # a model in log(value) needs a positive target
+        recent: list[float] = []  # the last two points with a usable value (finite, > 0)
         last_side, same_side = None, 0
         width_ref, model_steps, grow = None, 0, 0
         x = min(max(float(start), _TINY), _MAX)
@@ -236,9 +258,8 @@ def _largest_below(value: Callable[[float], float], target: float, start: float,
                 hi = x
             same_side = same_side + 1 if side == last_side else 1
             last_side = side
-            r = None if log_target is None or x <= 0.0 else _log_ratio(v, log_target)
-            if r is not None:
-                recent = (recent + [(math.log(x), r)])[-2:]
+            if modelled and x > 0.0 and 0.0 < v < math.inf:
+                recent = (recent + [x])[-2:]
             # ---- done?
             if hi is None:
                 if lo >= _MAX:
@@ -247,13 +268,12 @@ def _largest_below(value: Callable[[float], float], target: float, start: float,
                 return lo
             # ---- the model's estimate
             est = None
-            if len(recent) == 2 and recent[0][0] != recent[1][0] and recent[0][1] != recent[1][1]:
-                (a, fa), (b, fb) = recent
-                t = b - fb * (b - a) / (fb - fa)
-                est = math.exp(t) if t < 709.0 else math.inf
-            elif len(recent) == 1 and recent[0][0] == math.log(x):
-                t = recent[0][0] - recent[0][1] / slope  # value ~ x^slope
-                est = math.exp(t) if t < 709.0 else math.inf
+            if modelled and hi is not None and lo > 0.0:  # regula falsi between the bracket's ends
+                est = _secant(lo, cache[lo], hi, cache[hi], target)
+            if est is None and len(recent) == 2:  # secant through the last two points
+                est = _secant(recent[0], cache[recent[0]], recent[1], cache[recent[1]], target)
+            if est is None and len(recent) == 1 and recent[0] == x:  # one point: value ~ x^slope
+                est = _step(x, -_log_ratio(v, target) / slope)
             if est is not None and math.isfinite(est) and same_side >= 2:
                 # the other end has not moved for two steps: step past the estimate by
                 # what this end moved, at least 2^(n-2) ulps (n: steps this end moved in a row)
