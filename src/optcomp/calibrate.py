@@ -22,11 +22,12 @@ Functions:
   optimal composition, with the KOV recipe beside them.
 
 How it is computed: a bracketing search over the public API (:func:`optcomp.epsilon_g`),
-which is nondecreasing in eps for every method -- secant steps on log eps_g against log eps
+which is nondecreasing in eps for every method -- regula falsi on log eps_g against log eps
 inside the bracket [last eps that passed, first that failed], safeguarded by bisection
 (:func:`_largest_below`), started for ``optimal``/``approx`` from the answer of the KOV
-bound (cheap, and just below the optimal answer): about a dozen exact evaluations instead of
-~70 for a bisection (k = 10^12 identical queries: ~2-4 s instead of ~1 min).  The answer
+bound (cheap, and just below the optimal answer): typically under ten exact evaluations
+instead of ~70 for a bisection (k = 10^12 identical queries: 8 evaluations, ~9 s at load 6
+on 2 cores where the bisection took ~2 min; ``benchmarks/bench_inverse.py``).  The answer
 is *certified on the safe side*: the returned eps is always one at which the check above was
 evaluated and passed (the library's eps_g values are themselves rounded up), so using it
 never exceeds the budget under that method; the search runs until the bracket is narrower
