@@ -250,8 +250,12 @@ def test_more_bad_input():
         calibrate.largest_scale("1,2", 1.0, 1e-6)
     with pytest.raises(ValueError, match="counts"):
         calibrate.largest_scale([1.0, 2.0], 1.0, 1e-6, counts=[1])
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(ValueError, match=r"counts\[0\] must be an integer"):
         calibrate.largest_scale([1.0], 1.0, 1e-6, counts=[0])
+    with pytest.raises(ValueError, match=r"counts\[1\] must be an integer"):
+        calibrate.largest_scale([1.0, 2.0], 1.0, 1e-6, counts=[1, 2.5])
+    assert calibrate.largest_scale([1.0, 2.0], 1.0, 1e-6, counts=[3.0, 2]) == \
+        calibrate.largest_scale([1.0, 2.0], 1.0, 1e-6, counts=[3, 2])  # integral floats, as k=
     with pytest.raises(ValueError, match="k must be"):
         calibrate.noise_table(0, 1.0, 1e-6)
     with pytest.raises(ValueError, match="method"):

@@ -55,8 +55,8 @@ import numpy as np
 
 import optcomp
 
-from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_delta_g, check_eps_g,
-                      check_k, check_probability)
+from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_count, check_delta_g,
+                      check_eps_g, check_k, check_probability)
 
 __all__ = [
     "per_query_epsilon",
@@ -367,12 +367,7 @@ def _check_weights(weights, counts=None) -> tuple[np.ndarray, np.ndarray | None]
         return w, None
     if not isinstance(counts, (list, tuple, np.ndarray)) or np.ndim(counts) == 0:
         raise ParameterTypeError(f"counts must be a sequence of integers >= 1, one per weight, got {_describe(counts)}")
-    c = []
-    for i, x in enumerate(counts):
-        try:
-            c.append(check_k(x))  # each entry is a number of queries
-        except ValueError as exc:
-            raise type(exc)(f"counts[{i}]: {exc}") from None
+    c = [check_count(x, f"counts[{i}]") for i, x in enumerate(counts)]  # each a number of queries
     if len(c) != w.size:
         raise ValueError(f"counts has length {len(c)} but weights has {w.size}")
     if sum(c) > MAX_K:
@@ -427,7 +422,8 @@ def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=No
 
     def value_for(m: str, opts: dict) -> Callable[[float], float]:
         def value(scale: float) -> float:
-            eps = scale * w
+            with np.errstate(over="ignore"):
+                eps = scale * w
             if not np.all(np.isfinite(eps)):  # beyond the float range: nothing is certified
                 return math.inf
             return optcomp.epsilon_g(eps, d, counts=c, delta_g=delta_g, method=m, **opts)
