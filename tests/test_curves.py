@@ -77,3 +77,17 @@ def test_curve_at_10_to_the_12_mechanisms_evaluates_few_points(monkeypatch):
     c = curves.privacy_curve(0.1, k=10**12)
     assert len(calls) <= 3  # was 101 exact evaluations (57 s)
     assert c.delta[0] == 1.0 and 0.0 < c.delta[-1] < 1e-12
+
+
+def test_progress_reports_each_evaluated_point(monkeypatch, capsys):
+    seen = []
+    c = optcomp.privacy_curve([2.0], counts=[400], num=21, progress=seen.append)
+    todo = int(np.count_nonzero(~curves.certainly_one(np.array([2.0]), np.array([400]), c.eps_g)))
+    assert [s["evaluated"] for s in seen] == list(range(1, todo + 1))
+    assert all(s["to_evaluate"] == todo for s in seen)
+    from optcomp import calibrate
+
+    monkeypatch.setattr(calibrate, "_DELAY", 0.0)
+    optcomp.privacy_curve(0.1, k=100, num=5, progress=True)
+    err = capsys.readouterr().err
+    assert "privacy curve under optimal (5/5 points)" in err and err.endswith("\n")

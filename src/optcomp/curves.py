@@ -29,6 +29,7 @@ optcomp does not provide.
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -150,7 +151,7 @@ def default_grid(eps, delta, counts, method: str, num: int) -> np.ndarray:
 
 
 def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int = 101, method: str = "optimal",
-                  num_alpha: int = 1001, **options) -> PrivacyCurve:
+                  num_alpha: int = 1001, progress=None, **options) -> PrivacyCurve:
     """Certified privacy curve delta(eps_g) and privacy region of a composition.
 
     Args:
@@ -162,6 +163,9 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
         method: a name of :data:`optcomp.METHODS`; ``options`` are passed on to it.
         num_alpha: equispaced false-alarm points of the trade-off curve (the kinks of
             every (eps_g, delta) pair are added; an integer in [2, 10^6]).
+        progress: True for a status line on stderr once the curve has taken more than 2 s,
+            or a callable receiving a status dict per grid point evaluated (``stage``,
+            ``evaluated``, ``to_evaluate``, ``seconds``), as ``optcomp.calibrate``.
 
     Returns:
         :class:`PrivacyCurve`.  Cost: one library call per grid point (the exact method
@@ -191,18 +195,31 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     upper = np.empty(grid.size)
     lower = np.empty(grid.size) if bracket else None
     one = certainly_one(e, c, grid)  # delta = 1.0 to the last bit: no evaluation needed
-    for i, x in enumerate(grid.tolist()):
-        if one[i]:
-            upper[i] = 1.0
+    from .calibrate import _DelayedBar, _progress_callback
+
+    callback = _progress_callback(progress)
+    t0, todo = time.perf_counter(), int(np.count_nonzero(~one))
+    try:
+        done = 0
+        for i, x in enumerate(grid.tolist()):
+            if one[i]:
+                upper[i] = 1.0
+                if bracket:
+                    lower[i] = math.nextafter(1.0, 0.0)  # the optimum is >= 1 - 2^-54
+                continue
             if bracket:
-                lower[i] = math.nextafter(1.0, 0.0)  # the optimum is >= 1 - 2^-54
-            continue
-        if bracket:
-            b = optcomp.delta_bounds(e, d, counts=c, eps_g=x, **{key: v for key, v in options.items()
-                                                                   if key in _BRACKETING})
-            lower[i], upper[i] = b.lower, b.upper
-        else:
-            upper[i] = optcomp.delta_g(e, d, counts=c, eps_g=x, method=method, **options)
+                b = optcomp.delta_bounds(e, d, counts=c, eps_g=x, **{key: v for key, v in options.items()
+                                                                       if key in _BRACKETING})
+                lower[i], upper[i] = b.lower, b.upper
+            else:
+                upper[i] = optcomp.delta_g(e, d, counts=c, eps_g=x, method=method, **options)
+            done += 1
+            if callback is not None:
+                callback(dict(stage=f"privacy curve under {method} ({done}/{todo} points)", evaluated=done,
+                              to_evaluate=todo, seconds=time.perf_counter() - t0))
+    finally:
+        if isinstance(callback, _DelayedBar):
+            callback.close()
     keep = upper < 1.0
     if keep.any():
         alpha = region.boundary_alphas(grid[keep], upper[keep], num=num_alpha)
