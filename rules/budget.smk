@@ -9,6 +9,11 @@ rule budget:
         "results/logs/budget.log",
     conda:
         "envs/optcomp.yaml"
+    # config/paper.yaml (k to 10^6): 230 MiB, 20 s (sacct)
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         function="optcomp.experiments.budget.sweep",
         section="budget",

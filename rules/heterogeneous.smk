@@ -13,6 +13,11 @@ rule heterogeneous_chunk:
         chunk=r"\d+",
     conda:
         "envs/optcomp.yaml"
+    # config/paper.yaml (k to 10^5, 30 chunks): <= 350 MiB and 1 CPU-minute per job (sacct)
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         function="optcomp.experiments.heterogeneous.sweep",
         section="heterogeneous",

@@ -13,6 +13,11 @@ rule homogeneous_family:
         family="|".join(HOMOGENEOUS_FAMILIES),
     conda:
         "envs/optcomp.yaml"
+    # config/paper.yaml (k to 10^4): <= 250 MiB and 2 CPU-minutes per job (sacct)
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         function="optcomp.experiments.homogeneous.sweep_curves",
         section="homogeneous",

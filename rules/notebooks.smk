@@ -22,6 +22,11 @@ rule notebook:
         name="|".join(NOTEBOOK_INPUTS),
     conda:
         "envs/optcomp.yaml"
+    # config/paper.yaml: <= 400 MiB, under a minute per notebook (sacct)
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         timeout=config["notebooks"]["timeout_seconds"],
     message:

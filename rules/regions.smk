@@ -14,6 +14,11 @@ rule regions:
         "results/logs/regions.log",
     conda:
         "envs/optcomp.yaml"
+    # config/paper.yaml: 150 MiB, 10 s (sacct)
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         function="optcomp.experiments.regions.both",
         section="regions",
