@@ -26,6 +26,11 @@ rule hardness:
         "results/logs/hardness.log",
     conda:
         "envs/optcomp.yaml"
+    # config/paper.yaml (k to 23: oracle queries of 2^24 atoms): 2.4 GiB peak, 4 CPU-minutes (sacct)
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
     params:
         function="optcomp.experiments.hardness.sweep",
         section="hardness",

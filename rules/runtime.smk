@@ -16,7 +16,11 @@ rule timing:
     priority: 50  # measure first, while nothing else of this run loads the machine
     conda:
         "envs/optcomp.yaml"
+    # config/paper.yaml (= the default curves): <= 740 MiB, <= 3 CPU-minutes per experiment (sacct)
     threads: TIMING_THREADS
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         function=lambda wildcards: f"optcomp.experiments.runtime.{wildcards.experiment}",
         section="runtime",

@@ -10,7 +10,7 @@ of the workflow and with ``--cores 2`` in another; the tests then check that
   for the first run -- is reported with its SLURM log path, and that log holds the error;
 * the rerun after the fix resumes: it submits only the failed job, nothing that had finished.
 
-Needs a scheduler that answers (``sinfo`` and ``sacct``): ``workflow/cluster/local-slurm.sh up``
+Those four (marker ``cluster``) need a scheduler that answers (``sinfo`` and ``sacct``): ``workflow/cluster/local-slurm.sh up``
 brings up a single-node one on this machine.  Without one the tests are skipped, saying why;
 with ``OPTCOMP_REQUIRE_CLUSTER=1`` (as ``.ci/run`` sets after ``up``) that is a failure instead.
 About 6 minutes on 2 cores.
@@ -29,8 +29,6 @@ import pytest
 
 pytest.importorskip("snakemake")
 pytest.importorskip("snakemake_executor_plugin_slurm")
-
-pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 COPY = ["Snakefile", "rules", "config", "notebooks", "profiles", "results/timing/reference"]
@@ -130,6 +128,7 @@ def cluster_runs(scheduler, tmp_path_factory):
     return work, first, second
 
 
+@pytest.mark.cluster
 def test_every_job_ran_as_a_slurm_job_and_sacct_reports_it(cluster_runs):
     work, first, second = cluster_runs
     jobs = submitted(first) | submitted(second)
@@ -137,12 +136,13 @@ def test_every_job_ran_as_a_slurm_job_and_sacct_reports_it(cluster_runs):
     assert {"homogeneous_family", "heterogeneous_chunk", "timing", "hardness", "notebook"} <= set(jobs.values())
     proc = run(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", ",".join(jobs)])
     assert proc.returncode == 0, proc.stdout
-    states = dict(line.split("|", 1) for line in proc.stdout.split())
+    states = dict(line.split("|", 1) for line in proc.stdout.splitlines() if line.strip())
     assert set(states) == set(jobs), (sorted(states), sorted(jobs))
     failed = [j for j, s in states.items() if s != "COMPLETED"]
     assert [jobs[j] for j in failed] == ["notebook"], states
 
 
+@pytest.mark.cluster
 def test_cluster_results_are_byte_identical_to_a_local_run(cluster_runs, local_run):
     work, _, second = cluster_runs
     assert second.returncode == 0, tail(second)
@@ -155,6 +155,7 @@ def test_cluster_results_are_byte_identical_to_a_local_run(cluster_runs, local_r
         assert (work / f"results/timing/local/{name}.csv").stat().st_size > 0, name
 
 
+@pytest.mark.cluster
 def test_a_failed_job_is_reported_with_its_slurm_log(cluster_runs):
     work, first, _ = cluster_runs
     assert first.returncode != 0, tail(first)
@@ -171,9 +172,49 @@ def test_a_failed_job_is_reported_with_its_slurm_log(cluster_runs):
     assert (work / "results/notebooks/02_heterogeneous.ipynb").is_file()
 
 
+@pytest.mark.cluster
 def test_the_rerun_resumes_with_only_the_failed_job(cluster_runs):
     _, first, second = cluster_runs
     assert second.returncode == 0, tail(second)
     assert job_stats(second) == {"all": 1, "notebook": 1}, tail(second)
     assert list(submitted(second).values()) == ["notebook"]
     assert job_stats(first)["notebook"] >= 4 and job_stats(first)["timing"] >= 5
+
+
+# ------------------------------------------------------- config/paper.yaml (default suite, no scheduler)
+
+
+def slurm_rules() -> dict[str, str]:
+    """rule name -> its text, for every rule of rules/*.smk that runs as a SLURM job
+    (not ``localrule: True``)."""
+    out = {}
+    for path in sorted((ROOT / "rules").glob("*.smk")):
+        for block in re.split(r"\n(?=rule )", path.read_text()):
+            m = re.match(r"rule (\w+):", block)
+            if m and "localrule: True" not in block:
+                out[m.group(1)] = block
+    return out
+
+
+def test_every_cluster_rule_declares_threads_memory_and_runtime():
+    rules = slurm_rules()
+    assert {"homogeneous_family", "heterogeneous_chunk", "hardness", "timing", "notebook"} <= rules.keys()
+    for name, block in rules.items():
+        for key in ("threads:", "mem_mb=", "runtime="):
+            assert key in block, f"rule {name} (a SLURM job) declares no {key.rstrip(':=')}"
+
+
+def test_paper_config_splits_into_at_least_50_slurm_jobs(tmp_path):
+    work = workflow_copy(tmp_path)
+    proc = snakemake(work, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", timeout=300)
+    assert proc.returncode == 0, tail(proc)
+    stats = job_stats(proc)
+    jobs = {rule: n for rule, n in stats.items() if rule in slurm_rules()}
+    assert sum(jobs.values()) >= 50, stats
+    assert jobs["heterogeneous_chunk"] >= 30 and jobs["homogeneous_family"] >= 16, jobs
+    # the rules' declared requests reach the scheduler: the profile overrides none of them
+    import yaml
+
+    profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())
+    for rule, res in (profile.get("set-resources") or {}).items():
+        assert not {"mem_mb", "runtime", "threads", "cpus_per_task"} & set(res), (rule, res)
