@@ -17,10 +17,11 @@ LAYERS = {
     "_rounding": 0, "_types": 0, "_inputs": 0, "_binomial": 0, "_version": 0,
     # L1 mathematics of the composed loss
     "_cgf": 1,
-    # L2 distributions and closed forms
-    "loss": 2, "bounds": 2, "hardness": 2,
-    # L3 producers: build certified distributions, never search
-    "_exact": 3, "_lattice": 3,
+    # L2 distributions and closed forms (``_pairs``: the finite dominating pair, a leaf's type)
+    "loss": 2, "bounds": 2, "hardness": 2, "_pairs": 2,
+    # L3 producers: build certified distributions, never search (``mechanisms``: profiles and
+    # discrete pairs of real mechanisms)
+    "_exact": 3, "_lattice": 3, "mechanisms": 3, "kov_noise": 3,
     # L4 drivers: choose producers, refine; never import each other
     "optimal": 4, "lattice": 4,
     # L5 method entry points (and the facade with its registry)
