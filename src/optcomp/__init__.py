@@ -125,7 +125,8 @@ _REGISTRY = (
            _Lazy("bounds", "advanced_pure_epsilon"), _Lazy("bounds", "advanced_pure_delta")),
     Method("optimal", "Exact optimal composition, KOV Thm 3.3 / MV Thm 1.4 (homogeneous), MV Thm 1.5 (heterogeneous)",
            _Lazy("optimal", "optimal_epsilon"), _Lazy("optimal", "optimal_delta"), ("max_atoms",)),
-    Method("approx", "Certified approximation of the optimum, MV Thm 1.7 (algorithm='paper' as published)",
+    Method("approx", "Certified approximation of the optimum, MV Thm 1.7 "
+                     "(default: fast lattice algorithm; algorithm='paper': as published)",
            _Lazy("approx", "approx_epsilon"), _Lazy("approx", "approx_delta"),
            ("eta", "algorithm", "tol", "max_points", "progress")),  # = optcomp.approx.OPTIONS (tests/test_approx.py)
     Method("auto", "The default: optimal where exact is feasible, else approx's certified upper bound "
