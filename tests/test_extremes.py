@@ -154,3 +154,79 @@ def test_gap_of_unattainable_budget_is_inf():
     assert b.gap == math.inf
     assert optcomp.lattice.Bounds(0.0, math.inf).gap == math.inf
     assert optcomp.lattice.Bounds(1.0, 2.5).gap == 1.5
+
+
+# ----------------------------------------------------------------- meet in the middle: effectively exact
+
+
+def test_mitm_root_far_from_its_first_bracket():
+    """5e6 mechanisms of eps 2 beside 20 of eps 0.5 at delta_g = 0.2: the safeguarded Newton of
+    meet in the middle lost its secant (charged H at the bracket's top recomputed as
+    (H - t) + t, which cancels to 0 when H << t) and stopped 0.5 % (13 sd) above the optimum."""
+    groups = [(2.0, 1e-15, 5_000_000), (0.5, 0.0, 20)]
+    lo, hi, tight = ref.ref_epsilon_bounds(groups, 0.2, max_atoms=2_000_000)
+    assert tight
+    got = optcomp.epsilon_g(*_args(groups), counts=_counts(groups), delta_g=0.2, method="optimal")
+    assert got >= _below(hi)
+    assert got <= float(hi) * (1 + 1e-12)
+
+
+def test_mitm_masses_scaled_at_tiny_delta():
+    """delta_g = 1e-300 through meet in the middle: the masses that matter (~1e-300) underflowed
+    unscaled, each charged 2.5e-308 of slack, and the root came out 421.01012 against 421.00343;
+    the halves are now scaled by 2^s (split between them) as the binomial windows are.  The
+    optimum is bracketed independently by the certified lattice (its own producer) and the
+    issue's 60-digit audit value 421.0034292."""
+    args = ([0.01, 0.05, 0.2], [0.0] * 3)
+    counts = [1_000_000, 30, 10]
+    got = optcomp.epsilon_g(*args, counts=counts, delta_g=1e-300, method="optimal")
+    b = optcomp.epsilon_bounds(*args, counts=counts, delta_g=1e-300, tol=1e-4)
+    assert b.lower <= got
+    assert got >= 421.0034292 - 1e-7
+    assert got <= 421.0034292 * (1 + 1e-9)
+
+
+# ----------------------------------------------------------------- tiny eps beside huge ones
+
+
+@pytest.mark.parametrize("delta_g", [1e-12, 1e-6, 0.5])
+def test_tiny_eps_beside_large_ones_is_fast(delta_g):
+    """1000 mechanisms of eps 1e-9 beside 50 of eps 20: the tiny ones (sum 1e-6, far below tol)
+    are bounded by monotonicity (a lower bound without them, that plus 1e-6 above) instead of
+    tilting the lattice by ~1e6 (22-27 s)."""
+    import time
+
+    groups = [(1e-9, 0.0, 1000), (20.0, 0.0, 50)]
+    lo, hi, tight = ref.ref_epsilon_bounds(groups, delta_g, max_atoms=200_000)
+    assert tight
+    t0 = time.perf_counter()
+    b = optcomp.epsilon_bounds([1e-9] * 1000 + [20.0] * 50, 0.0, delta_g=delta_g)
+    assert time.perf_counter() - t0 < 5.0
+    _brackets(b, lo, hi)
+    assert b.gap <= 1e-3
+
+
+@pytest.mark.parametrize("eps_g", [999.0, 999.9, 500.0])
+def test_tiny_eps_beside_large_ones_delta(eps_g):
+    """The delta direction of the same split: H_rest(x) <= H(x) <= H_rest(x - sigma)."""
+    groups = [(1e-9, 0.0, 1000), (20.0, 0.0, 50)]
+    lo, hi, tight = ref.ref_delta_bounds(groups, eps_g, max_atoms=200_000)
+    assert tight
+    b = optcomp.delta_bounds(*_args(groups), counts=_counts(groups), eps_g=eps_g)
+    _brackets(b, lo, hi)
+    assert b.gap <= 1e-3 * b.upper + 1e-300
+
+
+def test_delta_within_an_ulp_below_the_top_atom():
+    """eps_g a few 1e-9 below the top atom of 3e8 mechanisms (Hypothesis find once the
+    default method falls back to the lattice): the tilt drove 96 GiB leaves (MemoryError).
+    A certified Chernoff bound P0[L > x] <= e^{K(theta) - theta x} below 2^-1000 now answers
+    at once; H(x) > 0 below the top atom, so the upper end stays positive."""
+    from fractions import Fraction
+
+    eps, counts, x = [1e-08, 0.1, 1.0], [10, 303388285, 166571], 30505399.5000001
+    top = sum(Fraction(e) * c for e, c in zip(eps, counts))
+    assert Fraction(x) < top  # so the true delta is positive (if astronomically small)
+    b = optcomp.delta_bounds(eps, [0.0] * 3, counts=counts, eps_g=x)
+    assert 0.0 <= b.lower <= b.upper <= 1e-300
+    assert b.upper > 0.0

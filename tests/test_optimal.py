@@ -314,7 +314,7 @@ def test_zero_eps_mechanisms_only_contribute_delta():
 def test_out_of_reach_raises_and_points_to_approx():
     eps = np.linspace(0.01, 0.2, 60) + 1e-7 * np.arange(60) ** 2
     with pytest.raises(opt.ExactTooLarge, match="approx"):
-        optcomp.epsilon_g(eps, delta_g=1e-6)
+        optcomp.epsilon_g(eps, delta_g=1e-6, method="optimal")  # ("auto", the default, falls back)
     with pytest.raises(ValueError, match="max_atoms"):
         optcomp.epsilon_g([0.1, 0.2], delta_g=1e-6, max_atoms=0)
 

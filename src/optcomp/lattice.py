@@ -116,11 +116,11 @@ import time
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit
 
-from ._cgf import _log_mgf, chernoff_guess, tilt_for
+from ._cgf import _log_mgf, cgf_terms, chernoff_guess, tilt_for
 from ._inputs import Mechanisms
-from ._rounding import dot_dir, down, exact_dir, up
+from ._rounding import UNIT, dot_dir, down, exact_dir, up
 from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import BUNDLE_ATOMS, SLACK_REL, grouped_pass, leaf_plan
@@ -195,6 +195,7 @@ def _points_estimate(vals: np.ndarray, cnts: np.ndarray, theta: float, h: float)
 
 
 ENUMERATED_ATOMS = 2**15  # up to this many atoms, list the distribution exactly (no lattice)
+NEGLIGIBLE_TOL = 0.125  # groups of tiny eps summing to <= this x tol are bounded by monotonicity
 
 
 def lattice_bounds(
@@ -257,6 +258,34 @@ def _split_big(m: Mechanisms):
     return Mechanisms(eps=eps, delta=np.zeros(eps.size), count=cnt), shift, slack
 
 
+def _log_tail_bound(vals: np.ndarray, cf: np.ndarray, x: float) -> float:
+    """An upper bound on log H(x) <= log P0[L > x] <= K(theta) - theta x (Markov, at the tilt
+    theta that centres the loss at x), every float error of K and of theta x charged upward
+    (each term of K within a few ulps of its inputs' magnitudes)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # huge eps: no bound (inf), never a wrong one
+        theta = tilt_for(vals, x, cf)
+        lp, lq = log_expit(vals), log_expit(-vals)
+        terms = cf * cgf_terms(lp, lq, vals, theta)
+        mag = float(np.sum(np.abs(terms))) + float(np.sum(cf * (np.abs(lp) + np.abs(lq) + theta * vals + 1.0)))
+        bound = float(np.sum(terms)) - theta * x + 64.0 * UNIT * (mag + abs(theta * x)) + 1e-300
+    return bound if bound == bound else math.inf
+
+
+def _split_negligible(vals: np.ndarray, cnts: np.ndarray, budget: float):
+    """(rest, sigma): the multiset without its smallest-eps groups whose sum sigma = sum c eps
+    (rounded up) stays <= ``budget`` (None when there are none, or nothing would remain)."""
+    total = 0.0
+    n = 0
+    for e, c in zip(vals.tolist(), cnts.tolist()):  # ascending eps
+        nxt = up(total + up(e * c, 1), 1)
+        if nxt > budget:
+            break
+        total, n = nxt, n + 1
+    if n == 0 or n == vals.size:
+        return None, 0.0
+    return Mechanisms(eps=vals[n:].copy(), delta=np.zeros(vals.size - n), count=cnts[n:].copy()), total
+
+
 def _shifted(x: float, shift: Fraction, upward: bool) -> float:
     """x + shift (exact), rounded to the requested side (+-inf stay)."""
     if not math.isfinite(x):
@@ -269,6 +298,15 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
     """:func:`lattice_bounds` at the residual target t (``t_low`` <= t <= ``t_high``)."""
     vals, cnts = m.positive()
     top = dot_dir(cnts, vals, True)
+    rest, sigma = _split_negligible(vals, cnts, tol * NEGLIGIBLE_TOL)
+    if rest is not None:
+        # groups of tiny eps whose sum sigma = sum c eps is far below tol: the optimum without
+        # them is a lower bound (H only grows with a mechanism added: data processing) and
+        # that plus sigma an upper one (L <= L_rest + sigma pointwise, so H(x) <=
+        # H_rest(x - sigma)); their tilt would otherwise be astronomical (1e-9 beside 20)
+        b = _epsilon_bounds_t(rest, t_low, t_high, tol - 2.0 * sigma, max_points=max_points, info=info,
+                              workers=workers, progress=progress)
+        return Bounds(b.lower, min(up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper, top))
     exact = exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS)
     if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
@@ -448,6 +486,19 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
     vals, cnts = m.positive()
     if eps_g >= dot_dir(cnts, vals, True):
         return to_delta(0.0, 0.0)
+    log_tail = _log_tail_bound(vals, cnts.astype(float), eps_g)
+    if log_tail < math.log(DELTA_FLOOR):  # H(eps_g) <= P0[L > eps_g] below the float floor: no lattice
+        return to_delta(0.0, max(up(math.exp(log_tail), 1), 5e-324))  # H > 0 below the top atom
+    rest, sigma = _split_negligible(vals, cnts, tol * NEGLIGIBLE_TOL)
+    if rest is not None and eps_g >= 2.0 * sigma:
+        # tiny-eps groups of sum sigma << tol (as in the eps direction): H_rest(x) <= H(x) <=
+        # H_rest(x - sigma) (data processing; L <= L_rest + sigma), each from its own bracket
+        # of the rest (their tilt would otherwise be astronomical and the leaves huge)
+        kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+        x_up = exact_dir(Fraction(eps_g) - Fraction(sigma), False)
+        upper = _delta_bounds_x(rest, x_up, tol - 2.0 * sigma, to_delta, **kw).upper
+        lower = _delta_bounds_x(rest, eps_g, tol - 2.0 * sigma, to_delta, **kw).lower
+        return Bounds(lower, upper)
     exact = exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS)
     if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
@@ -471,18 +522,20 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
                  + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4)))
     rels: list[float] = []
     steps: list[float] = []
+    best = to_delta(0.0, 1.0)  # certified: 0 <= H <= 1
     while True:
         points = _points_estimate(vals, cnts, theta, h)
         if points > max_points:
             raise ApproxTooCostly(
                 f"a delta gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
-                f"(> max_points={max_points:,}). Raise tol (or eta) or max_points.",
-                None,
+                f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= delta_g <= {best.upper!r}. "
+                "Raise tol (or eta) or max_points.",
+                best,
             )
         t0 = time.perf_counter()
         lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
         lo, hi = lp.excess_bounds(eps_g)
-        b = to_delta(lo, hi)
+        b = best = to_delta(lo, hi)
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
                                 seconds=time.perf_counter() - t0))
         if progress is not None:

@@ -220,7 +220,7 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
         dist = product_distribution(info, shift, slack, lower=True, log2_scale=_scale_for(t))
         x = solve_segments(dist, t)
     else:
-        return min(_MeetInTheMiddle(*info, shift=shift, slack=slack).epsilon(t), top)
+        return min(_MeetInTheMiddle(*info, shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t), top)
     if 0.0 < x < math.inf and _atom_count(groups) <= REFINE_ATOMS:
         # a small distribution whose root sits where H is flat (delta_g near the mass above
         # it) amplifies the float64 error bounds: settle it in 40 digits when they are loose

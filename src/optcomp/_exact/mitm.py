@@ -10,7 +10,7 @@ import numpy as np
 
 from .._rounding import UNIT, exact_dir, up
 from ..loss import rounding_bound, suffix_dw
-from .atoms import _exact_positions, _position_error, _product, _to_float
+from .atoms import _atom_count, _exact_positions, _position_error, _product, _to_float
 
 
 def _split(groups):
@@ -22,6 +22,13 @@ def _split(groups):
         halves[i].append(g)
         sizes[i] *= g[1] + 1
     return halves, sizes
+
+
+def _log_ratio(a: float, b: float) -> float:
+    """log(a / b) for positive a, b, also when the quotient leaves the float range (scaled
+    masses: H ~ 2^900 against a target ~ 2^-80); only steers the search."""
+    r = a / b
+    return math.log(r) if 0.0 < r < math.inf else math.log(a) - math.log(b)
 
 
 _MITM_EXACT_PAIRS = 20_000  # ambiguous (query, atom) pairs settled exactly per evaluation
@@ -36,12 +43,16 @@ class _MeetInTheMiddle:
     to an atom, e.g. the float sum of all eps_i) -- whose distance is formed exactly from
     the rational positions (up to ``_MITM_EXACT_PAIRS`` of them)."""
 
-    def __init__(self, half_a, half_b, shift: Fraction = Fraction(0), slack: float = 0.0):
-        la, _, pa, ua, oa = _product(half_a, False)
-        lb, _, pb, ub, ob = _product(half_b, False)
-        if la.size > lb.size:
-            la, pa, ua, oa, lb, pb, ub, ob = lb, pb, ub, ob, la, pa, ua, oa
+    def __init__(self, half_a, half_b, shift: Fraction = Fraction(0), slack: float = 0.0, log2_scale: int = 0):
+        # masses scaled by 2^log2_scale (split between the halves, so neither leaves the float
+        # range): targets far below 1e-300 keep their digits; ``slack`` is unscaled
+        if _atom_count(half_a) > _atom_count(half_b):
             half_a, half_b = half_b, half_a
+        s_a = log2_scale // 2
+        s_b = log2_scale - s_a
+        la, _, pa, ua, oa = _product(half_a, False, s_a)
+        lb, _, pb, ub, ob = _product(half_b, False, s_b)
+        self.log2_scale = log2_scale
         keep = np.flatnonzero(pa > 0)
         self.la, self.pa = la[keep], pa[keep]
         exact_a = _exact_positions(half_a, oa)
@@ -52,7 +63,9 @@ class _MeetInTheMiddle:
         self.D, self.W = suffix_dw(pb, lb, pos_err=_position_error(half_b))
         self.rel = rounding_bound(lb.size) + 4.0 * rounding_bound(self.la.size)
         self.shift = shift
-        self.slack = ua + ub + slack + 16.0 * (la.size + lb.size) * 2.0**-1070
+        # an underflowed mass of one half meets at most the other half's total (<= 2^its scale)
+        scaled_slack = up(math.ldexp(slack, log2_scale), 1) if slack and log2_scale else slack
+        self.slack = math.ldexp(ua, s_b) + math.ldexp(ub, s_a) + scaled_slack + 16.0 * (la.size + lb.size) * 2.0**-1070
         groups = list(half_a) + list(half_b)
         self.pos_err = _position_error(groups) + 4.0 * UNIT * float(np.max(np.abs(lb))) + 8.0 * UNIT * float(
             np.max(np.abs(la)))
@@ -97,46 +110,47 @@ class _MeetInTheMiddle:
 
     def excess(self, x: float) -> float:
         h, _ = self.terms(x)
-        return h * (1.0 + self.rel) + self.slack
+        v = h * (1.0 + self.rel) + self.slack
+        return up(math.ldexp(v, -self.log2_scale), 1) if self.log2_scale else v
 
     def epsilon(self, t: float) -> float:
         """Least x >= 0 with the charged bound on H(x) <= t: safeguarded Newton in e^x."""
         rel = self.rel
-        target = t - self.slack
+        target = (math.ldexp(t, self.log2_scale) if self.log2_scale else t) - self.slack
         if target < 0.0:
             return math.inf
 
-        def g(x):
+        def g(x):  # (charged H - target, -dH/dx charged down, charged H)
             h, b = self.terms(x)
-            return h * (1.0 + rel) - target, b * (1.0 - rel)
+            hc = h * (1.0 + rel)
+            return hc - target, b * (1.0 - rel), hc
 
         lo, hi = 0.0, self.max_loss  # g(hi) <= 0 since H(max_loss) = 0: certified
-        g_lo, b_lo = g(lo)
+        g_lo, b_lo, h_lo = g(lo)
         if g_lo <= 0.0:
             return 0.0
-        h_hi = 0.0  # charged H at hi
+        h_hi = 0.0  # charged H at hi (kept as computed: g + target would cancel to 0 when H << t)
         for _ in range(200):
-            h_lo = g_lo + target
             # Newton in y = e^x: H is convex and decreasing in y, so from a point with
             # g > 0 the tangent's root never passes the root:  x' = x + log1p(g / b).
             cands = [lo + math.log1p(g_lo / b_lo) if b_lo > 0.0 else hi]
             if h_hi > 0.0 and h_lo > h_hi:
                 # secant on log H (concave in the Gaussian-like tail: stays left of the root)
-                r = math.log(h_lo / target) / math.log(h_lo / h_hi)
+                r = _log_ratio(h_lo, target) / _log_ratio(h_lo, h_hi)
                 cands.append(lo + r * (hi - lo))
             elif b_lo > 0.0 and h_lo > 2.0 * target:
                 # no bracket yet: Newton on log H takes long strides (may overshoot)
-                cands.append(lo + math.log(h_lo / target) * h_lo / b_lo)
+                cands.append(lo + _log_ratio(h_lo, target) * h_lo / b_lo)
             mid = 0.5 * (lo + hi)
             cand = max(c if c < hi else mid for c in cands)
             cand = max(cand, lo + 16.0 * UNIT * max(abs(lo), 1.0))
             if not lo < cand < hi:
                 break
-            g_c, b_c = g(cand)
+            g_c, b_c, h_c = g(cand)
             if g_c <= 0.0:
-                hi, h_hi = cand, g_c + target
+                hi, h_hi = cand, h_c
             else:
-                lo, g_lo, b_lo = cand, g_c, b_c
+                lo, g_lo, b_lo, h_lo = cand, g_c, b_c, h_c
             if hi - lo <= 64.0 * UNIT * max(abs(hi), 1.0):
                 break
         return up(hi, 2)  # hi always satisfies the charged bound: a certified eps_g
