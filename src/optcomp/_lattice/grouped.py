@@ -19,9 +19,8 @@ import numpy as np
 from scipy.special import log_expit
 
 from .._cgf import binomial_chernoff, cgf_terms
-from .._rounding import TINY, UNIT
-from ..loss import LossDistribution
-from .passes import LatticePass
+from .._rounding import UNIT
+from .passes import LatticePass, extract
 from .tree import _fft_tree, _row_blocks
 
 
@@ -655,39 +654,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     slack = sum(hv[1] for hv in halves)
     lz_leaves = [[z for hv in halves for z in hv[2][b]] for b in range(3)]
     node = halves[0][0] if len(halves) == 1 else _merge(halves[0][0], halves[1][0], workers, True)
-    root, w, off, Eroot = node.rows, node.rows.shape[1], node.off, node.E
-    logZ = [math.fsum(lz) for lz in lz_leaves]
-    J = np.arange(w, dtype=float)
-    idx = J + off
-    thetas = (theta, theta, theta + 1.0)
-    rho = []
-    for b in range(3):
-        mag_w = float(np.sum(np.abs(lz_leaves[b]))) + abs(logZ[b]) + abs(thetas[b] * h) * (abs(off) + w)
-        rho.append(math.expm1(float(node.rho[b]) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
+    w, off = node.rows.shape[1], node.off
+    idx = np.arange(w, dtype=float) + off
     loss = h * idx  # exact: an integer (|idx| < 2^49, checked above) times h = m 2^j, m <= 15
-    # ---- upper
-    keep = loss > 0.0
-    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-        p_up = np.exp(logZ[0] - th * idx[keep]) * (root[0, keep] + Eroot[0]) * (1.0 + rho[0])
-    p_up[np.isnan(p_up)] = 1.0
-    np.minimum(p_up, 1.0, out=p_up)
-    nz = p_up > 0.0
-    slack_all = slack * (1.0 + 1e-9) + TINY * float(np.count_nonzero(~nz))
-    upper = LossDistribution(loss[keep][nz], p_up[nz], slack=slack_all, exact_from=0.0)
-    # ---- lower (as in lattice_pass)
-    p0t = root[1] - Eroot[1]
-    ok = p0t > 0.0
-    Jk = idx[ok]
-    with np.errstate(divide="ignore", over="ignore"):
-        log_p0 = logZ[1] - th * Jk + np.log(p0t[ok]) + math.log1p(-rho[1])
-        log_p1 = logZ[2] - (th + h) * Jk + np.log(root[2, ok] + Eroot[2]) + math.log1p(rho[2])
-    ell = log_p0 - log_p1
-    err = 4.0 * UNIT * (np.abs(log_p0) + np.abs(log_p1) + abs(logZ[1]) + abs(logZ[2]) + (2 * abs(th) + h) * np.abs(Jk) + 4.0)
-    ell = ell - err
-    pos = ell > 0.0
-    mag0 = abs(logZ[1]) + abs(th * Jk[pos]) + np.abs(np.log(p0t[ok][pos])) + np.abs(log_p0[pos]) + 4.0
-    with np.errstate(under="ignore"):
-        p_lo = np.exp(log_p0[pos]) * (1.0 - 4.0 * UNIT * mag0)
-    ell = ell[pos]
-    order = np.argsort(ell, kind="stable")
-    return LatticePass(h=h, theta=theta, upper=upper, lower_loss=ell[order], lower_p0=p_lo[order], points=w)
+    return extract(node.rows, node.E, lz_leaves, node.rho, theta, h, idx, off, loss, loss, slack)

@@ -104,50 +104,64 @@ def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> La
                                           list(zip([pos_t, top], w2))])
     root, w, off, Eroot = _fft_tree(blocks, workers)
     del blocks
-    logZ = [math.fsum(lz.tolist()) for lz in (lz0, lz1, lz2)]
-    J = np.arange(w, dtype=float)
-    thetas = (theta, theta, theta + 1.0)
-    rho = []
-    for b, rb in enumerate((r0, r1, r2)):
-        mag_w = float(np.sum(np.abs((lz0, lz1, lz2)[b]))) + abs(logZ[b]) + thetas[b] * h * w
-        rho.append(math.expm1(float(np.sum(rb)) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
     # lattice values: C + h (off + J) with C = sum c_i correctly rounded (fsum) and
     # h (off + J) exact (an integer times a power of two): error <= u (|loss| + |C|)
     C = math.fsum(c.tolist())
     loss = C + h * (np.arange(w, dtype=np.int64) + off).astype(float)
     loss_up = loss + 4.0 * UNIT * (np.abs(loss) + abs(C))
-    # ---- upper: P0 masses of the refined experiment, inflated by the error bounds
+    # the rows are tilted by e^{theta h J} from their first entry (J = 0, 1, ...)
+    return extract(root, Eroot, [lz.tolist() for lz in (lz0, lz1, lz2)],
+                   [float(np.sum(rb)) for rb in (r0, r1, r2)], theta, h, np.arange(w, dtype=float), 0, loss, loss_up)
+
+
+def extract(root: np.ndarray, Eroot, lz_leaves, rho_sums, theta: float, h: float, idx: np.ndarray, off: int,
+            loss: np.ndarray, loss_up: np.ndarray, slack: float = 0.0) -> LatticePass:
+    """The one extraction of a :class:`LatticePass` from a composed root of three tilted rows
+    (refined P0; garbled P0; garbled P1 at tilt theta + 1).
+
+    ``root`` (3, w) with max-norm error bounds ``Eroot``; ``lz_leaves[b]`` the leaves' float
+    log-normalisers of row b (exact constants from here on, summed by fsum) and
+    ``rho_sums[b]`` the sum of their relative error bounds; entry J of a row carries the
+    tilt e^{theta h idx[J]} (``off``: the offset of idx, for the rounding charges); ``loss``
+    the lattice values (``loss_up`` >= them: the upper bound's positions); ``slack`` P0
+    mass already sent to +inf.
+
+    Upper: P0 masses e^{logZ - theta h idx} (root + E) (1 + rho), clipped at 1, a mass that
+    underflowed charged TINY at +inf.  Lower: P0 lowered and P1 raised by the error bounds,
+    atoms ell = log(P0/P1) (the privacy loss of the garbled statistic) lowered by their
+    rounding charge, kept where > 0, sorted."""
+    w = root.shape[1]
+    th = theta * h
+    logZ = [math.fsum(lz) for lz in lz_leaves]
+    thetas = (theta, theta, theta + 1.0)
+    rho = []
+    for b in range(3):
+        mag_w = float(np.sum(np.abs(lz_leaves[b]))) + abs(logZ[b]) + abs(thetas[b] * h) * (abs(off) + w)
+        rho.append(math.expm1(float(rho_sums[b]) + 4.0 * UNIT * (mag_w + 4.0)) + 4.0 * UNIT)
+    # ---- upper
     keep = loss_up > 0.0
-    with np.errstate(under="ignore", over="ignore"):
-        logw0 = logZ[0] - theta * h * J[keep]
-        p_up = np.exp(logw0) * (root[0, keep] + Eroot[0]) * (1.0 + rho[0])
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        p_up = np.exp(logZ[0] - th * idx[keep]) * (root[0, keep] + Eroot[0]) * (1.0 + rho[0])
+    p_up[np.isnan(p_up)] = 1.0
     np.minimum(p_up, 1.0, out=p_up)
-    # a mass that underflowed may hide up to TINY: keep it on the safe side
-    nz = p_up > 0.0
-    slack = TINY * float(np.count_nonzero(~nz))
-    upper = LossDistribution(loss_up[keep][nz], p_up[nz], slack=slack, exact_from=0.0)
-    # ---- lower: garbled experiment, P0 lowered and P1 raised by the error bounds
+    nz = p_up > 0.0  # a mass that underflowed may hide up to TINY: at +inf
+    slack_all = slack * (1.0 + 1e-9) + TINY * float(np.count_nonzero(~nz))
+    upper = LossDistribution(loss_up[keep][nz], p_up[nz], slack=slack_all, exact_from=0.0)
+    # ---- lower
     p0t = root[1] - Eroot[1]
     ok = p0t > 0.0
-    Jk = J[ok]
-    with np.errstate(divide="ignore"):
-        log_p0 = logZ[1] - theta * h * Jk + np.log(p0t[ok]) + math.log1p(-rho[1])
-        log_p1 = logZ[2] - (theta + 1.0) * h * Jk + np.log(root[2, ok] + Eroot[2]) + math.log1p(rho[2])
+    Jk = idx[ok]
+    with np.errstate(divide="ignore", over="ignore"):
+        log_p0 = logZ[1] - th * Jk + np.log(p0t[ok]) + math.log1p(-rho[1])
+        log_p1 = logZ[2] - (th + h) * Jk + np.log(root[2, ok] + Eroot[2]) + math.log1p(rho[2])
     ell = log_p0 - log_p1
-    err = 4.0 * UNIT * (np.abs(log_p0) + np.abs(log_p1) + abs(logZ[1]) + abs(logZ[2]) + (2 * theta + 1) * h * Jk + 4.0)
+    err = 4.0 * UNIT * (np.abs(log_p0) + np.abs(log_p1) + abs(logZ[1]) + abs(logZ[2]) + (2 * abs(th) + h) * np.abs(Jk) + 4.0)
     ell = ell - err
     pos = ell > 0.0
-    # exp of a sum whose partial sums reach |logZ| + theta h J: charge their rounding
-    mag0 = abs(logZ[1]) + theta * h * Jk[pos] + np.abs(np.log(p0t[ok][pos])) + np.abs(log_p0[pos]) + 4.0
+    # exp of a sum whose partial sums reach |logZ| + theta h |idx|: charge their rounding
+    mag0 = abs(logZ[1]) + abs(th * Jk[pos]) + np.abs(np.log(p0t[ok][pos])) + np.abs(log_p0[pos]) + 4.0
     with np.errstate(under="ignore"):
         p_lo = np.exp(log_p0[pos]) * (1.0 - 4.0 * UNIT * mag0)
     ell = ell[pos]
     order = np.argsort(ell, kind="stable")
-    return LatticePass(
-        h=h,
-        theta=theta,
-        upper=upper,
-        lower_loss=ell[order],
-        lower_p0=p_lo[order],
-        points=w,
-    )
+    return LatticePass(h=h, theta=theta, upper=upper, lower_loss=ell[order], lower_p0=p_lo[order], points=w)
