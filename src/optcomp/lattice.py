@@ -331,51 +331,83 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
         # one pass gives the lower bound (its target t_high >= t is the safe side)
         lp = grouped_pass(vals, cnts, h, tilt_for(vals, x_est, cf), log_slack, workers, plan, progress)
         return Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+    aim = {"x": x_est, "reaimed": False}
+
+    def evaluate(lp: LatticePass, best: Bounds) -> Bounds:
+        b = lp.epsilon_bounds(t_low, t_high)
+        return Bounds(max(b.lower, best.lower), min(b.upper, best.upper, top))
+
+    def finished(b: Bounds, lp: LatticePass):
+        if b.gap <= tol:
+            return True
+        if not aim["reaimed"] and 0.0 < b.lower and (b.gap >= 64.0 * tol or b.gap >= 0.1 * b.upper) \
+                and math.isfinite(b.upper):
+            # a bracket this wide at a step aimed at ~0.75 tol is a misaimed tilt (the
+            # Chernoff guess overshoots to the top atom when delta_g is near its mass, and
+            # the windows then cut what matters), not the step: the same step again, aimed
+            # at the middle of the bracket
+            aim["reaimed"] = True
+            aim["x"] = 0.5 * (b.lower + b.upper)
+            return "again"
+        if math.isfinite(b.upper):
+            aim["x"] = 0.5 * (b.lower + b.upper) if b.gap < 0.1 * b.upper else b.upper
+        return False
+
+    def too_costly(h: float, points: int, best: Bounds) -> ApproxTooCostly:
+        return ApproxTooCostly(
+            f"a certified gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
+            f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= eps_g <= {best.upper!r}. "
+            "Raise tol (or eta) or max_points.",
+            best,
+        )
+
+    def stalled(b: Bounds, gap: float, h: float) -> Bounds:
+        # six halvings of h without progress: not a discretisation gap (should not happen)
+        raise ApproxTooCostly(
+            f"the certified gap stopped shrinking at {gap:g} (tol={tol:g}; h={h:g}); "
+            f"best bounds {b.lower!r} <= eps_g <= {b.upper!r}",
+            b,
+        )
+
+    return _refine(vals, cnts, plan, h, log_slack, tol, lambda: tilt_for(vals, aim["x"], cf), evaluate, finished,
+                   lambda b: b.gap, too_costly, stalled, best, max_points=max_points, info=info, workers=workers,
+                   progress=progress)
+
+
+def _refine(vals, cnts, plan, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
+            too_costly, stalled, best, *, max_points: int, info: BracketInfo, workers: int, progress) -> Bounds:
+    """The one refine loop of both drivers: a grouped lattice pass at step h and tilt
+    ``theta_for()``, its certified bracket ``evaluate(pass, best)``, until
+    ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
+    next step from the measured gaps (``measure``: absolute in eps, relative in delta;
+    second order in h, :func:`_next_step`), ``stalled(...)`` after six steps without
+    progress, ``too_costly(...)`` (raised) when a pass would exceed ``max_points``."""
     gaps: list[float] = []
     steps: list[float] = []
-    reaimed = False
     while True:
-        theta = tilt_for(vals, x_est, cf)
+        theta = theta_for()
         points = _points_estimate(vals, cnts, theta, h)
         if points > max_points:
-            raise ApproxTooCostly(
-                f"a certified gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
-                f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= eps_g <= {best.upper!r}. "
-                "Raise tol (or eta) or max_points.",
-                best,
-            )
+            raise too_costly(h, points, best)
         t0 = time.perf_counter()
         lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
-        b = lp.epsilon_bounds(t_low, t_high)
-        b = Bounds(max(b.lower, best.lower), min(b.upper, best.upper, top))
+        b = evaluate(lp, best)
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                                 seconds=time.perf_counter() - t0))
         if progress is not None:
             progress(dict(stage="lattice", step=h, points=lp.points, lower=b.lower, upper=b.upper, gap=b.gap,
                           tol=tol, seconds=time.perf_counter() - t0))
         best = b
-        gap = b.gap
-        if gap <= tol:
+        verdict = finished(b, lp)
+        if verdict is True:
             return b
-        if not reaimed and 0.0 < b.lower and (gap >= 64.0 * tol or gap >= 0.1 * b.upper) and math.isfinite(b.upper):
-            # a bracket this wide at a step aimed at ~0.75 tol is a misaimed tilt (the
-            # Chernoff guess overshoots to the top atom when delta_g is near its mass, and
-            # the windows then cut what matters), not the step: the same step again, aimed
-            # at the middle of the bracket
-            reaimed = True
-            x_est = 0.5 * (b.lower + b.upper)
+        if verdict == "again":
             continue
+        gap = measure(b)
         gaps.append(gap)
         steps.append(h)
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
-            # six halvings of h without progress: not a discretisation gap (should not happen)
-            raise ApproxTooCostly(
-                f"the certified gap stopped shrinking at {gap:g} (tol={tol:g}; h={h:g}); "
-                f"best bounds {b.lower!r} <= eps_g <= {b.upper!r}",
-                b,
-            )
-        if math.isfinite(b.upper):
-            x_est = 0.5 * (b.lower + b.upper) if b.gap < 0.1 * b.upper else b.upper
+            return stalled(b, gap, h)
         h = _next_step(steps, gaps, tol)
 
 
@@ -520,44 +552,37 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
     # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
     log_slack = (_log_mgf(vals, theta, cf) - theta * eps_g
                  + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4)))
-    rels: list[float] = []
-    steps: list[float] = []
-    best = to_delta(0.0, 1.0)  # certified: 0 <= H <= 1
-    while True:
-        points = _points_estimate(vals, cnts, theta, h)
-        if points > max_points:
-            raise ApproxTooCostly(
-                f"a delta gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
-                f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= delta_g <= {best.upper!r}. "
-                "Raise tol (or eta) or max_points.",
-                best,
-            )
-        t0 = time.perf_counter()
-        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
-        lo, hi = lp.excess_bounds(eps_g)
-        b = best = to_delta(lo, hi)
-        info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=theta,
-                                seconds=time.perf_counter() - t0))
-        if progress is not None:
-            progress(dict(stage="lattice", step=h, points=lp.points, lower=b.lower, upper=b.upper, gap=b.gap,
-                          tol=tol, seconds=time.perf_counter() - t0))
+
+    def finished(b: Bounds, lp: LatticePass) -> bool:
         if b.gap <= tol * b.upper + DELTA_FLOOR:
+            return True
+        if eps_g - tol >= 0.0:  # horizontal: upper <= a certified lower bound on delta_opt(eps_g - tol)
+            return b.upper <= to_delta(excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), 1.0).lower
+        return False
+
+    def too_costly(h: float, points: int, best: Bounds) -> ApproxTooCostly:
+        return ApproxTooCostly(
+            f"a delta gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
+            f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= delta_g <= {best.upper!r}. "
+            "Raise tol (or eta) or max_points.",
+            best,
+        )
+
+    def stalled(b: Bounds, rel: float, h: float) -> Bounds:
+        if b.gap <= DELTA_FLOAT_GAP:
+            # the hockey-stick sums charge rounding relative to the masses summed, not to
+            # H: when H is far below them (e.g. eps_i ~ 1e-200) this absolute gap is the
+            # floor of float64, reached and reported
             return b
-        if eps_g - tol >= 0.0:
-            shifted = to_delta(excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), 1.0).lower
-            if b.upper <= shifted:
-                return b
-        rel = b.gap / b.upper
-        rels.append(rel)
-        steps.append(h)
-        if len(rels) > 6 and rel > 0.9 * rels[-7]:
-            if b.gap <= DELTA_FLOAT_GAP:
-                # the hockey-stick sums charge rounding relative to the masses summed, not to
-                # H: when H is far below them (e.g. eps_i ~ 1e-200) this absolute gap is the
-                # floor of float64, reached and reported
-                return b
-            raise ApproxTooCostly(f"the certified delta gap stopped shrinking at {rel:g} relative (tol={tol:g})", b)
-        h = _next_step(steps, rels, tol)
+        raise ApproxTooCostly(f"the certified delta gap stopped shrinking at {rel:g} relative (tol={tol:g})", b)
+
+    def evaluate(lp: LatticePass, best) -> Bounds:
+        return to_delta(*lp.excess_bounds(eps_g))
+
+    best = to_delta(0.0, 1.0)  # certified before any pass: 0 <= H <= 1
+    return _refine(vals, cnts, plan, h, log_slack, tol, lambda: theta, evaluate, finished,
+                   lambda b: b.gap / b.upper, too_costly, stalled, best, max_points=max_points, info=info,
+                   workers=workers, progress=progress)
 
 
 # --------------------------------------------------------------------------- commensurable eps: exact lattice
