@@ -109,3 +109,26 @@ def test_unattainable_and_options():
         optcomp.epsilon_g(0.1, k=10, delta_g=1e-6, max_atoms=100)
     with pytest.raises(ValueError, match="tol"):
         optcomp.epsilon_g(EPS_1000, delta_g=1e-6, tol=-1.0)
+
+
+def test_the_toolkit_defaults_to_auto():
+    """privacy_curve, the Accountant and calibrate answer where optimal raises; a curve says
+    which method ran, and its brackets hold the values of the pointwise calls."""
+    import inspect
+
+    from optcomp import calibrate
+
+    for fn in (optcomp.privacy_curve, optcomp.Accountant.get_epsilon, optcomp.Accountant.get_delta,
+               optcomp.Accountant.can_afford, optcomp.Accountant.remaining, calibrate.per_query_epsilon,
+               calibrate.largest_scale, calibrate.split_budget, calibrate.laplace_scale):
+        assert inspect.signature(fn).parameters["method"].default == "auto", fn
+    curve = optcomp.privacy_curve(EPS_1000, num=4)
+    assert curve.method == "approx" and curve.delta_lower is not None
+    for x, lo, hi in zip(curve.eps_g, curve.delta_lower, curve.delta):
+        assert lo <= hi <= lo * (1 + auto.AUTO_TOL) + 1e-300
+        assert lo <= optcomp.delta_g(EPS_1000, eps_g=float(x))
+    assert optcomp.privacy_curve(0.1, k=50, num=4).method == "optimal"
+    acc = optcomp.Accountant()
+    for e in EPS_1000:
+        acc.compose(e)
+    assert acc.get_epsilon(1e-6) == optcomp.epsilon_g(EPS_1000, delta_g=1e-6)

@@ -326,7 +326,7 @@ def test_optimal_split_takes_few_evaluations(k, eps_g, delta_g):
     seen = []
     eps = calibrate.per_query_epsilon(k, eps_g, delta_g, progress=seen.append)
     assert 0 < len(seen) <= 15
-    assert [s["stage"].split(" (")[0] for s in seen] == ["per-query eps under optimal"] * len(seen)
+    assert [s["stage"].split(" (")[0] for s in seen] == ["per-query eps under auto"] * len(seen)
     assert optcomp.epsilon_g(eps, k=k, delta_g=delta_g) <= eps_g
     assert optcomp.epsilon_g(math.nextafter(eps, 1.0), k=k, delta_g=delta_g) > eps_g
 
@@ -344,7 +344,7 @@ def test_progress_true_writes_one_status_line_after_the_delay(monkeypatch, capsy
     monkeypatch.setattr(calibrate, "_DELAY", 0.0)
     calibrate.per_query_epsilon(1000, 1.0, 1e-6, progress=True)
     err = capsys.readouterr().err
-    assert "per-query eps under optimal" in err and err.endswith("\n") and err.count("\n") == 1
+    assert "per-query eps under auto" in err and err.endswith("\n") and err.count("\n") == 1
     with pytest.raises(ValueError, match="progress"):
         calibrate.per_query_epsilon(1000, 1.0, 1e-6, progress="yes")
 

@@ -195,7 +195,7 @@ class Accountant:
         delta = np.array([d for _, d in counts], dtype=float)
         return eps, delta, np.array(list(counts.values()), dtype=np.int64)
 
-    def get_epsilon(self, delta_g, method: str = "optimal", **options) -> float:
+    def get_epsilon(self, delta_g, method: str = "auto", **options) -> float:
         """Least eps_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
 
         As :func:`optcomp.epsilon_g` (``math.inf`` when nothing is certified at this
@@ -209,7 +209,7 @@ class Accountant:
         eps, delta, counts = self._arrays()
         return optcomp.epsilon_g(eps, delta, counts=counts, delta_g=delta_g, method=method, **options)
 
-    def get_delta(self, eps_g, method: str = "optimal", **options) -> float:
+    def get_delta(self, eps_g, method: str = "auto", **options) -> float:
         """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
 
         As :func:`optcomp.delta_g` (1.0 when nothing better is certified); 0.0 for an
@@ -253,7 +253,7 @@ class Accountant:
         e, d, c = self._arrays(((eps + 0.0, delta), n))
         return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options)
 
-    def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "optimal", **options) -> bool:
+    def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "auto", **options) -> bool:
         """Whether ``count`` more (eps, delta)-DP mechanisms keep the ledger within the
         budget (eps_g, delta_g) under ``method`` (certified: True only if the method
         certifies the extended composition).
@@ -271,7 +271,7 @@ class Accountant:
         _check_total(self.k, n, "can_afford")
         return self._planned_epsilon(pair[0], pair[1], n, delta_g, method, options) <= eps_g
 
-    def remaining(self, eps_g, delta_g, *, delta=0.0, count=1, method: str = "optimal", rtol: float = 0.0,
+    def remaining(self, eps_g, delta_g, *, delta=0.0, count=1, method: str = "auto", rtol: float = 0.0,
                   progress=None, **options) -> float:
         """Largest eps such that ``count`` more (eps, delta)-DP mechanisms fit the budget.
 

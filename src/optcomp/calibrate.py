@@ -388,7 +388,7 @@ def _check_deltas(delta, size: int) -> np.ndarray:
     return d + 0.0
 
 
-def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=None, method: str = "optimal",
+def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=None, method: str = "auto",
                   rtol: float = _RTOL, progress=None, **options) -> float:
     """Largest c such that queries with eps_i = c * weights[i] (and per-query ``delta``)
     compose to (eps_g, delta_g)-DP under ``method``.
@@ -435,7 +435,7 @@ def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=No
     return 0.0 if scale is None else scale
 
 
-def split_budget(weights, eps_g: float, delta_g: float, *, delta=0.0, method: str = "optimal",
+def split_budget(weights, eps_g: float, delta_g: float, *, delta=0.0, method: str = "auto",
                  rtol: float = _RTOL, progress=None, **options) -> np.ndarray:
     """Per-query eps_i = c * weights[i] with the largest c of :func:`largest_scale`.
 
@@ -452,7 +452,7 @@ def split_budget(weights, eps_g: float, delta_g: float, *, delta=0.0, method: st
     return largest_scale(w, eps_g, delta_g, delta=delta, method=method, rtol=rtol, progress=progress, **options) * w
 
 
-def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.0, method: str = "optimal",
+def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.0, method: str = "auto",
                       rtol: float = _RTOL, progress=None, **options) -> float:
     """Largest eps such that k (eps, delta)-DP queries compose to (eps_g, delta_g)-DP.
 
@@ -502,7 +502,7 @@ def _noise(sensitivity: float, eps: float, what: str) -> float:
     return scale
 
 
-def laplace_scale(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0, method: str = "optimal",
+def laplace_scale(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0, method: str = "auto",
                   progress=None, **options) -> float:
     """Laplace noise scale b = sensitivity / eps per query (variance 2 b^2).
 

@@ -150,7 +150,23 @@ def default_grid(eps, delta, counts, method: str, num: int) -> np.ndarray:
     return grid
 
 
-def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int = 101, method: str = "optimal",
+def _resolve_auto(e, d, c, options):
+    """``method="auto"`` for a whole curve: ``optimal`` when the exact computation is
+    feasible for these mechanisms (one probe at eps_g = 0, where the exact solvers do the
+    most work), else ``approx`` with ``tol`` = :data:`optcomp.auto.AUTO_TOL` (its certified
+    brackets: the curve then carries ``delta_lower`` too)."""
+    from .auto import AUTO_TOL
+    from .optimal import ExactTooLarge
+
+    try:
+        optcomp.delta_g(e, d, counts=c, eps_g=0.0, method="optimal")
+        return "optimal", {}
+    except ExactTooLarge:
+        return "approx", {"tol": options.get("tol", AUTO_TOL),
+                          **{key: v for key, v in options.items() if key != "tol"}}
+
+
+def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int = 101, method: str = "auto",
                   num_alpha: int = 1001, progress=None, **options) -> PrivacyCurve:
     """Certified privacy curve delta(eps_g) and privacy region of a composition.
 
@@ -160,7 +176,10 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
         eps_g: the grid of global eps values (finite, >= 0); default :func:`default_grid`
             with ``num`` points.
         num: number of grid points when ``eps_g`` is not given (an integer in [2, 10^6]).
-        method: a name of :data:`optcomp.METHODS`; ``options`` are passed on to it.
+        method: a name of :data:`optcomp.METHODS`; ``options`` are passed on to it.  The
+            default ``"auto"`` is decided once per curve: ``"optimal"`` where the exact
+            computation is feasible, else ``"approx"`` with ``tol=1e-4`` (certified brackets);
+            the curve's ``method`` says which ran.
         num_alpha: equispaced false-alarm points of the trade-off curve (the kinks of
             every (eps_g, delta) pair are added; an integer in [2, 10^6]).
         progress: True for a status line on stderr once the curve has taken more than 2 s,
@@ -174,13 +193,16 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
         (:func:`certainly_one`: far below the bulk of the privacy loss), which cost nothing.
 
     Raises:
-        ValueError: bad input (naming the parameter), or an exact computation too large
-            (``optcomp.ExactTooLarge``; use ``method="approx"``).
+        ValueError: bad input (naming the parameter), or, for ``method="optimal"``, an exact
+            computation too large (``optcomp.ExactTooLarge``; the default ``"auto"`` then
+            uses ``"approx"``).
     """
     num = _integer("num", num, 2, region.MAX_NUM)
     num_alpha = _integer("num_alpha", num_alpha, 2, region.MAX_NUM)
     optcomp._method(method, options)
     e, d, c = _multiset(eps, delta, k, counts)
+    if method == "auto":  # decided once for the whole curve: exact if feasible, else approx's brackets
+        method, options = _resolve_auto(e, d, c, options)
     if eps_g is None:
         grid = default_grid(e, d, c, method, num)
     else:

@@ -255,7 +255,7 @@ def drv_family(eps, delta=0.0, *, k=None, counts=None, num: int = 400) -> tuple[
     return eg[keep], dg[keep]
 
 
-def family_from_eps_grid(eps, delta=0.0, *, k=None, counts=None, method: str = "optimal", eps_g=None, num: int = 200, **options) -> tuple[np.ndarray, np.ndarray]:
+def family_from_eps_grid(eps, delta=0.0, *, k=None, counts=None, method: str = "auto", eps_g=None, num: int = 200, **options) -> tuple[np.ndarray, np.ndarray]:
     """Any composition theorem: the pairs (x, delta_g(x)) for x over ``eps_g`` (default:
     ``num`` equispaced values in [0, sum eps_i]), delta_g from ``optcomp.delta_g(method=...)``.
     Pairs with delta_g >= 1 (nothing certified) are dropped.  ``eps_g``: a number or a 1-D
