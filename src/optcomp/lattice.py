@@ -305,14 +305,6 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
             aim["x"] = 0.5 * (b.lower + b.upper) if b.gap < 0.1 * b.upper else b.upper
         return False
 
-    def too_costly(h: float, points: int, best: Bounds) -> ApproxTooCostly:
-        return ApproxTooCostly(
-            f"a certified gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
-            f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= eps_g <= {best.upper!r}. "
-            "Raise tol (or eta) or max_points.",
-            best,
-        )
-
     def stalled(b: Bounds, gap: float, h: float) -> Bounds:
         # six halvings of h without progress: not a discretisation gap (should not happen)
         raise ApproxTooCostly(
@@ -322,25 +314,33 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
         )
 
     return _refine(vals, cnts, plan, h, log_slack, tol, lambda: tilt_for(vals, aim["x"], cf), evaluate, finished,
-                   lambda b: b.gap, too_costly, stalled, best, max_points=max_points, info=info, workers=workers,
+                   lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points, info=info, workers=workers,
                    progress=progress)
 
 
 def _refine(vals, cnts, plan, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
-            too_costly, stalled, best, *, max_points: int, info: BracketInfo, workers: int, progress) -> Bounds:
+            names: tuple, stalled, best: Bounds, *, max_points: int, info: BracketInfo, workers: int,
+            progress) -> Bounds:
     """The one refine loop of both drivers: a grouped lattice pass at step h and tilt
     ``theta_for()``, its certified bracket ``evaluate(pass, best)``, until
     ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
     next step from the measured gaps (``measure``: absolute in eps, relative in delta;
     second order in h, :func:`_next_step`), ``stalled(...)`` after six steps without
-    progress, ``too_costly(...)`` (raised) when a pass would exceed ``max_points``."""
+    progress, :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass
+    would exceed ``max_points``."""
     gaps: list[float] = []
     steps: list[float] = []
     while True:
         theta = theta_for()
         points = _points_estimate(vals, cnts, theta, h)
         if points > max_points:
-            raise too_costly(h, points, best)
+            gap, quantity = names
+            raise ApproxTooCostly(
+                f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
+                f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. "
+                "Raise tol (or eta) or max_points.",
+                best,
+            )
         t0 = time.perf_counter()
         lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
         b = evaluate(lp, best)
@@ -512,14 +512,6 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
             return b.upper <= to_delta(excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), 1.0).lower
         return False
 
-    def too_costly(h: float, points: int, best: Bounds) -> ApproxTooCostly:
-        return ApproxTooCostly(
-            f"a delta gap <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
-            f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= delta_g <= {best.upper!r}. "
-            "Raise tol (or eta) or max_points.",
-            best,
-        )
-
     def stalled(b: Bounds, rel: float, h: float) -> Bounds:
         if b.gap <= DELTA_FLOAT_GAP:
             # the hockey-stick sums charge rounding relative to the masses summed, not to
@@ -533,7 +525,7 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
 
     best = to_delta(0.0, 1.0)  # certified before any pass: 0 <= H <= 1
     return _refine(vals, cnts, plan, h, log_slack, tol, lambda: theta, evaluate, finished,
-                   lambda b: b.gap / b.upper, too_costly, stalled, best, max_points=max_points, info=info,
+                   lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points, info=info,
                    workers=workers, progress=progress)
 
 

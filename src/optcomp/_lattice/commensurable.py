@@ -226,12 +226,10 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
     ``rel_gap`` (default 1e-9), the tilt is re-aimed at the bracket and the tree run in
     long double (gap ~1e-13), at most three passes.  Cost: one FFT tree over
     sum_i c_i n_i + 1 points per pass."""
-    vals, cnts = m.positive()
-    if vals.size == 0:
-        return None
-    cu = common_unit(vals, cnts, max_points)
+    cu = _positive_unit(m, max_points)
     if cu is None:
         return None
+    vals, cnts = cu.eps, cu.count
     top = dot_dir(cnts, vals, True)
     x_est = chernoff_guess(vals, t_low, cnts.astype(float))
     best = Bounds(0.0, top)
@@ -240,13 +238,7 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
         lp = commensurable_pass(cu, tilt_for(vals, x_est, cnts.astype(float)), workers, extended=i > 0)
         b = lp.epsilon_bounds(t_low, t_high)
         best = Bounds(max(b.lower, best.lower), min(b.upper, best.upper))
-        if info is not None:
-            info.path = "commensurable"
-            info.passes.append(dict(h=lp.h, points=lp.points, lower=best.lower, upper=best.upper,
-                                    theta=lp.theta, seconds=time.perf_counter() - t0))
-        if progress is not None:
-            progress(dict(stage="commensurable", step=lp.h, points=lp.points, lower=best.lower, upper=best.upper,
-                          gap=best.gap, seconds=time.perf_counter() - t0))
+        _record(info, progress, lp, best.lower, best.upper, t0)
         if not math.isfinite(best.upper) or best.gap <= rel_gap * best.upper or t_low <= 0.0:
             break  # (t_low <= 0: the upper end is the top atom whatever the pass)
         x_est = 0.5 * (best.lower + best.upper) if best.gap < 0.1 * best.upper else best.upper
@@ -260,24 +252,33 @@ def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COM
     positive eps_i are commensurable (:func:`common_unit`), else None; one tilted FFT tree
     aimed at x (float64; again in long double when the relative gap exceeds ``rel_gap``).
     ``optcomp.loss.delta_from_excess`` turns them into delta bounds."""
-    vals, cnts = m.positive()
-    if vals.size == 0:
-        return None
-    cu = common_unit(vals, cnts, max_points)
+    cu = _positive_unit(m, max_points)
     if cu is None:
         return None
+    vals, cnts = cu.eps, cu.count
     theta = tilt_for(vals, x, cnts.astype(float))
     for extended in (False, True):
         t0 = time.perf_counter()
         lp = commensurable_pass(cu, theta, workers, extended=extended)
         lo, hi = lp.excess_bounds(x)
-        if info is not None:
-            info.path = "commensurable"
-            info.passes.append(dict(h=lp.h, points=lp.points, lower=lo, upper=hi, theta=lp.theta,
-                                    seconds=time.perf_counter() - t0))
-        if progress is not None:
-            progress(dict(stage="commensurable", step=lp.h, points=lp.points, lower=lo, upper=hi,
-                          gap=hi - lo, seconds=time.perf_counter() - t0))
+        _record(info, progress, lp, lo, hi, t0)
         if hi - lo <= rel_gap * hi:
             break
     return lo, hi
+
+
+def _record(info: BracketInfo | None, progress, lp: LatticePass, lower: float, upper: float, t0: float) -> None:
+    """A commensurable pass in the diagnostics and the progress report."""
+    seconds = time.perf_counter() - t0
+    if info is not None:
+        info.path = "commensurable"
+        info.passes.append(dict(h=lp.h, points=lp.points, lower=lower, upper=upper, theta=lp.theta, seconds=seconds))
+    if progress is not None:
+        progress(dict(stage="commensurable", step=lp.h, points=lp.points, lower=lower, upper=upper,
+                      gap=Bounds(lower, upper).gap, seconds=seconds))
+
+
+def _positive_unit(m: Mechanisms, max_points: int) -> CommonUnit | None:
+    """:func:`common_unit` of the positive eps of ``m`` (None when there are none)."""
+    vals, cnts = m.positive()
+    return common_unit(vals, cnts, max_points) if vals.size else None

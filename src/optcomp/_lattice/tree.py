@@ -51,24 +51,15 @@ def _leaf_blocks(width, offset, batches, budget: int = 2**22):
     """Scatter the leaves into blocks of similar width (sorted by width; within a block the
     widest is at most 1.5 x the narrowest + 64): a list of (X (B, n, W), widths, offsets, E)
     for :func:`_fft_tree`.  ``batches[b]`` is a list of (positions, weights) per atom."""
-    order = np.argsort(width, kind="stable")
-    ws = width[order]
     blocks = []
-    start, k = 0, width.size
     nb = len(batches)
-    while start < k:
-        end = start + 1
-        while end < k and ws[end] <= 1.5 * ws[start] + 64 and (end - start + 1) * int(ws[end]) <= budget:
-            end += 1
-        sel = order[start:end]
-        W = int(ws[end - 1])
+    for sel, W in _width_blocks(width, budget):
         X = np.zeros((nb, sel.size, W))
         rows = np.arange(sel.size)
         for b, atoms in enumerate(batches):
             for pos, wt in atoms:
                 X[b, rows, pos[sel]] += wt[sel]
         blocks.append((X, width[sel].astype(np.int64), offset[sel].astype(np.int64), np.zeros((nb, sel.size))))
-        start = end
     return blocks
 
 
@@ -195,20 +186,26 @@ def _convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers
 def _row_blocks(rows, widths, offsets, E, budget: int = 2**22):
     """Leaves given as dense rows (one (B-tuple of arrays) per leaf) grouped into blocks of
     similar width for :func:`_fft_tree` (as :func:`_leaf_blocks`)."""
-    order = np.argsort(widths, kind="stable")
-    ws = widths[order]
     nb = len(rows[0])
-    blocks, start, k = [], 0, widths.size
-    while start < k:
-        end = start + 1
-        while end < k and ws[end] <= 1.5 * ws[start] + 64 and (end - start + 1) * int(ws[end]) <= budget:
-            end += 1
-        sel = order[start:end]
-        W = int(ws[end - 1])
+    blocks = []
+    for sel, W in _width_blocks(widths, budget):
         X = np.zeros((nb, sel.size, W))
         for r, i in enumerate(sel.tolist()):
             for b in range(nb):
                 X[b, r, : widths[i]] = rows[i][b]
         blocks.append((X, widths[sel].astype(np.int64), offsets[sel].astype(np.int64), E[:, sel].copy()))
-        start = end
     return blocks
+
+
+def _width_blocks(width, budget: int):
+    """(indices, padded width) of blocks of similar width: sorted by width, a block's widest
+    at most 1.5 x its narrowest + 64 and at most ``budget`` padded entries per batch row."""
+    order = np.argsort(width, kind="stable")
+    ws = width[order]
+    start, k = 0, width.size
+    while start < k:
+        end = start + 1
+        while end < k and ws[end] <= 1.5 * ws[start] + 64 and (end - start + 1) * int(ws[end]) <= budget:
+            end += 1
+        yield order[start:end], int(ws[end - 1])
+        start = end
