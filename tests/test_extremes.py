@@ -131,6 +131,19 @@ def test_underflowed_target_gives_a_valid_lower_bound():
     assert optcomp.epsilon_g(*_args(groups), counts=_counts(groups), delta_g=5e-200, method="approx") >= _below(hi)
 
 
+@pytest.mark.parametrize("groups", [
+    [(0.01, 0.0, 10000), (0.5, 1e-200, 5)],  # meet in the middle (was 102.5, the top atom)
+    [(0.02, 0.0, 3000), (0.5, 1e-200, 5)],  # a listed product of binomials
+])
+def test_underflowed_target_optimal_is_tight(groups):
+    """method="optimal" at a target ~1e-399: t 2^1000 settled in mpmath, masses x 2^1000."""
+    lo, hi, tight = ref.ref_epsilon_bounds(groups, 5e-200, max_atoms=400_000)
+    assert tight and float(hi) < 0.8 * sum(e * c for e, _, c in groups)  # far below the top atom
+    got = optcomp.epsilon_g(*_args(groups), counts=_counts(groups), delta_g=5e-200, method="optimal")
+    assert got >= _below(hi)
+    assert got <= float(hi) * (1 + 1e-12)
+
+
 def test_segment_without_mass_is_not_a_lower_bound():
     """A lower-bound solve over atoms whose lower masses are all 0 may not stop at the first
     atom (H_lower = 0 <= t already at x = 0)."""

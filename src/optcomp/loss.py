@@ -203,7 +203,7 @@ def _suffix_dw_uniform(w0: np.ndarray, gap: float, pos_err: float, upward: bool,
 # --------------------------------------------------------------------------- targets
 
 
-def residual_target(m: Mechanisms, delta_g: float, *, round_up: bool = False) -> float:
+def residual_target(m: Mechanisms, delta_g: float, *, round_up: bool = False, log2_scale: int = 0) -> float:
     """t = 1 - (1 - delta_g) / prod_i (1 - delta_i), rounded down (the safe side for an
     upper bound on eps_g), or up with ``round_up=True`` (the safe side for a lower bound).
 
@@ -212,9 +212,15 @@ def residual_target(m: Mechanisms, delta_g: float, *, round_up: bool = False) ->
     absolute error of a few ulps of its two logs, whatever the counts; when that is not
     small next to ``t`` (delta_g just above 1 - prod(1 - delta_i)), ``t`` is settled in
     high precision (:func:`_precise_residual`), never by a k-fold rational power.
+
+    ``log2_scale`` s > 0 returns t 2^s instead (rounded the same way, always settled in
+    high precision): a target below the float range (delta_g ~ 1 - prod(1 - delta_i) ~ 1e-200)
+    for distributions whose masses are scaled by 2^s.
     """
     if not np.any(m.delta):
-        return delta_g  # exact: prod(1 - delta_i) = 1
+        return math.ldexp(delta_g, log2_scale) if log2_scale else delta_g  # exact: prod(1 - delta_i) = 1
+    if log2_scale:
+        return _precise_residual(m, delta_g, round_up, log2_scale)
     log_nd = m.log_no_delta
     l1 = math.log1p(-delta_g)
     a = l1 - log_nd
@@ -239,7 +245,7 @@ def _odd_part(x: Fraction) -> tuple[int, int]:
     return num >> tz, e + tz
 
 
-def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
+def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool, log2_scale: int = 0) -> float:
     """t near 0, settled with mpmath at growing precision (interval-style error bounds)
     until its relative error is below 2^-60;
     exact zero detected in integer arithmetic (it needs the product prod_j M_j^{c_j} of the
@@ -277,7 +283,7 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool) -> float:
                 hi = -mp.expm1(a - err)
                 margin = mp.ldexp(1, 16 - prec)  # expm1's own rounding at this precision
                 val = hi + abs(hi) * margin if round_up else lo - abs(lo) * margin
-                return mpf_dir(mp.mpf(val), round_up)
+                return mpf_dir(mp.ldexp(mp.mpf(val), log2_scale), round_up)  # (x 2^s: exact)
     # |t| < 2^-10000: t may be of either sign; the safe side of each bound
     return 0.0 if round_up else -math.inf
 
@@ -619,10 +625,10 @@ class LossDistribution:
         return _solve(self, t, upward=False)
 
 
-def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
+def _solve(dist: LossDistribution, t: float, upward: bool, scaled: bool = False) -> float:
     if t < 0.0:
         return math.inf
-    if dist.log2_scale:  # t in the distribution's units (exact: a power of two, no overflow for t <= 1)
+    if dist.log2_scale and not scaled:  # t in the distribution's units (exact: a power of two)
         t = math.ldexp(t, dist.log2_scale)
     n = dist.size
     rel = dist.error
@@ -687,7 +693,7 @@ def _solve(dist: LossDistribution, t: float, upward: bool) -> float:
     return exact_dir(x, up=upward)
 
 
-def solve_segments(dist: LossDistribution, t: float) -> float:
+def solve_segments(dist: LossDistribution, t: float, *, scaled: bool = False) -> float:
     """Least x >= 0 with H(x) <= t for an explicitly listed distribution, rounded up.
 
     The first atom l_J whose (charged) H(l_J) = D_J is <= t is found from the D values;
@@ -695,7 +701,7 @@ def solve_segments(dist: LossDistribution, t: float) -> float:
     form, ``x = l_J + log1p(-(t - D_J)/W_J)``, and ``x`` is formed from the exact position
     of l_J, rounded up.  ``math.inf`` when even x -> inf leaves H above the target.
     """
-    return _solve(dist, t, upward=True)
+    return _solve(dist, t, upward=True, scaled=scaled)
 
 
 def solve_lower(loss: np.ndarray, p0: np.ndarray, t: float) -> float:

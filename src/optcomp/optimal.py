@@ -60,6 +60,8 @@ from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bound
     _product,
 )
 from ._exact.mitm import _MeetInTheMiddle, _split
+
+_REEXPORTED = (BIG_EPS,)  # optcomp.region reads optimal.BIG_EPS
 from ._exact.precise import _exact_distance_excess, _precise_epsilon, _precise_excess
 from .loss import _no_event, delta_from_excess, residual_target, solve_segments
 
@@ -198,7 +200,7 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
         t = down(t * (1.0 - shrink), 1)
     top = _max_loss(m)
     if t == 0.0:
-        return top
+        return min(_underflowed_root(m, delta_g, max_atoms, shrink), top)
     if top <= t:  # H(0) <= 1 - e^{-top} <= top <= t: the root is 0, exactly (tiny total loss)
         return 0.0
     try:
@@ -230,6 +232,33 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
         if x - lower > REFINE_REL * x:
             x = min(x, _precise_epsilon(m, groups, shift, slack, delta_g, shrink))
     return min(x, top)
+
+
+UNDERFLOW_SCALE = 1000  # masses x 2^this when the residual target is below the float range
+
+
+def _underflowed_root(m: Mechanisms, delta_g: float, max_atoms: int, shrink: float) -> float:
+    """The root of H(x) = t when t > 0 rounds to 0 in float64 (delta_g - (1 - prod(1 -
+    delta_i)) ~ 1e-399, say): t 2^S settled in high precision (rounded down) against masses
+    scaled by 2^S, for products of binomials (listed or meet in the middle); the top atom
+    sum eps_i (H = 0 above it: always an upper bound) otherwise, or when t 2^S underflows
+    too, or when t is exactly 0."""
+    top = _max_loss(m)
+    t = residual_target(m, delta_g, log2_scale=UNDERFLOW_SCALE)
+    if shrink:
+        t = down(t * (1.0 - shrink), 1)
+    if not t > 0.0:
+        return top
+    try:
+        kind, info, shift, slack = _exact_solver(m, max_atoms)
+    except ExactTooLarge:
+        return top
+    if kind == "full":
+        dist = product_distribution(info, shift, slack, lower=True, log2_scale=UNDERFLOW_SCALE)
+        return solve_segments(dist, t, scaled=True)
+    if kind == "mitm":
+        return _MeetInTheMiddle(*info, shift=shift, slack=slack, log2_scale=UNDERFLOW_SCALE).epsilon(t, scaled=True)
+    return top
 
 
 COMMENSURABLE_REL = 1e-9  # beyond the other exact paths: the commensurable lattice's bracket, if this tight

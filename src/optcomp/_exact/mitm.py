@@ -113,10 +113,11 @@ class _MeetInTheMiddle:
         v = h * (1.0 + self.rel) + self.slack
         return up(math.ldexp(v, -self.log2_scale), 1) if self.log2_scale else v
 
-    def epsilon(self, t: float) -> float:
-        """Least x >= 0 with the charged bound on H(x) <= t: safeguarded Newton in e^x."""
+    def epsilon(self, t: float, *, scaled: bool = False) -> float:
+        """Least x >= 0 with the charged bound on H(x) <= t: safeguarded Newton in e^x
+        (``scaled``: t is given in the masses' units, t 2^log2_scale)."""
         rel = self.rel
-        target = (math.ldexp(t, self.log2_scale) if self.log2_scale else t) - self.slack
+        target = (math.ldexp(t, self.log2_scale) if self.log2_scale and not scaled else t) - self.slack
         if target < 0.0:
             return math.inf
 
