@@ -22,7 +22,7 @@ rule notebook:
         name="|".join(NOTEBOOK_INPUTS),
     conda:
         "envs/optcomp.yaml"
-    # config/paper.yaml: <= 400 MiB, under a minute per notebook (sacct)
+    # config/paper.yaml: <= 600 MiB, under a minute per notebook (sacct)
     threads: 1
     resources:
         mem_mb=2000,
