@@ -243,3 +243,29 @@ def test_delta_within_an_ulp_below_the_top_atom():
     b = optcomp.delta_bounds(eps, [0.0] * 3, counts=counts, eps_g=x)
     assert 0.0 <= b.lower <= b.upper <= 1e-300
     assert b.upper > 0.0
+
+
+@pytest.mark.parametrize("eps_g, count", [(1000000000000.9999, 10**10), (10000000000.999998, 10**8)])
+def test_nearly_deterministic_groups_delta(eps_g, count):
+    """10^10 mechanisms of eps 100 beside one of eps 1, eps_g just below the top atom (slow
+    suite find once 'auto' falls back to the lattice: 'lattice step too small for exact
+    positions' as a ValueError).  A group with 2 c e^-eps far below the answer is an exact
+    shift (its other outcomes charged as slack), as eps >= 800 always was."""
+    groups = [(1.0, 0.0, 1), (100.0, 0.0, count)]
+    lo, hi, tight = ref.ref_delta_bounds(groups, eps_g)
+    assert tight
+    b = optcomp.delta_bounds(*_args(groups), counts=_counts(groups), eps_g=eps_g)
+    _brackets(b, lo, hi)
+    assert b.gap <= 1e-3 * b.upper
+    got = optcomp.delta_g(*_args(groups), counts=_counts(groups), eps_g=eps_g)
+    assert _below(hi) <= got <= float(hi) * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("delta_g", [1e-6, 0.3])
+def test_nearly_deterministic_groups_epsilon(delta_g):
+    groups = [(1.0, 0.0, 1), (100.0, 0.0, 10**10)]
+    lo, hi, tight = ref.ref_epsilon_bounds(groups, delta_g)
+    assert tight
+    b = optcomp.epsilon_bounds(*_args(groups), counts=_counts(groups), delta_g=delta_g)
+    _brackets(b, lo, hi)
+    assert b.gap <= 1e-3

@@ -77,8 +77,8 @@ from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import BUNDLE_ATOMS, SLACK_REL, grouped_pass, leaf_plan
 from ._lattice.passes import LatticePass, lattice_pass
-from .loss import delta_from_excess, excess_lower, residual_target
-from ._exact.atoms import _split_groups, exact_epsilon_bounds, exact_excess_bounds
+from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
+from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
 __all__ = [
     "MAX_POINTS",
@@ -180,16 +180,20 @@ def lattice_bounds(
     top = dot_dir(cnts, vals, True)
     if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
         return Bounds(dot_dir(cnts, vals, False), top)
-    small, shift, big_slack = _split_big(m)
+    small, shift, big_slack = _split_big(m, max(t_low, 0.0) * 2.0**-40)
     if small is not None:
         # L = shift + L_s except with probability <= big_slack (then anywhere): H(x) <=
-        # H_s(x - shift) + big_slack and H(x) >= (1 - big_slack) H_s(x - shift); big_slack
-        # <= 2 k e^-800 is far below an ulp of t, so one ulp up covers the division
+        # H_s(x - shift) + big_slack and H(x) >= (1 - big_slack) H_s(x - shift)
+        t_small = up(t_high / down(1.0 - big_slack, 1), 1)
+        if small.eps.size == 0:  # every group (nearly) deterministic: one atom at the shift
+            dist = _point_mass(shift, big_slack)
+            return Bounds(dist.epsilon_lower(t_small), min(solve_segments(dist, t_low), top))
+
         def shifted(b: Bounds) -> Bounds:
             return Bounds(_shifted(b.lower, shift, False), min(_shifted(b.upper, shift, True), top))
 
         try:
-            b = _epsilon_bounds_t(small, down(t_low - big_slack, 1), up(t_high, 1), tol, max_points=max_points,
+            b = _epsilon_bounds_t(small, down(t_low - big_slack, 1), t_small, tol, max_points=max_points,
                                   info=info, workers=workers, progress=progress)
         except ApproxTooCostly as exc:
             raise ApproxTooCostly(str(exc), None if exc.bounds is None else shifted(exc.bounds)) from None
@@ -198,11 +202,27 @@ def lattice_bounds(
                              progress=progress)
 
 
-def _split_big(m: Mechanisms):
-    """(small, shift, slack): the mechanisms with 0 < eps_i < BIG_EPS as a multiset without
-    delta events (None when there are none, or no big ones), the exact sum of the big eps_i
-    (each a deterministic +eps_i but for P0-mass <= e^-eps_i, charged as ``slack``)."""
+def _split_big(m: Mechanisms, cap: float = 0.0):
+    """(small, shift, slack): the mechanisms that are not (nearly) deterministic, as a
+    multiset without delta events (None when nothing is shifted, or -- for the BIG_EPS
+    groups alone -- nothing remains; possibly empty otherwise), the exact sum of the
+    deterministic eps_i, and ``slack`` >= the P0-mass of their other outcomes.  A group is
+    deterministic when eps_i >= BIG_EPS, or when 2 c e^-eps_i (>= c q_i >= P0[some s_i = -1])
+    is <= ``cap``."""
     groups, shift, slack = _split_groups(m)
+    if cap > 0.0:
+        kept = []
+        for e, c in groups:
+            s = up(2.0 * c * math.exp(-e), 2)
+            if s <= cap:
+                shift += Fraction(e) * c
+                slack = up(slack + s, 1)
+            else:
+                kept.append((e, c))
+        if len(kept) < len(groups):
+            groups = kept
+            if not groups:
+                return Mechanisms(eps=np.zeros(0), delta=np.zeros(0), count=np.zeros(0, dtype=np.int64)), shift, slack
     if not shift or not groups:
         return None, shift, slack
     eps = np.array([g[0] for g in groups], dtype=float)
@@ -333,12 +353,14 @@ def _refine(vals, cnts, plan, h: float, log_slack: float, tol: float, theta_for,
     while True:
         theta = theta_for()
         points = _points_estimate(vals, cnts, theta, h)
-        if points > max_points:
+        if points > max_points or float(np.sum(cnts * vals)) / h + 8.0 >= 2.0**49:
+            # (the second: lattice positions h n are exact only for |n| < 2^49 -- a step this
+            # fine against sum c eps is the same size limit, never an internal error)
             gap, quantity = names
             raise ApproxTooCostly(
                 f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
-                f"(> max_points={max_points:,}); best bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. "
-                "Raise tol (or eta) or max_points.",
+                f"(> max_points={max_points:,}, or positions beyond 2^49 steps); best bounds so far "
+                f"{best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or eta) or max_points.",
                 best,
             )
         t0 = time.perf_counter()
@@ -429,7 +451,24 @@ def lattice_delta_bounds(
     vals, cnts = m.positive()
     if vals.size == 0 or eps_g >= dot_dir(cnts, vals, True):
         return Bounds(delta_from_excess(m, 0.0, round_up=False), delta_from_excess(m, 0.0))
-    small, shift, big_slack = _split_big(m)
+    kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+    split = _split_big(m, DELTA_SHIFT_CAP)
+    if split[0] is not None and split[2] > _split_groups(m)[2]:
+        # groups of eps >> log c shifted too: kept when their slack does not matter
+        b = _delta_split(m, eps_g, tol, *split, **kw)
+        if b.gap <= tol * b.upper + DELTA_FLOOR:
+            return b
+        split = _split_big(m)
+    return _delta_split(m, eps_g, tol, *split, **kw)
+
+
+DELTA_SHIFT_CAP = 2.0**-70  # slack of the nearly deterministic groups tried in the delta direction
+
+
+def _delta_split(m: Mechanisms, eps_g: float, tol: float, small, shift: Fraction, big_slack: float, *,
+                 max_points: int, info: BracketInfo, workers: int, progress) -> Bounds:
+    """:func:`lattice_delta_bounds` with the deterministic groups (``shift``, ``big_slack``) split
+    off (``small`` None: nothing split)."""
     if small is None:
         def to_delta(lo: float, hi: float) -> Bounds:
             return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
@@ -459,6 +498,9 @@ def lattice_delta_bounds(
         hi = min(1.0, up(up(one_hi + up(e_hi * hi, 1), 1) + big_slack, 1))
         return Bounds(delta_from_excess(m, lo, round_up=False), delta_from_excess(m, hi))
 
+    if small.eps.size == 0:  # every group (nearly) deterministic: H_s is the point mass at 0
+        dist = _point_mass(Fraction(0), 0.0)
+        return to_delta(dist.excess_lower(z), dist.excess(z))
     return _delta_bounds_x(small, z, tol, to_delta, max_points=max_points, info=info, workers=workers,
                            progress=progress)
 
