@@ -36,6 +36,7 @@ upper side valid and lower bounds (``p_lo``, ``inf_lo``) keep the lower side val
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -150,9 +151,23 @@ def bracket(value, err) -> tuple[float, float]:
     and deltas are probabilities)."""
     lo = value - err
     hi = value + err
-    flo = 0.0 if lo <= 0 else min(mpf_dir(lo, False), 1.0)
-    fhi = 0.0 if hi <= 0 else min(mpf_dir(hi, True), 1.0)
+    flo = 0.0 if lo <= 0 else min(_float_dir(lo, False), 1.0)
+    fhi = 0.0 if hi <= 0 else min(_float_dir(hi, True), 1.0)
     return flo, fhi
+
+
+_TINY_MP = mpmath.ldexp(1, -1080)  # below every subnormal float
+_HUGE_MP = mpmath.ldexp(1, 1030)  # above the float range
+
+
+def _float_dir(v, up: bool) -> float:
+    """``mpf_dir`` for a positive mpmath number of any magnitude (exponents far outside the
+    float range are decided without forming 2^exponent exactly)."""
+    if v < _TINY_MP:
+        return 5e-324 if up else 0.0
+    if v > _HUGE_MP:
+        return math.inf if up else sys.float_info.max
+    return mpf_dir(v, up)
 
 
 def mpf_err(*magnitudes, bits: int = 8):

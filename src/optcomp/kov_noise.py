@@ -15,11 +15,12 @@ in ``../shared/papers/README.md``).
   response's.
 
 What the exact profiles say (tests/test_kov_noise.py): Thm 4.3 holds on its stated domain
-only for moderate eps.  Its proof (Appendix B) also needs sigma² ≥ kΔ²/(4 eps), which the
-stated variance violates once eps > 32·log(e + eps/delta); e.g. k = 1, eps = 200,
-delta = 1e-6: the k-fold Gaussian with the stated variance has delta(200) ≈ 7.3e-6 > 1e-6.
-:func:`gaussian_variance` therefore returns the stated value and
-:func:`gaussian_variance_valid` says whether Appendix B's second condition holds.
+only for moderate eps.  Its proof (Appendix B) rests on the condition of
+:func:`kov_gaussian_condition`, and the step "sigma² ≥ (4kΔ²/eps²) log(e + eps/delta) and
+sigma² ≥ kΔ²/(4 eps) ensure it" fails once eps is large: e.g. k = 1, eps = 200, delta = 1e-6,
+the Gaussian with the stated variance has delta(200) ≈ 7.3e-6 > 1e-6 (and k = 1, eps = 100,
+delta = 0.5 gives 0.86).  :func:`gaussian_for` returns the stated noise;
+:func:`kov_gaussian_condition` says whether the appendix's condition holds for it.
 
 Every noise parameter returned here is rounded **up** (more noise is the safe side) and every
 per-query privacy parameter **down**.
@@ -37,7 +38,7 @@ from ._rounding import mpf_dir
 from .mechanisms import BlackBox, Gaussian, Geometric, Laplace, Staircase, _real
 
 __all__ = ["kov_variance", "per_query_budget", "laplace_for", "gaussian_for", "staircase_for",
-           "gaussian_variance_valid", "geometric_as_randomized_response", "gaussian_composition",
+           "kov_gaussian_condition", "geometric_as_randomized_response", "gaussian_composition",
            "staircase_gamma"]
 
 LAPLACE_EPS_MAX = 0.9  # Thm 4.2 / Cor 4.1 are stated for eps in (0, 0.9]
@@ -89,20 +90,28 @@ def laplace_for(k, eps, delta, sensitivity=1.0) -> Laplace:
 def gaussian_for(k, eps, delta, sensitivity=1.0) -> Gaussian:
     """KOV Thm 4.3: the Gaussian mechanism of variance sigma² = 8kΔ²·log(e + eps/delta)/eps²
     (sigma rounded up), stated to give (eps, delta)-DP under k-fold composition for every
-    eps > 0 -- but see :func:`gaussian_variance_valid`."""
+    eps > 0 -- but see :func:`kov_gaussian_condition`."""
     v = kov_variance(k, eps, delta, sensitivity)
     with mpmath.workdps(40):
         return Gaussian(mpf_dir(mpmath.sqrt(mpmath.mpf(v)) * (1 + mpmath.mpf(2) ** -120), True),
                         _real("sensitivity", sensitivity))
 
 
-def gaussian_variance_valid(k, eps, delta) -> bool:
-    """Whether KOV's Appendix B argument covers Thm 4.3's variance: besides
-    sigma² ≥ (4kΔ²/eps²)·log(e + eps/delta) it needs sigma² ≥ kΔ²/(4 eps), i.e.
-    8·log(e + eps/delta)/eps² ≥ 1/(4 eps) ⇔ eps ≤ 32·log(e + eps/delta)."""
+def kov_gaussian_condition(k, eps, delta, sigma, sensitivity=1.0) -> bool:
+    """KOV Appendix B's sufficient condition for k Gaussian queries of noise sigma to be
+    (eps, delta)-DP: with r = kΔ²/sigma²,
+    eps ≥ r/2 + sqrt(2r·log(e + sqrt(r)/delta))  (evaluated at 40 digits).
+
+    The appendix claims that sigma² ≥ (4kΔ²/eps²)·log(e + eps/delta) together with
+    sigma² ≥ kΔ²/(4 eps) implies it; that step fails for large eps (k = 1, eps = 100,
+    delta = 0.5: both hold, this condition does not, and the mechanism's delta(100) is 0.86)."""
     k, eps, delta = _args(k, eps, delta)
+    sigma = _real("sigma", sigma)
+    sens = _real("sensitivity", sensitivity)
     with mpmath.workdps(40):
-        return bool(mpmath.mpf(eps) <= 32 * _log_term(eps, delta))
+        r = k * mpmath.mpf(sens) ** 2 / mpmath.mpf(sigma) ** 2
+        need = r / 2 + mpmath.sqrt(2 * r * mpmath.log(mpmath.e + mpmath.sqrt(r) / mpmath.mpf(delta)))
+        return bool(mpmath.mpf(eps) >= need)
 
 
 def gaussian_composition(k, sigma, sensitivity=1.0) -> Gaussian:
