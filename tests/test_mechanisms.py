@@ -198,7 +198,9 @@ def test_laplace_on_its_atom_is_zero_exactly():
         assert m.profile(a) > 0.0 and m.profile(math.nextafter(a, 1)) == 0.0
 
 
-@pytest.mark.parametrize("sigma, sens", [(1.0, 1.0), (0.5, 1.0), (3.0, 2.0), (20.0, 1.0), (0.1, 1.0)])
+@pytest.mark.parametrize("sigma, sens", [(1.0, 1.0), (3.0, 2.0), pytest.param(0.1, 1.0, marks=pytest.mark.slow),
+                                         pytest.param(0.5, 1.0, marks=pytest.mark.slow),
+                                         pytest.param(20.0, 1.0, marks=pytest.mark.slow)])
 def test_gaussian_against_integral(sigma, sens):
     m = Gaussian(sigma, sens)
     for x in [0.0, 0.05, 1.0, 10.0, 40.0]:
@@ -315,7 +317,7 @@ CASES = [
     (Laplace(1.0), ref_laplace, (1.0, 1.0)),
     (Laplace(0.3, 0.5), ref_laplace, (0.3, 0.5)),
     (Gaussian(1.0), ref_gaussian, (1.0, 1.0)),
-    (Gaussian(0.7), ref_gaussian, (0.7, 1.0)),
+    pytest.param(Gaussian(0.7), ref_gaussian, (0.7, 1.0), marks=pytest.mark.slow),
     (Geometric(0.37, 2), ref_geometric, (0.37, 2)),
     (DiscreteGaussian(0.8), ref_discrete_gaussian, (0.8, 1)),
     (Staircase(1.0, 0.3), ref_staircase, (1.0, 0.3, 1.0)),
@@ -333,7 +335,7 @@ def test_discrete_pairs_bracket_the_profile(mech, ref, args):
     # masses: nothing lost on the upper side, nothing invented on the lower side
     assert math.fsum(up.p_hi.tolist()) + up.inf_hi >= 1 - 1e-14
     assert math.fsum(lo.p_lo.tolist()) + lo.inf_lo <= 1 + 1e-14
-    xs = [0.0, 0.01, 0.2, 0.5, 1.0, 1.7]
+    xs = [0.0, 0.2, 1.0, 1.7] if isinstance(mech, Gaussian) else [0.0, 0.01, 0.2, 0.5, 1.0, 1.7]
     xs += [float(n * h) for n in up.n[-3:].tolist()] + [math.nextafter(float(up.n[-1] * h), 0)]
     xs = [x for x in xs if x >= 0]
     for x in xs:
@@ -341,9 +343,10 @@ def test_discrete_pairs_bracket_the_profile(mech, ref, args):
         hi, lw = up.delta(x), lo.delta(x)
         assert hi >= r * (1 - mpmath.mpf(10) ** -25), (x, hi, r)
         assert lw <= r * (1 + mpmath.mpf(10) ** -25) + 1e-320, (x, lw, r)
-        # the float evaluation is itself on the safe side of the pair's exact value
-        assert hi >= _pair_delta_mp(up, x, True) * (1 - mpmath.mpf(10) ** -30)
-        assert lw <= _pair_delta_mp(lo, x, False) * (1 + mpmath.mpf(10) ** -30)
+    # the float evaluation is itself on the safe side of the pair's exact value
+    for x in (0.0, 0.5, float(up.n[-1] * h)):
+        assert up.delta(x) >= _pair_delta_mp(up, x, True) * (1 - mpmath.mpf(10) ** -30)
+        assert lo.delta(x) <= _pair_delta_mp(lo, x, False) * (1 + mpmath.mpf(10) ** -30)
 
 
 def test_pair_directions():
@@ -453,7 +456,7 @@ def test_laplace_profile_property(log_b, log_x, on_atom):
     _assert_bracket(m, x, ref_laplace(b, 1.0, x))
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(st.floats(-1.5, 2.5), st.floats(-4, 1.5))
 def test_gaussian_profile_property(log_sigma, log_x):
     s, x = 10.0**log_sigma, 10.0**log_x
