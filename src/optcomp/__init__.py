@@ -34,7 +34,7 @@ import importlib as _importlib
 from dataclasses import dataclass as _dataclass
 from typing import Callable as _Callable
 
-from ._inputs import check_delta_g, check_eps_g, mechanisms
+from . import _inputs  # module-qualified: the submodule optcomp.mechanisms would shadow a bare name
 from ._version import __version__
 
 __all__ = [
@@ -164,8 +164,8 @@ def epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method: str = "au
     delta_g < sum(delta_i)).  Raises ``ValueError`` naming the parameter on bad input.
     """
     info = _method(method, options)
-    mech = mechanisms(eps, delta, k, counts)
-    return float(info.epsilon(mech, check_delta_g(delta_g), **options))
+    mech = _inputs.mechanisms(eps, delta, k, counts)
+    return float(info.epsilon(mech, _inputs.check_delta_g(delta_g), **options))
 
 
 def delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method: str = "auto", **options) -> float:
@@ -178,8 +178,8 @@ def delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method: str = "auto",
     the parameter on bad input.
     """
     info = _method(method, options)
-    mech = mechanisms(eps, delta, k, counts)
-    return float(info.delta(mech, check_eps_g(eps_g), **options))
+    mech = _inputs.mechanisms(eps, delta, k, counts)
+    return float(info.delta(mech, _inputs.check_eps_g(eps_g), **options))
 
 
 del _dataclass, _Callable
