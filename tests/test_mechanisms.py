@@ -582,8 +582,8 @@ def test_wrong_types_are_type_errors(make, name):
 
 
 def test_importing_the_module_keeps_the_facade_working():
-    """``import optcomp.mechanisms`` rebinds the package attribute the facade calls; the
-    bridge at the end of the module keeps epsilon_g/delta_g working."""
+    """``import optcomp.mechanisms`` rebinds the package attribute ``mechanisms``; the facade
+    must keep calling the multiset validator (``_inputs.mechanisms``), not that name."""
     import optcomp
     import optcomp.mechanisms  # noqa: F401
 

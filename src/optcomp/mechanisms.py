@@ -721,24 +721,3 @@ class DiscreteGaussian(Mechanism):
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
 
-
-# ---------------------------------------------------------------------------------------------
-# Import-time bridge.  ``optcomp/__init__.py`` binds the name ``mechanisms`` to
-# ``_inputs.mechanisms`` (the multiset validator) and calls it by that global name; importing
-# this submodule rebinds ``optcomp.mechanisms`` to the module, which would break
-# ``optcomp.epsilon_g``/``delta_g`` in the same process.  Until the facade calls
-# ``_inputs.mechanisms`` by its module (a one-line change for the facade's owner), the module
-# is made callable with exactly that function's behaviour.
-
-import sys as _sys  # noqa: E402
-import types as _types  # noqa: E402
-
-from ._inputs import mechanisms as _multiset  # noqa: E402
-
-
-class _CallableModule(_types.ModuleType):
-    def __call__(self, *args, **kwargs):
-        return _multiset(*args, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _CallableModule
