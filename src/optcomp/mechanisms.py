@@ -37,12 +37,10 @@ from fractions import Fraction
 from functools import lru_cache
 
 import mpmath
-import numpy as np
 
 from ._inputs import ParameterTypeError, _check_real, _describe, _integer
 from ._pairs import (LOWER, UPPER, DiscretePair, bracket, lattice_index, lattice_index_mp, lattice_pair, mpf_err,
                      settle)
-from ._rounding import exact_dir
 from ._types import Bounds
 
 __all__ = ["Mechanism", "BlackBox", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Staircase",
@@ -317,11 +315,10 @@ class Staircase(Mechanism):
             dl = mpmath.mpf(self.sensitivity)
             om = -mpmath.expm1(-mpmath.mpf(self.eps))
             s0, s1 = 1 / om, b / om**2
-            s2, s3 = b * (1 + b) / om**3, b * (1 + 4 * b + b * b) / om**4
+            s2 = b * (1 + b) / om**3
             a = om / (2 * dl * (g + b * (1 - g)))
             inner = (3 * g * s2 + 3 * g**2 * s1 + g**3 * s0
                      + b * (3 * (1 - g) * s2 + 3 * (1 - g**2) * s1 + (1 - g**3) * s0))
-            _ = s3
             return float(2 * a * dl**3 / 3 * inner)
 
     @lru_cache(maxsize=64)
