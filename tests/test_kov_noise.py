@@ -15,18 +15,7 @@ import pytest
 import optcomp
 from optcomp import kov_noise
 from optcomp.mechanisms import BlackBox, Geometric, Laplace
-
-
-def ref_gaussian(sigma, sens, x):
-    """∫_{y < y*} p(y)(1 − e^{x − L(y)}) dy with p = N(0, s²), q = N(Δ, s²),
-    L(y) = log p(y)/q(y) = ((y − Δ)² − y²)/(2s²) > x exactly for y < y* (the crossing); the
-    integrand is written without cancellation and integrated over 40 pieces below y*, at 60
-    digits (mpmath's quadrature at 40 digits was seen 6e-6 off in the far tail)."""
-    with mpmath.workdps(60):
-        s, d, x = mpmath.mpf(sigma), mpmath.mpf(sens), mpmath.mpf(x)
-        ystar = d / 2 - x * s * s / d
-        f = lambda y: mpmath.npdf(y, 0, s) * -mpmath.expm1(x - ((y - d) ** 2 - y * y) / (2 * s * s))
-        return mpmath.quad(f, [-mpmath.inf] + mpmath.linspace(ystar - 40 * s, ystar, 41))
+from test_mechanisms import ref_gaussian  # the 60-digit Gaussian profile, written once
 
 
 def test_variance_formula():
