@@ -73,17 +73,6 @@ _LOG_ONE_MINUS = -38.4
 _LAMBDAS = np.logspace(-16.0, 0.0, 129)  # Chernoff exponents tried (ratio 1.33)
 
 
-def _logcosh(y: np.ndarray) -> np.ndarray:
-    """log cosh(y) without overflow or cancellation (a few ulps relative)."""
-    y = np.abs(y)
-    small = y < 1.0
-    out = np.empty_like(y)
-    out[small] = np.log1p(2.0 * np.sinh(0.5 * y[small]) ** 2)  # cosh y - 1 = 2 sinh^2(y/2)
-    big = y[~small]
-    out[~small] = big + np.log1p(np.exp(-2.0 * big)) - math.log(2.0)
-    return out
-
-
 def certainly_one(eps, counts, grid) -> np.ndarray:
     """Grid points x where the optimal delta(x) lies within 2^-54 of 1, so that 1.0 -- the
     least float >= it -- is the optimal delta rounded up and every method's certified delta.
@@ -92,12 +81,17 @@ def certainly_one(eps, counts, grid) -> np.ndarray:
     [0, 1], P0[L <= x] <= e^{lambda x} E_P0[e^{-lambda L}] and E_P0[e^{x - L} 1{L > x}] <=
     e^{lambda x} E_P0[e^{-lambda L}] (e^{x - L} <= e^{lambda (x - L)} there), so
     1 - delta(x) <= 1 - H(x) = E_P0[min(1, e^{x - L})] <= 2 e^{lambda x} prod_i M_i(lambda)^{c_i}
-    with M_i(lambda) = E[e^{-lambda L_i}] = cosh(eps_i (1/2 - lambda)) / cosh(eps_i / 2) for
-    the randomized response of MV Def. 3.1 (the delta_i only lower 1 - delta further).
-    The log of the bound is charged 1e-13 of its terms for float error.  Costs
-    O(#pairs x 129) -- it spares the exact evaluation of the points far below the bulk of
-    the loss (k = 10^12: a binomial window of ~10^7 atoms each).
+    with log M_i(lambda) = log E[e^{-lambda L_i}] = K_i(-lambda), the cumulant generating
+    function of the randomized response of MV Def. 3.1 (:func:`optcomp._cgf.cgf_terms`; the
+    delta_i only lower 1 - delta further).  The log of the bound is charged 1e-13 of the
+    magnitudes of K's arguments for float error (a few ulps each).  Costs O(#pairs x 129)
+    -- it spares the exact evaluation of the points far below the bulk of the loss
+    (k = 10^12: a binomial window of ~10^7 atoms each).
     """
+    from scipy.special import log_expit
+
+    from ._cgf import cgf_terms
+
     e = np.asarray(eps, dtype=float)
     c = np.asarray(counts, dtype=float)
     x = np.asarray(grid, dtype=float)
@@ -106,10 +100,10 @@ def certainly_one(eps, counts, grid) -> np.ndarray:
     if e.size == 0 or x.size == 0:
         return np.zeros(x.shape, dtype=bool)
     lam = _LAMBDAS[:, None]
-    half = _logcosh(0.5 * e)[None, :]
-    terms = c[None, :] * (_logcosh(e[None, :] * (0.5 - lam)) - half)  # (lambdas, pairs), <= 0
-    s = terms.sum(axis=1)
-    scale = (c[None, :] * (half + _logcosh(e[None, :] * (0.5 - lam)))).sum(axis=1)
+    lp, lq = log_expit(e)[None, :], log_expit(-e)[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = (c[None, :] * cgf_terms(lp, lq, e[None, :], -lam)).sum(axis=1)  # (lambdas,), <= 0
+        scale = (c[None, :] * (np.maximum(-lp, -lq) + lam * e[None, :] + 1.0)).sum(axis=1)
     with np.errstate(over="ignore", invalid="ignore"):
         lx = _LAMBDAS[:, None] * x[None, :]
         exponent = lx + s[:, None] + 1e-13 * (np.abs(lx) + scale[:, None]) + math.log(2.0)
