@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import optcomp
 from optcomp import approx, lattice
 from optcomp._lattice import commensurable, grouped, tree
-from optcomp import _cgf
+from optcomp import _cgf, _progress
 from optcomp._inputs import mechanisms
 from optcomp.loss import residual_target
 
@@ -300,7 +300,7 @@ def test_progress_true_writes_one_line_to_stderr(capsys):
 
 def test_progress_bar_object():
     buf = io.StringIO()
-    bar = approx._StderrBar(buf)
+    bar = _progress.StderrBar(buf)
     bar(dict(stage="lattice", step=0.001, points=12345, gap=2e-4, tol=1e-3))
     bar.close()
     assert buf.getvalue().startswith("\roptcomp lattice, step 0.001, 12,345 points, gap 0.0002 (tol 0.001)")

@@ -46,14 +46,13 @@ e^{a* eps_0}; the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is rou
 from __future__ import annotations
 
 import math
-import sys
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 from scipy.special import log_expit
 
+from . import _progress
 from ._inputs import Mechanisms, check_delta_g, check_eps_g, check_unit_open, mechanisms
 from ._rounding import UNIT, up
 from .lattice import MAX_POINTS, ApproxTooCostly, Bounds, lattice_bounds, lattice_delta_bounds
@@ -107,62 +106,14 @@ def _check_options(eta, algorithm, tol, max_points):
     return eta, algorithm, tol, int(max_points)
 
 
-class _StderrBar:
-    """``progress=True``: one status line on stderr, rewritten in place (``\\r``) after each
-    lattice pass, ended by a newline when the call returns."""
-
-    def __init__(self, stream=None):
-        self.stream = stream
-        self.t0 = time.perf_counter()
-        self.written = False
-
-    def __call__(self, status: dict) -> None:
-        stream = self.stream if self.stream is not None else sys.stderr
-        gap, tol = status.get("gap"), status.get("tol")
-        bits = [f"optcomp {status.get('stage', '')}"]
-        if status.get("step") is not None:
-            bits.append(f"step {status['step']:.3g}")
-        if status.get("points") is not None:
-            bits.append(f"{status['points']:,} points")
-        if status.get("total"):
-            bits.append(f"{100.0 * status.get('done', 0) / status['total']:.0f}% of {status['total']:,} leaves")
-        if gap is not None:
-            bits.append(f"gap {gap:.3g}" + (f" (tol {tol:.3g})" if tol is not None else ""))
-        bits.append(f"{time.perf_counter() - self.t0:.1f} s")
-        stream.write("\r" + ", ".join(bits) + "   ")
-        stream.flush()
-        self.written = True
-
-    def close(self) -> None:
-        if self.written:
-            stream = self.stream if self.stream is not None else sys.stderr
-            stream.write("\n")
-            stream.flush()
-
-
-def _check_progress(progress):
-    """``progress``: None/False (silent), True (a status line on stderr) or a callable that
-    receives one dict per lattice pass (keys ``stage``, ``step``, ``points``, ``lower``,
-    ``upper``, ``gap``, ``tol`` when known, ``seconds``) and, within a pass longer than a
-    second, about one per second (``stage="lattice pass"``, ``step``, ``done``, ``total``:
-    leaves composed so far and in all)."""
-    if progress is None or progress is False:
-        return None
-    if progress is True:
-        return _StderrBar()
-    if callable(progress):
-        return progress
-    raise ValueError(f"progress must be None, a bool or a callable taking a status dict, got {progress!r}")
-
-
 def _run(fn, progress):
-    """fn(callback) with the progress callback, closing a stderr bar however fn ends."""
-    cb = _check_progress(progress)
+    """fn(callback) with the progress callback (:mod:`optcomp._progress`), closing a stderr
+    bar however fn ends."""
+    cb = _progress.callback(progress)
     try:
         return fn(cb)
     finally:
-        if isinstance(cb, _StderrBar):
-            cb.close()
+        _progress.close(cb)
 
 
 # --------------------------------------------------------------------------- the paper's algorithm
@@ -364,7 +315,7 @@ def approx_epsilon(
     ``math.inf`` when delta_g < 1 - prod(1 - delta_i)."""
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
-        _check_progress(progress)
+        _progress.callback(progress)  # validated; the published algorithm reports nothing
         return paper_epsilon(m, delta_g, eta)
     return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress).upper
 
@@ -389,7 +340,7 @@ def approx_delta(
     e^{eta/2} delta_opt(eps_g - eta) by Lemma 5.3."""
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
-        _check_progress(progress)
+        _progress.callback(progress)  # validated; the published algorithm reports nothing
         return paper_delta(m, eps_g, eta)
     return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress).upper
 

@@ -55,6 +55,7 @@ import numpy as np
 
 import optcomp
 
+from . import _progress
 from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_count, check_delta_g,
                       check_eps_g, check_k, check_probability)
 
@@ -141,38 +142,8 @@ def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: floa
 # --------------------------------------------------------------------------- the search
 
 
-_DELAY = 2.0  # seconds before a progress=True search writes its first status line
 _TINY = 5e-324  # the least positive float
 _MAX_EVALUATIONS = 5000  # far beyond any search (bisection over the whole float range: ~2100)
-
-
-def _progress_callback(progress):
-    """``progress``: None/False (silent), True (one status line on stderr, rewritten in place,
-    once the search has run for :data:`_DELAY` seconds: short calls stay silent) or a
-    callable receiving one status dict per evaluation (``stage``, ``lower``, ``upper``,
-    ``gap``, ``seconds``).  The mechanism of ``optcomp.approx`` (its ``progress=`` option
-    and its stderr bar)."""
-    from .approx import _check_progress
-
-    if progress is True:
-        return _DelayedBar()
-    return _check_progress(progress)
-
-
-class _DelayedBar:
-    """``optcomp.approx``'s stderr status line, silent for the first :data:`_DELAY` seconds."""
-
-    def __init__(self):
-        from .approx import _StderrBar
-
-        self.bar = _StderrBar()
-
-    def __call__(self, status: dict) -> None:
-        if time.perf_counter() - self.bar.t0 >= _DELAY:
-            self.bar(status)
-
-    def close(self) -> None:
-        self.bar.close()
 
 
 def _log_ratio(a: float, b: float) -> float | None:
@@ -223,9 +194,10 @@ def _largest_below(value: Callable[[float], float], target: float, start: float,
     after n moves) so that the other end moves too; a bisection step (geometric while the
     ends are more than a factor 4 apart) whenever the model gives nothing usable or the
     bracket failed to halve in four model steps.  Each value is computed once (a cache), and
-    ``progress`` (see :func:`_progress_callback`) hears of each evaluation.
+    ``progress`` (:mod:`optcomp._progress`, delayed: a stderr line only after 2 s) hears of
+    each evaluation (``stage``, ``lower``, ``upper``, ``gap``, ``seconds``).
     """
-    callback = _progress_callback(progress)
+    callback = _progress.callback(progress, delayed=True)
     cache: dict[float, float] = dict(known or {})
     t0 = time.perf_counter()
     lo: float = 0.0
@@ -311,8 +283,7 @@ def _largest_below(value: Callable[[float], float], target: float, start: float,
                 return lo
         return lo  # pragma: no cover - beyond _MAX_EVALUATIONS
     finally:
-        if isinstance(callback, _DelayedBar):
-            callback.close()
+        _progress.close(callback)
 
 
 _GUIDED = ("optimal", "approx")  # costly methods: the search starts where the KOV bound's ends

@@ -211,9 +211,9 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     upper = np.empty(grid.size)
     lower = np.empty(grid.size) if bracket else None
     one = certainly_one(e, c, grid)  # delta = 1.0 to the last bit: no evaluation needed
-    from .calibrate import _DelayedBar, _progress_callback
+    from . import _progress
 
-    callback = _progress_callback(progress)
+    callback = _progress.callback(progress, delayed=True)
     t0, todo = time.perf_counter(), int(np.count_nonzero(~one))
     try:
         done = 0
@@ -234,8 +234,7 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
                 callback(dict(stage=f"privacy curve under {method} ({done}/{todo} points)", evaluated=done,
                               to_evaluate=todo, seconds=time.perf_counter() - t0))
     finally:
-        if isinstance(callback, _DelayedBar):
-            callback.close()
+        _progress.close(callback)
     keep = upper < 1.0
     if keep.any():
         alpha = region.boundary_alphas(grid[keep], upper[keep], num=num_alpha)
