@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 
 from ._inputs import Mechanisms
+from ._types import ApproxTooCostly, ExactTooLarge
 
 __all__ = ["AUTO_TOL", "OPTIONS", "auto_epsilon", "auto_delta", "resolve_epsilon", "resolve_delta"]
 
@@ -36,9 +37,6 @@ _log = logging.getLogger("optcomp")
 
 
 def _resolve(exact, bounded, what: str, tol, progress) -> tuple[float, str]:
-    from .lattice import ApproxTooCostly
-    from .optimal import ExactTooLarge
-
     try:
         return float(exact()), "optimal (exact)"
     except ExactTooLarge as exc:

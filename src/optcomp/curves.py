@@ -149,15 +149,14 @@ def _resolve_auto(e, d, c, options):
     feasible for these mechanisms (one probe at eps_g = 0, where the exact solvers do the
     most work), else ``approx`` with ``tol`` = :data:`optcomp.auto.AUTO_TOL` (its certified
     brackets: the curve then carries ``delta_lower`` too)."""
+    from ._types import ExactTooLarge
     from .auto import AUTO_TOL
-    from .optimal import ExactTooLarge
 
     try:
         optcomp.delta_g(e, d, counts=c, eps_g=0.0, method="optimal")
-        return "optimal", {}
+        return "optimal", {}  # auto's only option, tol, is the fallback's
     except ExactTooLarge:
-        return "approx", {"tol": options.get("tol", AUTO_TOL),
-                          **{key: v for key, v in options.items() if key != "tol"}}
+        return "approx", {"tol": AUTO_TOL, **options}
 
 
 def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int = 101, method: str = "auto",
