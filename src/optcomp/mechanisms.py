@@ -26,6 +26,10 @@ both directions have the same privacy loss distribution (PLD).  For an asymmetri
 ``delta`` is the larger of the two, and a composition must take the larger of the two
 *global* directions (every mechanism sees the same two datasets).  (The method is
 ``profile``, not ``delta``: ``BlackBox(eps, delta).delta`` is its parameter.)
+
+Length (~720 lines): nine parallel sibling classes, one per mechanism, each with its
+privacy-loss distribution, exact profile and certified discrete pairs -- wide, not deep
+(one concept per class, none reading another's internals).
 """
 
 from __future__ import annotations
