@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import optcomp
 from optcomp import approx, lattice
-from optcomp._lattice import commensurable, grouped, tree
+from optcomp._lattice import commensurable, grouped, leaves, tree
 from optcomp import _cgf, _progress
 from optcomp._inputs import mechanisms
 from optcomp.loss import residual_target
@@ -377,7 +377,7 @@ def test_halves_in_threads_are_the_sequential_tree(monkeypatch):
     rng = np.random.default_rng(5)
     eps = np.sort(rng.uniform(0.05, 0.2, 1500))
     counts = np.ones(eps.size, dtype=np.int64)
-    assert len(grouped.leaf_plan(eps, counts)) >= grouped.PARALLEL_LEAVES
+    assert len(leaves.leaf_plan(eps, counts)) >= grouped.PARALLEL_LEAVES
     a = grouped.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, 1)
     b = grouped.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
     for u, v in ((a.upper.loss, b.upper.loss), (a.upper.p0, b.upper.p0), (a.lower_loss, b.lower_loss),
@@ -392,8 +392,8 @@ def test_halves_in_threads_are_the_sequential_tree(monkeypatch):
             raise MemoryError("leaf")
         yield from real(plan, *args)
 
-    real = grouped._leaves
-    monkeypatch.setattr(grouped, "_leaves", failing)
+    real = leaves.build
+    monkeypatch.setattr(leaves, "build", failing)
     with pytest.raises(MemoryError, match="leaf"):
         grouped.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
 
@@ -434,18 +434,18 @@ def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
     counts = np.array(counts, dtype=np.int64)
     order = np.argsort(eps)
     eps, counts = eps[order], counts[order]
-    monkeypatch.setattr(grouped, "LEAF_SLICE_ATOMS", 3000)  # several slices per run
-    plan = grouped.leaf_plan(eps, counts)
+    monkeypatch.setattr(leaves, "LEAF_SLICE_ATOMS", 3000)  # several slices per run
+    plan = leaves.leaf_plan(eps, counts)
     atoms = mp_group_atoms(eps, counts)
     top = float(np.sum(eps * counts))
     xs = np.concatenate([np.linspace(0.0, top, 7), [float(_cgf.chernoff_guess(eps, 1e-6, counts.astype(float)))]])
     ref = mp_H_many(atoms, xs)
     for h, theta in ((2.0**-5, 0.0), (13 * 2.0**-12, 0.7), (2.0**-9, 3.0)):
         S = grouped._mgf_grid(theta)
-        monkeypatch.setattr(grouped, "VECTOR_LEAVES", True)
-        vec = list(grouped._leaves(plan, h, theta, -40.0, S))
-        monkeypatch.setattr(grouped, "VECTOR_LEAVES", False)
-        one = list(grouped._leaves(plan, h, theta, -40.0, S))
+        monkeypatch.setattr(leaves, "VECTOR_LEAVES", True)
+        vec = list(leaves.build(plan, h, theta, -40.0, S))
+        monkeypatch.setattr(leaves, "VECTOR_LEAVES", False)
+        one = list(leaves.build(plan, h, theta, -40.0, S))
         assert len(vec) == len(one) == len(plan)
         for a, b in zip(vec, one):
             assert a[0].shape == b[0].shape and a[1] == b[1]
@@ -453,7 +453,7 @@ def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
             for u, v in zip(a[2:], b[2:]):
                 np.testing.assert_allclose(np.asarray(u, float), np.asarray(v, float), rtol=1e-13, atol=0)
         for vl in (True, False):
-            monkeypatch.setattr(grouped, "VECTOR_LEAVES", vl)
+            monkeypatch.setattr(leaves, "VECTOR_LEAVES", vl)
             lp = grouped.grouped_pass(eps, counts, h, theta, math.log(1e-20), 1)
             for x, r in zip(xs, ref):
                 lo, hi = lp.excess_bounds(float(x))
@@ -526,7 +526,7 @@ def test_tilt_and_chernoff_guess_solve_their_equations():
 def test_group_window_tails_are_bounds():
     """The Chernoff tails of a group's window bound the binomial's true tails (mpmath)."""
     for eps, c, theta in ((0.05, 5000, 0.5), (0.3, 800, 3.0), (1e-3, 6000, 0.0)):
-        j_lo, j_hi, log_lump, log_up = grouped._group_window(eps, c, theta, math.log(1e-30))
+        j_lo, j_hi, log_lump, log_up = leaves._group_window(eps, c, theta, math.log(1e-30))
         E = mp.mpf(eps)
         p = mp.e**E / (1 + mp.e**E)
         below = mp.fsum(mp.binomial(c, j) * p**j * (1 - p) ** (c - j) for j in range(0, j_lo))

@@ -75,7 +75,8 @@ from ._inputs import Mechanisms
 from ._rounding import UNIT, dot_dir, down, exact_dir, up
 from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
-from ._lattice.grouped import BUNDLE_ATOMS, SLACK_REL, grouped_pass, leaf_plan
+from ._lattice.grouped import SLACK_REL, grouped_pass
+from ._lattice.leaves import BUNDLE_ATOMS, leaf_plan
 from ._lattice.passes import LatticePass, lattice_pass
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
 from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds

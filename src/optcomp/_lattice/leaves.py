@@ -1,0 +1,498 @@
+r"""The leaves of the grouped lattice producer (layer L3): the producer seam.
+
+A leaf is **any finite discrete dominating pair** (:class:`Leaf`): finite atoms of the
+privacy loss L = log(dP/dQ) under P -- float positions within a bound of the true ones,
+log P-masses within a bound (:class:`Atoms`) -- plus a bound on the P-mass at loss +inf;
+the Q-masses follow from the loss (q = p e^{-l}).  The upper-bound row is built from
+``Leaf.upper`` (atoms of a pair that dominates the mechanism: L_up >= L under a coupling,
+e.g. the exact loss, or the loss rounded up), the two lower-bound rows from ``Leaf.lower``
+(L_lo <= L, e.g. the exact loss, or rounded down); for an exactly known finite pair the two
+are the same atoms.  The FFT tree, the windows and the stream of
+:mod:`optcomp._lattice.grouped` see only a leaf's three tilted lattice rows, their error
+bounds and a bound on its log-MGF (:func:`leaf_rows`, :func:`leaf_mgf`): nothing of eps_i.
+
+Producers of leaves:
+
+* :func:`group_leaf` -- a group of c identical randomized responses (MV Def. 3.1, the
+  two-atom pair of a black-box (eps, delta)): a window of Bin(c, p) (:func:`_group_window`),
+  its tails lumped / sent to +inf; or a *bundle* of small groups composed exactly (every
+  combination), and :func:`_bundle_leaves`, the same formulas for runs of equal-shape
+  bundles at once (one NumPy pass);
+* :meth:`Leaf.from_masses` -- any finite pair given by float brackets of its atoms'
+  positions and P-masses (e.g. k-ary randomized response, a discretised mechanism);
+* :meth:`Leaf.from_pairs` -- the upper and lower :class:`optcomp._pairs.DiscretePair` of a
+  mechanism (:mod:`optcomp.mechanisms`), atoms on their own lattice.
+
+A plan (:func:`leaf_plan`) is a list whose items are either a list of (eps, c) groups (a
+randomized-response leaf, built at the pass's tilt) or a :class:`Leaf`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.special import log_expit
+
+from .._cgf import binomial_chernoff, cgf_terms
+from .._rounding import UNIT
+
+BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
+WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
+
+
+@dataclass(frozen=True, eq=False)
+class Atoms:
+    """Finite atoms of a privacy loss under P: the true position of atom i lies within
+    ``perr[i]`` of the float ``loss[i]``, the log of its true P-mass within ``err[i]`` of
+    ``logp[i]`` (``logp`` may be -inf: a zero mass)."""
+
+    loss: np.ndarray
+    perr: np.ndarray
+    logp: np.ndarray
+    err: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Leaf:
+    """A finite discrete dominating pair, as a leaf of the lattice engine.
+
+    ``upper``: the atoms of a pair dominating the mechanism (its composed delta(x) =
+    E_P[(1 - e^{x - L})_+] is >= the mechanism's at every x, for every composition), whose
+    P-mass at loss +inf is at most e^``log_inf``; for a windowed leaf the P-mass below the
+    window, <= e^``log_lump``, joins atom ``lump_index`` (a loss raised at fixed P-mass
+    only raises delta).  ``lower``: the atoms of a pair whose composed delta is <= the
+    mechanism's (its mass at +inf, if any, is dropped: a lower bound may drop outcomes).
+    ``cgf``: S -> upper bounds of log E_P[e^{s L}] over ``upper``'s finite atoms at the
+    tilts S (before the lump), or None to compute them from the atoms (:func:`leaf_mgf`)."""
+
+    upper: Atoms
+    lower: Atoms
+    log_inf: float = -math.inf
+    lump_index: int = 0
+    log_lump: float = -math.inf
+    cgf: Callable | None = None
+
+    @property
+    def span(self) -> float:
+        """An upper bound of |loss| over both atom sets (the leaf's half-width)."""
+        return max(float(np.max(np.abs(a.loss) + a.perr)) for a in (self.upper, self.lower))
+
+    @classmethod
+    def from_masses(cls, loss, perr, p_lo, p_hi, inf_hi: float = 0.0) -> "Leaf":
+        """The leaf of a finite pair given by float brackets: atom i at a position within
+        ``perr[i]`` of ``loss[i]``, with P-mass in [p_lo[i], p_hi[i]]; P-mass at +inf
+        <= ``inf_hi``.  Upper atoms carry p_hi, lower ones p_lo (delta is a positive linear
+        functional of the P-masses at fixed losses); each log is charged 2 ulps."""
+        loss = np.asarray(loss, dtype=float)
+        perr = np.broadcast_to(np.asarray(perr, dtype=float), loss.shape).copy()
+        p_lo, p_hi = np.asarray(p_lo, dtype=float), np.asarray(p_hi, dtype=float)
+        if not (loss.shape == p_lo.shape == p_hi.shape) or loss.ndim != 1 or loss.size == 0:
+            raise ValueError("loss, p_lo and p_hi must be 1-d arrays of one length >= 1")
+        if not (np.all(np.isfinite(loss)) and np.all(perr >= 0) and np.all(0 <= p_lo) and np.all(p_lo <= p_hi)
+                and np.all(p_hi <= 1.0)):
+            raise ValueError("need finite loss, perr >= 0 and 0 <= p_lo <= p_hi <= 1")
+        if not (0.0 <= inf_hi <= 1.0):
+            raise ValueError(f"inf_hi={inf_hi!r} must lie in [0, 1]")
+
+        def side(p):
+            with np.errstate(divide="ignore"):
+                logp = np.log(p)
+            return Atoms(loss, perr, logp, 2.0 * UNIT * (np.abs(np.where(p > 0, logp, 0.0)) + 1.0))
+
+        return cls(side(p_hi), side(p_lo), math.log(inf_hi) if inf_hi > 0 else -math.inf)
+
+    @classmethod
+    def from_pairs(cls, upper, lower) -> "Leaf":
+        """The leaf of a mechanism's certified :class:`optcomp._pairs.DiscretePair` s
+        (``upper.side == "upper"``, ``lower.side == "lower"``): atom n_i h at the float
+        n_i h (within 1 ulp), P-masses p_hi (upper) and p_lo (lower), +inf mass inf_hi."""
+        if upper.side != "upper" or lower.side != "lower":
+            raise ValueError("from_pairs needs an upper and a lower DiscretePair")
+
+        def side(pair, p):
+            loss = pair.n.astype(float) * pair.h
+            with np.errstate(divide="ignore"):
+                logp = np.log(p)
+            return Atoms(loss, UNIT * np.abs(loss), logp, 2.0 * UNIT * (np.abs(np.where(p > 0, logp, 0.0)) + 1.0))
+
+        up = side(upper, upper.p_hi)
+        return cls(up, side(lower, lower.p_lo), math.log(upper.inf_hi) if upper.inf_hi > 0 else -math.inf)
+
+
+def span(item) -> float:
+    """Half-width of a plan item's loss support: sum c eps for randomized-response groups."""
+    return item.span if isinstance(item, Leaf) else float(sum(c * e for e, c in item))
+
+
+def _group_window(eps: float, c: int, theta: float, log_slack: float):
+    """[j_lo, j_hi] of Bin(c, p) kept for a group leaf, log of the P0 mass of X < j_lo (lumped
+    at j_lo for the upper bound), log of the P0 mass of X > j_hi (sent to +inf).
+
+    j_hi: the least with P0[X > j_hi] <= e^log_slack and P_theta[X > j_hi] <= 2^-60 (Chernoff
+    bounds, P_theta the tilted binomial p_theta = expit(eps (1 + 2 theta))); j_lo: the
+    largest with the lumped mass's tilted weight P0[X < j_lo] e^{theta l_{j_lo}} / M(theta)
+    <= 2^-60 and P_theta[X < j_lo] <= 2^-60 (M(theta) = E_P0 e^{theta L})."""
+    lp, lq = float(log_expit(eps)), float(log_expit(-eps))
+    e2 = eps * (1.0 + 2.0 * theta)
+    lpt, lqt = float(log_expit(e2)), float(log_expit(-e2))
+    logM = c * float(cgf_terms(lp, lq, eps, theta))
+    mean = c * math.exp(lpt)
+
+    def hi_ok(m):
+        return (binomial_chernoff(c, m + 1, lp, lq, True) <= log_slack
+                and binomial_chernoff(c, m + 1, lpt, lqt, True) <= WINDOW_LOG)
+
+    def lo_ok(m):
+        if m <= 0:
+            return True
+        lump = binomial_chernoff(c, m - 1, lp, lq, False) + theta * (2 * m - c) * eps - logM
+        return lump <= WINDOW_LOG and binomial_chernoff(c, m - 1, lpt, lqt, False) <= WINDOW_LOG
+
+    a, b = min(c, max(0, math.floor(mean))), c  # hi_ok(c) holds
+    while a < b:
+        mid = (a + b) // 2
+        if hi_ok(mid):
+            b = mid
+        else:
+            a = mid + 1
+    j_hi = b
+    a, b = 0, min(j_hi, max(0, math.ceil(mean)))  # lo_ok(0) holds
+    while a < b:
+        mid = (a + b + 1) // 2
+        if lo_ok(mid):
+            a = mid
+        else:
+            b = mid - 1
+    j_lo = a
+    log_lump = binomial_chernoff(c, j_lo - 1, lp, lq, False) if j_lo > 0 else -math.inf
+    log_up = binomial_chernoff(c, j_hi + 1, lp, lq, True) if j_hi < c else -math.inf
+    return j_lo, j_hi, log_lump, log_up
+
+
+def _group_cgf(items) -> Callable:
+    """S -> sum_i c_i log(p_i e^{s eps_i} + q_i e^{-s eps_i}): the exact log-MGF of a
+    randomized-response leaf (:func:`optcomp._cgf.cgf_terms`)."""
+
+    def K(S: np.ndarray) -> np.ndarray:
+        out = np.zeros(S.size)
+        for eps, c in items:
+            out += c * cgf_terms(float(log_expit(eps)), float(log_expit(-eps)), eps, S)
+        return out
+
+    return K
+
+
+def group_leaf(items, theta: float, log_slack: float) -> Leaf:
+    """The leaf of randomized-response groups: ``items`` is one (eps, c) group with
+    c + 1 > BUNDLE_ATOMS (a window of its binomial, :func:`_group_window`; the P-mass below
+    the window is lumped at its lowest atom, the mass above goes to +inf), or several small
+    ones composed exactly (every combination).  Positions (2j - c) eps and masses (from
+    :func:`optcomp._binomial.binomial_log_pmf` for a window) carry their error bounds; the
+    same atoms serve both sides (the pair is known exactly)."""
+    from .._binomial import binomial_log_pmf
+
+    if len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS:
+        eps, c = items[0]
+        j_lo, j_hi, log_lump, log_up = _group_window(eps, c, theta, log_slack)
+        j = np.arange(j_lo, j_hi + 1, dtype=np.int64)
+        logp, err = binomial_log_pmf(eps, c, j)
+        loss = (2 * j - c).astype(float) * eps
+        atoms = Atoms(loss, UNIT * np.abs(loss), logp, err)
+        return Leaf(atoms, atoms, log_up, 0, log_lump, _group_cgf(items))
+    loss = np.zeros(1)
+    logp = np.zeros(1)
+    mag = 0.0
+    span_ = 0.0
+    for eps, c in items:
+        j = np.arange(c + 1, dtype=np.int64)
+        jf = j.astype(float)
+        lp, lq = float(log_expit(eps)), float(log_expit(-eps))
+        lc = np.array([math.lgamma(c + 1) - math.lgamma(i + 1) - math.lgamma(c - i + 1) for i in range(c + 1)])
+        lm = lc + jf * lp + (c - jf) * lq
+        mag += 3.0 * math.lgamma(c + 1) + c * (abs(lp) + abs(lq)) + 4.0
+        span_ += c * eps
+        loss = (loss[:, None] + ((2 * j - c).astype(float) * eps)[None, :]).ravel()
+        logp = (logp[:, None] + lm[None, :]).ravel()
+    m = len(items)
+    perr = np.full(loss.size, 4.0 * (m + 2) * UNIT * span_)
+    err = 8.0 * UNIT * (mag + np.abs(logp) + 4.0 * m)
+    atoms = Atoms(loss, perr, logp, err)
+    return Leaf(atoms, atoms, cgf=_group_cgf(items))
+
+
+def _lattice_interval(loss: np.ndarray, perr, h: float):
+    """Lattice neighbours lo h <= l - perr <= l <= l + perr <= hi h of every atom (checked on
+    the exact products, hi > lo) and the garbling T = rint(l / h) (any function of the atom)."""
+    pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
+    x = loss - pe
+    y = loss + pe
+    lo = np.floor(x / h)
+    lo[lo * h > x] -= 1.0
+    hi = np.ceil(y / h)
+    hi[hi * h < y] += 1.0
+    return lo, np.maximum(hi, lo + 1.0), np.rint(loss / h)
+
+
+def leaf_rows(leaf: Leaf, h: float, theta: float):
+    """The three tilted lattice rows of one leaf (see
+    :func:`optcomp._lattice.grouped.grouped_pass`): refined P0 of ``leaf.upper`` (upper),
+    garbled P0 and garbled P1 of ``leaf.lower`` (lower).  Returns (rows (3, W), offset,
+    logZ (3,), rho (3,), E2 (3,), slack) -- rho a relative and E2 an absolute (2-norm) error
+    bound of each row, slack the P0 mass sent to +inf."""
+    up, dn = leaf.upper, leaf.lower
+    loss, perr, logp, err = up.loss, up.perr, up.logp, up.err
+    li, log_lump = leaf.lump_index, leaf.log_lump
+    n = max(loss.size, dn.loss.size)
+    lo, hi, _ = _lattice_interval(loss, perr, h)
+    tg = _lattice_interval(dn.loss, dn.perr, h)[2]
+    # upper: the lumped mass joins atom li (P0 only: a loss raised at fixed P0 only raises H)
+    logp0 = logp.copy()
+    err0 = err.copy()
+    if log_lump > -math.inf:
+        logp0[li] = float(np.logaddexp(logp0[li], log_lump))
+        err0[li] = err0[li] + 4.0 * UNIT * (abs(logp0[li]) + 1.0)
+    D = (hi - lo) * h  # exact
+    d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))  # >= hi h - l
+    d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))  # >= l - lo h
+    d_hi = np.minimum(d_hi, D)
+    d_lo = np.minimum(d_lo, D)
+    with np.errstate(divide="ignore"):
+        # P0 mass at lo: P0 (e^{hi - l} - 1)/(e^D - 1), at hi: P0 (1 - e^{-(l - lo)})/(1 - e^{-D});
+        # each increases in its distance, so the widened distances give upper bounds
+        l_lo = np.log(np.expm1(d_hi)) - np.log(np.expm1(D))
+        l_hi = np.log(-np.expm1(-d_lo)) - np.log(-np.expm1(-D))
+    fin_lo, fin_hi = np.isfinite(l_lo), np.isfinite(l_hi)
+    e_lo = err0 + 8.0 * UNIT * (np.abs(np.where(fin_lo, l_lo, 0.0)) + np.abs(np.log(np.expm1(D))) + 4.0)
+    e_hi = err0 + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + np.abs(np.log(-np.expm1(-D))) + 4.0)
+    th = theta * h
+    base = int(min(lo.min(), tg.min()))
+    W = int(max(hi.max(), tg.max())) - base + 1
+    batches = [
+        ([lo, hi], [logp0 + l_lo, logp0 + l_hi], [e_lo, e_hi], th),
+        ([tg], [dn.logp], [dn.err], th),
+        ([tg], [dn.logp - dn.loss], [dn.err + dn.perr + 4.0 * UNIT * (np.abs(dn.loss) + np.abs(dn.logp))], th + h),
+    ]
+    rows = np.zeros((3, W))
+    logZ = np.zeros(3)
+    rho = np.zeros(3)
+    E2 = np.zeros(3)
+    for b, (poss, lms, errs, tb) in enumerate(batches):
+        lws = [lm + tb * p for p, lm in zip(poss, lms)]
+        mx = max(float(np.max(lw[np.isfinite(lw)])) for lw in lws if np.any(np.isfinite(lw)))
+        for p, lw in zip(poss, lws):
+            with np.errstate(under="ignore"):
+                rows[b] += np.bincount((p - base).astype(np.int64), weights=np.exp(lw - mx), minlength=W)
+        Z = float(np.sum(rows[b]))
+        rows[b] /= Z
+        logZ[b] = mx + math.log(Z)
+        r = 0.0
+        for p, lm, lw, er in zip(poss, lms, lws, errs):
+            ok = np.isfinite(lw)
+            if np.any(ok):  # the row constants added after the max (as in _bundle_leaves)
+                r = max(r, float(np.max(er[ok] + 8.0 * UNIT * (np.abs(lm[ok]) + np.abs(lw[ok]))))
+                        + 8.0 * UNIT * (abs(mx) + abs(logZ[b]) + 4.0))
+        rho[b] = r + (2 * n + 8) * UNIT
+        E2[b] = 2.0 * n * 2.0**-1070
+    slack = math.exp(leaf.log_inf) * (1.0 + 1e-9) if leaf.log_inf > -math.inf else 0.0
+    return rows, base, logZ, rho, E2, slack
+
+
+def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: np.ndarray):
+    """:func:`group_leaf`, :func:`leaf_rows` and :func:`leaf_mgf` for n bundles of the same
+    shape at once (one NumPy pass instead of 3n Python calls): bundle i composes groups
+    (eps2d[i, g], counts[g]), g = 0..m-1, every combination exactly (no window, no lump).
+
+    Every quantity is the elementwise formula of the per-leaf functions, evaluated in the
+    same order (the same float operations), so each leaf's rows, logZ, rho, E2 and K are
+    those of the per-leaf path up to the order of a few summations (bincount's per-bin
+    sums, the normaliser Z), whose error is the same (2n + 8) u charged there; the tests
+    check both paths against each other and against exact references.  Returns
+    (rows (3, n, Wmax), widths (n,), bases (n,), logZ (3, n), rho (3, n), E2 (3, n),
+    K (n, |S|)); row i of leaf i is rows[:, i, :widths[i]]."""
+    nl, m = eps2d.shape
+    loss = np.zeros((nl, 1))
+    logp = np.zeros((nl, 1))
+    mag = np.zeros(nl)
+    span = np.zeros(nl)
+    lps, lqs = log_expit(eps2d), log_expit(-eps2d)
+    for g, c in enumerate(counts):
+        c = int(c)
+        eps = eps2d[:, g]
+        j = np.arange(c + 1, dtype=np.int64)
+        jf = j.astype(float)
+        lp, lq = lps[:, g], lqs[:, g]
+        lc = np.array([math.lgamma(c + 1) - math.lgamma(i + 1) - math.lgamma(c - i + 1) for i in range(c + 1)])
+        lm = lc[None, :] + jf[None, :] * lp[:, None] + (c - jf)[None, :] * lq[:, None]
+        mag += 3.0 * math.lgamma(c + 1) + c * (np.abs(lp) + np.abs(lq)) + 4.0
+        span += c * eps
+        loss = (loss[:, :, None] + ((2 * j - c).astype(float)[None, :] * eps[:, None])[:, None, :]).reshape(nl, -1)
+        logp = (logp[:, :, None] + lm[:, None, :]).reshape(nl, -1)
+    n = loss.shape[1]
+    perr = (4.0 * (m + 2) * UNIT * span)[:, None]
+    err = 8.0 * UNIT * (mag[:, None] + np.abs(logp) + 4.0 * m)
+    # ---- leaf_rows, elementwise (no lump: li, log_lump unused)
+    lo, hi, tg = _lattice_interval(loss, perr, h)
+    D = (hi - lo) * h
+    d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))
+    d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))
+    d_hi = np.minimum(d_hi, D)
+    d_lo = np.minimum(d_lo, D)
+    # the same values as there, computed once per distinct width k = hi - lo (D = k h exactly)
+    kk = (hi - lo).astype(np.int64)
+    k0 = int(kk.min())
+    Dk = np.arange(k0, int(kk.max()) + 1).astype(float) * h
+    kk -= k0
+    lD1 = np.log(np.expm1(Dk))[kk]
+    lD2 = np.log(-np.expm1(-Dk))[kk]
+    with np.errstate(divide="ignore"):
+        l_lo = np.log(np.expm1(d_hi)) - lD1
+        l_hi = np.log(-np.expm1(-d_lo)) - lD2
+    fin_lo, fin_hi = np.isfinite(l_lo), np.isfinite(l_hi)
+    e_lo = err + 8.0 * UNIT * (np.abs(np.where(fin_lo, l_lo, 0.0)) + np.abs(lD1) + 4.0)
+    e_hi = err + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + np.abs(lD2) + 4.0)
+    th = theta * h
+    base = np.minimum(lo.min(axis=1), tg.min(axis=1))
+    top = np.maximum(hi.max(axis=1), tg.max(axis=1))
+    widths = (top - base).astype(np.int64) + 1
+    Wm = int(widths.max())
+    # flat bin of every position in the (nl, Wm) rows, computed once per position array
+    shift = (np.arange(nl, dtype=np.int64) * Wm)[:, None] - base.astype(np.int64)[:, None]
+    i_lo, i_hi, i_tg = ((p.astype(np.int64) + shift).ravel() for p in (lo, hi, tg))
+    batches = [
+        ([lo, hi], [i_lo, i_hi], [logp + l_lo, logp + l_hi], [e_lo, e_hi], th),
+        ([tg], [i_tg], [logp], [err], th),
+        ([tg], [i_tg], [logp - loss], [err + perr + 4.0 * UNIT * (np.abs(loss) + np.abs(logp))], th + h),
+    ]
+    rows = np.empty((3, nl, Wm))
+    logZ = np.zeros((3, nl))
+    rho = np.zeros((3, nl))
+    E2 = np.full((3, nl), 2.0 * n * 2.0**-1070)
+    for b, (poss, bins, lms, errs, tb) in enumerate(batches):
+        lws = [lm + tb * p for p, lm in zip(poss, lms)]
+        mx = np.max([np.max(np.where(np.isfinite(lw), lw, -np.inf), axis=1) for lw in lws], axis=0)
+        for t, (ib, lw) in enumerate(zip(bins, lws)):
+            with np.errstate(under="ignore"):
+                row = np.bincount(ib, weights=np.exp(lw - mx[:, None]).ravel(), minlength=nl * Wm).reshape(nl, Wm)
+            if t == 0:
+                rows[b] = row
+            else:
+                rows[b] += row
+        Z = rows[b].sum(axis=1)
+        rows[b] /= Z[:, None]
+        logZ[b] = mx + np.array([math.log(z) for z in Z.tolist()])
+        r = np.zeros(nl)
+        for lm, lw, er in zip(lms, lws, errs):
+            # leaf_rows' charge: the per-atom terms, the row constants added after the max
+            v = er + 8.0 * UNIT * (np.abs(lm) + np.abs(lw))
+            v[~np.isfinite(lw)] = 0.0
+            r = np.maximum(r, np.max(v, axis=1) + 8.0 * UNIT * (np.abs(mx) + np.abs(logZ[b]) + 4.0))
+        rho[b] = r + (2 * n + 8) * UNIT
+    # ---- leaf_mgf (no lump): the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h
+    extra = np.log1p(8.0 * (perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300) / h) + rho[0]
+    K = np.zeros((nl, S.size))
+    for g, c in enumerate(counts):
+        K += int(c) * cgf_terms(lps[:, g][:, None], lqs[:, g][:, None], eps2d[:, g][:, None], S[None, :])
+    K = K + np.abs(S)[None, :] * 2.0 * h + extra[:, None]
+    K = K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
+    return rows, widths, base.astype(np.int64), logZ, rho, E2, K
+
+
+def _atoms_cgf(a: Atoms, S: np.ndarray) -> np.ndarray:
+    """Upper bounds of log sum_i p_i e^{s l_i} over finite atoms at the tilts S: each mass
+    raised by its error bound, each position moved to the end of its interval that raises
+    e^{s l}; the float log-sum-exp (n terms, arguments up to max |w|) charged
+    8 u (max |w| + n + 4)."""
+    ok = np.isfinite(a.logp)
+    if not np.any(ok):
+        return np.full(S.size, -math.inf)
+    lh, ll = a.loss[ok] + a.perr[ok], a.loss[ok] - a.perr[ok]
+    s = S[:, None]
+    w = (a.logp[ok] + a.err[ok])[None, :] + np.where(s >= 0.0, s * lh[None, :], s * ll[None, :])
+    mx = np.max(w, axis=1)
+    K = mx + np.log(np.sum(np.exp(w - mx[:, None]), axis=1))
+    return K + 8.0 * UNIT * (np.max(np.abs(w), axis=1) + ok.sum() + 4.0)
+
+
+def leaf_mgf(leaf: Leaf, S: np.ndarray, h: float, extra: float = 0.0) -> np.ndarray:
+    """Upper bounds on log E_P0[e^{s L}] of a leaf's refined (upper) row at the tilts S: the
+    leaf's own log-MGF (``leaf.cgf``, or :func:`_atoms_cgf` of its upper atoms), with the
+    lumped mass at its atom (for s > 0 it can raise the MGF by at most lump e^{s l_lump}),
+    times e^{2 |s| h} for the refinement (every atom's mass goes to lattice points within
+    2h of it: lo and hi are chosen outside the atom's position interval), times e^extra for
+    the masses being evaluated at the far end of that interval and their rounding
+    (``extra`` bounds the log of the row's total mass over the exact refined one)."""
+    K = leaf.cgf(S) if leaf.cgf is not None else _atoms_cgf(leaf.upper, S)
+    if leaf.log_lump > -math.inf:
+        li = leaf.lump_index
+        l_lump = float(leaf.upper.loss[li]) + np.where(S >= 0.0, 1.0, -1.0) * float(leaf.upper.perr[li])
+        K = np.logaddexp(K, leaf.log_lump + S * l_lump)
+    K = K + np.abs(S) * 2.0 * h + extra
+    return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
+
+
+def leaf_plan(vals: np.ndarray, cnts: np.ndarray) -> list:
+    """The leaves: each group with c + 1 > BUNDLE_ATOMS alone (a binomial window), the others
+    bundled (in eps order) while the product of their (c + 1) stays <= BUNDLE_ATOMS."""
+    plan, cur, size = [], [], 1
+    for e, c in zip(vals.tolist(), cnts.tolist()):
+        c = int(c)
+        if c + 1 > BUNDLE_ATOMS:
+            plan.append([(e, c)])
+            continue
+        if size * (c + 1) > BUNDLE_ATOMS:
+            plan.append(cur)
+            cur, size = [], 1
+        cur.append((e, c))
+        size *= c + 1
+    if cur:
+        plan.append(cur)
+    return plan
+
+
+VECTOR_LEAVES = True  # bundles of equal shape built together (:func:`_bundle_leaves`); False: one by one
+LEAF_SLICE_ATOMS = 2**16  # atoms per vectorised slice of bundles (its arrays stay in a core's cache)
+LEAF_SLICE_POINTS = 2**21  # leaves x widest leaf per slice (the slice's rows are 3 x this)
+
+
+def _leaf_one(item, h: float, theta: float, log_slack: float, S: np.ndarray):
+    """One leaf by the per-leaf functions: (rows (3, W), base, logZ, rho, E2, K, slack)."""
+    leaf = item if isinstance(item, Leaf) else group_leaf(item, theta, log_slack)
+    rows, base, logZ, rho, E2, s_leaf = leaf_rows(leaf, h, theta)
+    # the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h relative
+    u = leaf.upper
+    extra = math.log1p(8.0 * float(np.max(u.perr) + 4.0 * UNIT * np.max(np.abs(u.loss)) + 1e-300) / h) \
+        + float(rho[0])
+    return rows, base, logZ, rho, E2, leaf_mgf(leaf, S, h, extra), s_leaf
+
+
+def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
+    """The leaves of ``plan`` in order (:class:`Leaf` items as they are), as (rows (3, W), base, logZ (3,), rho (3,), E2 (3,),
+    K, slack): binomial windows one by one (:func:`_leaf_one`), runs of bundles of the same
+    shape (the same counts) in slices by :func:`_bundle_leaves` (``VECTOR_LEAVES``)."""
+    i, n = 0, len(plan)
+    while i < n:
+        items = plan[i]
+        if not VECTOR_LEAVES or isinstance(items, Leaf) or (len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS):
+            yield _leaf_one(items, h, theta, log_slack, S)
+            i += 1
+            continue
+        shape = tuple(int(c) for _, c in items)
+        natoms = math.prod(c + 1 for c in shape)
+        wmax = 2.0 * sum(c * e for e, c in items) / h + 4.0
+        j = i + 1
+        while j < n and (j - i + 1) * natoms <= LEAF_SLICE_ATOMS:
+            nxt = plan[j]
+            if isinstance(nxt, Leaf) or tuple(int(c) for _, c in nxt) != shape:
+                break
+            w = max(wmax, 2.0 * sum(c * e for e, c in nxt) / h + 4.0)
+            if (j - i + 1) * w > LEAF_SLICE_POINTS:
+                break
+            wmax = w
+            j += 1
+        eps2d = np.array([[e for e, _ in plan[t]] for t in range(i, j)], dtype=float)
+        rows, widths, bases, logZ, rho, E2, K = _bundle_leaves(eps2d, shape, h, theta, S)
+        for t in range(j - i):
+            yield rows[:, t, : int(widths[t])], int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
+        i = j
