@@ -28,7 +28,6 @@ import os
 import resource
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -87,22 +86,15 @@ def time_paper(k: int, eta: float = 0.1, seed: int = 0, *, delta_g: float = DELT
 
 
 def time_pld(k: int, value_discretization_interval: float, seed: int = 0, *, delta_g: float = DELTA_G) -> dict:
-    """Google's dp_accounting PLD accountant, used at its best for this input: one
-    pessimistic PLD per distinct eps (``from_privacy_parameters``), identical ones
-    grouped by ``self_compose``, then ``compose`` and ``get_epsilon_for_delta``."""
-    from dp_accounting.pld import common
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    """Google's dp_accounting PLD accountant, used at its best for this input
+    (:func:`optcomp.experiments.peers.pld_epsilon`: one pessimistic PLD per distinct eps,
+    identical ones grouped by ``self_compose``, then ``compose`` and ``get_epsilon_for_delta``)."""
+    from optcomp.experiments import peers
 
+    peers.available()  # the imports, outside the timed call
     eps = instance(k, seed)
     t0 = time.perf_counter()
-    acc = None
-    for e, count in sorted(Counter(eps.tolist()).items()):
-        p = pld.from_privacy_parameters(common.DifferentialPrivacyParameters(e, 0.0),
-                                        value_discretization_interval=value_discretization_interval)
-        if count > 1:
-            p = p.self_compose(count)
-        acc = p if acc is None else acc.compose(p)
-    value = float(acc.get_epsilon_for_delta(delta_g))
+    value = peers.pld_epsilon(eps, delta_g=delta_g, interval=value_discretization_interval)
     dt = time.perf_counter() - t0
     return dict(method="dp_accounting PLD", k=k, eta=math.nan, seed=seed, delta_g=delta_g,
                 vdi=value_discretization_interval, upper=value, lower=math.nan, gap=math.nan,
@@ -217,12 +209,10 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> None:
-    try:
-        import dp_accounting  # noqa: F401
+    from optcomp.experiments import peers
 
-        have_pld = not args.no_pld
-    except ImportError:  # pragma: no cover - optional extra
-        have_pld = False
+    have_pld = not args.no_pld and peers.available()
+    if not peers.available():  # pragma: no cover - optional extra
         print("dp_accounting not installed: PLD rows skipped (pip install optcomp[compare])")
 
     # warm-up (FFT plans, imports) so the first timed row is not penalised

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from typing import Callable, IO
 
 import numpy as np
@@ -39,13 +38,13 @@ import pandas as pd
 
 import optcomp
 
+from . import peers
 from .grids import delta_from_log2, int_grid
 from .heterogeneous import draw_eps
 from .io import Progress
 
 __all__ = [
     "time_call",
-    "pld_epsilon",
     "approx_vs_k",
     "approx_vs_eta",
     "exact_heterogeneous",
@@ -106,36 +105,6 @@ def experiment_spec(cfg: dict, experiment: str) -> dict:
     return dict(shared, **{experiment: cfg[experiment]})
 
 
-def pld_epsilon(eps, delta, delta_g: float, interval: float) -> float:
-    """eps_g from Google's ``dp_accounting`` privacy-loss-distribution accountant (the
-    "compare" extra): each (eps_i, delta_i)-DP mechanism as its worst-case PLD
-    (``from_privacy_parameters``, pessimistic discretization with step ``interval``),
-    identical ones grouped by ``self_compose``, the groups composed, then
-    ``get_epsilon_for_delta`` (as in ``benchmarks/bench_approx.py``).  An upper bound up to
-    the accountant's own truncation."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-    from dp_accounting.pld.common import DifferentialPrivacyParameters
-
-    eps = np.atleast_1d(np.asarray(eps, dtype=float))
-    delta = np.broadcast_to(np.asarray(delta, dtype=float), eps.shape)
-    composed = None
-    # the accountant at its best: identical mechanisms grouped and self-composed
-    for (e, d), count in sorted(Counter(zip(eps.tolist(), delta.tolist())).items()):
-        p = pld.from_privacy_parameters(DifferentialPrivacyParameters(e, d), value_discretization_interval=interval)
-        if count > 1:
-            p = p.self_compose(count)
-        composed = p if composed is None else composed.compose(p)
-    return float(composed.get_epsilon_for_delta(delta_g))
-
-
-def _has_dp_accounting() -> bool:
-    try:
-        import dp_accounting  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _instance(spec: dict, k: int) -> np.ndarray:
     inst = spec["instance"]
     return draw_eps(inst["distribution"], inst["seed"], int(spec.get("k_max", k)))[:k]
@@ -183,7 +152,7 @@ def approx_vs_k(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
     ks = int_grid(cfg["k"])
     spec = dict(spec, k_max=ks[-1])
     delta_g = delta_from_log2(spec["instance"]["delta_g_log2"])
-    methods = ["approx_paper", "approx", "optimal"] + (["dp_accounting"] if _has_dp_accounting() else [])
+    methods = ["approx_paper", "approx", "optimal"] + (["dp_accounting"] if peers.available() else [])
     runner = _Runner("approx_vs_k", spec, len(ks) * len(methods), log)
     for k in ks:
         eps = _instance(spec, k)
@@ -200,7 +169,7 @@ def approx_vs_k(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
             runner.progress.step()
         if "dp_accounting" in methods:
             vdi = float(cfg["dp_accounting_interval"])
-            runner.run("dp_accounting", k, vdi, lambda: pld_epsilon(eps, 0.0, delta_g, vdi))
+            runner.run("dp_accounting", k, vdi, lambda: peers.pld_epsilon(eps, delta_g=delta_g, interval=vdi))
     return runner.frame()
 
 
@@ -249,14 +218,15 @@ def exact_homogeneous(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
     ks = int_grid(cfg["k"])
     eps = float(cfg["eps"])
     delta_g = delta_from_log2(spec["instance"]["delta_g_log2"])
-    with_pld = _has_dp_accounting()
+    with_pld = peers.available()
     runner = _Runner("exact_homogeneous", spec, len(ks) * (2 if with_pld else 1), log)
     for k in ks:
         runner.run("optimal", k, 0.0, lambda: optcomp.epsilon_g(eps, k=k, delta_g=delta_g, method="optimal"))
         if with_pld:
             if k <= int(cfg["dp_accounting_k_max"]):
                 vdi = float(cfg["dp_accounting_interval"])
-                runner.run("dp_accounting", k, vdi, lambda: pld_epsilon(np.full(k, eps), 0.0, delta_g, vdi))
+                runner.run("dp_accounting", k, vdi, lambda: peers.pld_epsilon([eps], counts=[k], delta_g=delta_g,
+                                                                               interval=vdi))
             else:
                 runner.progress.step()
     return runner.frame()
@@ -287,7 +257,7 @@ def accuracy(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
         ref_kind = "certified lower bound"
     settings = [("approx_paper", float(e)) for e in sorted(cfg["paper_eta"], reverse=True)]
     settings += [("approx", float(e)) for e in sorted(cfg["eta"], reverse=True)]
-    if _has_dp_accounting():
+    if peers.available():
         settings += [("dp_accounting", float(v)) for v in sorted(cfg["dp_accounting_interval"], reverse=True)]
     runner = _Runner("accuracy", spec, len(settings), log)
     for method, eta in settings:
@@ -296,7 +266,7 @@ def accuracy(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
         elif method == "approx":
             fn = (lambda eta=eta: optcomp.epsilon_g(eps, delta_g=delta_g, method="approx", eta=eta))
         else:
-            fn = (lambda eta=eta: pld_epsilon(eps, 0.0, delta_g, eta))
+            fn = (lambda eta=eta: peers.pld_epsilon(eps, delta_g=delta_g, interval=eta))
         runner.run(method, k, eta, fn)
     df = runner.frame()
     df["reference"] = reference
