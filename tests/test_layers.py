@@ -24,8 +24,8 @@ LAYERS = {
     "_exact": 3, "_lattice": 3, "mechanisms": 3, "kov_noise": 3,
     # L4 drivers: choose producers, refine; never import each other
     "optimal": 4, "lattice": 4,
-    # L5 method entry points (and the facade with its registry)
-    "approx": 5, "auto": 5, "_progress": 5, "": 5,
+    # L5 method entry points, the method registry and the facade
+    "approx": 5, "auto": 5, "_progress": 5, "methods": 5, "": 5,
     # L6 toolkit
     "accountant": 6, "calibrate": 6, "curves": 6, "region": 6, "cli": 6, "__main__": 6,
     # L7 pipeline
@@ -112,6 +112,35 @@ def test_no_core_module_imports_the_facade():
     bad = [f"{src}:{line}" for src, dst, line in _edges()
            if dst == "optcomp" and src != "optcomp" and LAYERS[_top(src)] <= CORE]
     assert not bad, "core modules importing the optcomp facade:\n" + "\n".join(bad)
+
+
+def _facade_names(mod: str, text: str, is_pkg: bool):
+    """(name, line) of every name read from the facade: ``optcomp.name`` and ``from optcomp
+    import name`` (relative forms included)."""
+    package = mod if is_pkg else mod.rpartition(".")[0]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "optcomp":
+            yield node.attr, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+            if ".".join(base + ([node.module] if node.module else [])) == "optcomp":
+                yield from ((a.name, node.lineno) for a in node.names)
+
+
+def test_no_module_reads_a_private_name_of_the_facade():
+    """The registry is public (``optcomp.methods``, layer L5): no module reaches for a private
+    name of the facade (``optcomp._method`` was one); private submodules (``optcomp._inputs``)
+    are modules, not names of the facade."""
+    bad = []
+    for mod, path, is_pkg in _modules():
+        bad += [f"{mod}:{line} optcomp.{name}" for name, line in _facade_names(mod, path.read_text(), is_pkg)
+                if name.startswith("_") and not name.startswith("__") and not _is_module(f"optcomp.{name}")]
+    assert not bad, "private names of the facade read elsewhere:\n" + "\n".join(bad)
+    import optcomp
+    from optcomp import methods
+
+    assert not hasattr(optcomp, "_method") and methods.check_method("kov", {}) is optcomp.METHOD_INFO["kov"]
+    assert optcomp.Method is methods.Method and optcomp.METHODS is methods.METHODS
 
 
 def test_private_packages_have_empty_inits():

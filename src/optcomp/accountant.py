@@ -30,6 +30,7 @@ import numpy as np
 import optcomp
 
 from ._inputs import MAX_K, ParameterTypeError, check_count, check_delta_g, check_eps_g
+from .methods import check_method
 
 __all__ = ["Accountant"]
 
@@ -202,7 +203,7 @@ class Accountant:
         delta_g); 0.0 for an empty ledger.
         """
         delta_g = check_delta_g(delta_g)
-        optcomp._method(method, options)
+        check_method(method, options)
         if not self._counts:
             return 0.0
         _check_total(self.k, 0, "get_epsilon")
@@ -216,7 +217,7 @@ class Accountant:
         empty ledger.
         """
         eps_g = check_eps_g(eps_g)
-        optcomp._method(method, options)
+        check_method(method, options)
         if not self._counts:
             return 0.0
         _check_total(self.k, 0, "get_delta")
@@ -267,7 +268,7 @@ class Accountant:
         n = _check_count(count)
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
-        optcomp._method(method, options)
+        check_method(method, options)
         _check_total(self.k, n, "can_afford")
         return self._planned_epsilon(pair[0], pair[1], n, delta_g, method, options) <= eps_g
 
@@ -299,7 +300,7 @@ class Accountant:
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
         rtol = _check_rtol(rtol)
-        optcomp._method(method, options)
+        check_method(method, options)
         _check_total(self.k, n, "remaining")
 
         def value_for(m: str, opts: dict):

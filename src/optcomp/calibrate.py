@@ -58,6 +58,7 @@ import optcomp
 from . import _progress
 from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_count, check_delta_g,
                       check_eps_g, check_k, check_probability)
+from .methods import METHOD_INFO, METHODS, check_method
 
 __all__ = [
     "per_query_epsilon",
@@ -386,7 +387,7 @@ def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=No
     delta_g = check_delta_g(delta_g)
     d = _check_deltas(delta, w.size)
     rtol = _check_rtol(rtol)
-    optcomp._method(method, options)
+    check_method(method, options)
     if c is None:  # group equal (weight, delta) pairs: the library gets a multiset
         w, d, c = _grouped(w, d)
     optcomp.epsilon_g(w, d, counts=c, delta_g=delta_g, method=method, **options)  # validate the rest once
@@ -447,7 +448,7 @@ def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.
     delta_g = check_delta_g(delta_g)
     delta = _check_delta(delta)
     rtol = _check_rtol(rtol)
-    optcomp._method(method, options)
+    check_method(method, options)
 
     def value_for(m: str, opts: dict) -> Callable[[float], float]:
         return lambda e: optcomp.epsilon_g(e, delta, k=k, delta_g=delta_g, method=m, **opts)
@@ -565,16 +566,16 @@ def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.
     if not isinstance(methods, (list, tuple)):
         raise ParameterTypeError(f"methods must be a method name or a list of them, got {_describe(methods)}")
     for i, m in enumerate(methods):
-        if not isinstance(m, str) or m not in optcomp.METHOD_INFO:
-            raise ValueError(f"methods[{i}] must be one of {', '.join(optcomp.METHODS)}; got {_describe(m)}")
+        if not isinstance(m, str) or m not in METHOD_INFO:
+            raise ValueError(f"methods[{i}] must be one of {', '.join(METHODS)}; got {_describe(m)}")
     if not isinstance(recipe, (bool, np.bool_)):
         raise ParameterTypeError(f"recipe must be True or False, got {_describe(recipe)}")
     for key in options:
-        if not any(key in optcomp.METHOD_INFO[m].options for m in methods):
+        if not any(key in METHOD_INFO[m].options for m in methods):
             raise ValueError(f"unknown option {key!r}: accepted by none of the methods {', '.join(methods)}")
     rows = []
     for m in methods:
-        info = optcomp._method(m, {})
+        info = check_method(m, {})
         opts = {key: v for key, v in options.items() if key in info.options}
         eps = per_query_epsilon(k, eps_g, delta_g, delta=delta, method=m, progress=progress, **opts)
         scale = sensitivity / eps if eps > 0 and math.isfinite(sensitivity / eps) else None

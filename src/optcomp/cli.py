@@ -30,8 +30,9 @@ import math
 import re
 import sys
 
-from . import METHOD_INFO, METHODS, __version__
 from ._inputs import MAX_K
+from ._version import __version__
+from .methods import METHOD_INFO, METHODS
 
 __all__ = ["main"]
 
@@ -544,10 +545,10 @@ def _unattainable(acc, delta_g: float, method: str | None = None) -> str | None:
     help), or (with ``method``) that method certifies nothing although the optimum is finite.
     None when the budget is attainable and no method was named."""
     from ._inputs import mechanisms
-    from .loss import _no_event
+    from .loss import delta_event_bounds
 
     e, d, c = _multiset(acc)
-    a_lo, a_hi = _no_event(mechanisms(e, d, counts=c))  # certified bounds on 1 - prod(1 - delta_i)
+    a_lo, a_hi = delta_event_bounds(mechanisms(e, d, counts=c))  # certified bounds on 1 - prod(1 - delta_i)
     if delta_g < a_lo:
         return (f"unattainable: delta_g = {delta_g!r} < 1 - prod(1 - delta_i) = {_decimal_down(a_lo, delta_g)} "
                 f"(the chance of some mechanism's delta event): no eps_g is certified")

@@ -38,6 +38,7 @@ import optcomp
 
 from . import region
 from ._inputs import _as_vector, _integer, mechanisms
+from .methods import check_method
 
 __all__ = ["privacy_curve", "PrivacyCurve", "default_grid"]
 
@@ -192,7 +193,7 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     """
     num = _integer("num", num, 2, region.MAX_NUM)
     num_alpha = _integer("num_alpha", num_alpha, 2, region.MAX_NUM)
-    optcomp._method(method, options)
+    check_method(method, options)
     e, d, c = _multiset(eps, delta, k, counts)
     if method == "auto":  # decided once for the whole curve: exact if feasible, else approx's brackets
         method, options = _resolve_auto(e, d, c, options)

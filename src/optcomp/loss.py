@@ -63,6 +63,7 @@ __all__ = [
     "WindowTooNarrow",
     "residual_target",
     "delta_from_excess",
+    "delta_event_bounds",
     "solve_segments",
     "solve_lower",
     "excess_lower",
@@ -291,7 +292,7 @@ def _precise_residual(m: Mechanisms, delta_g: float, round_up: bool, log2_scale:
     return 0.0 if round_up else -math.inf
 
 
-def _no_event(m: Mechanisms) -> tuple[float, float]:
+def delta_event_bounds(m: Mechanisms) -> tuple[float, float]:
     """Bounds (lo, hi) on A = 1 - prod_i (1 - delta_i), the probability of a delta event,
     each the nearest float on its side (so delta_g(epsilon_g(d)) <= d can hold to the last
     ulp): exact rationals for up to 256 mechanisms, else -expm1(sum_i c_i log1p(-delta_i))
@@ -321,13 +322,16 @@ def _no_event(m: Mechanisms) -> tuple[float, float]:
         return max(0.0, mpf_dir(a - margin, False)), min(1.0, mpf_dir(a + margin, True))
 
 
+_no_event = delta_event_bounds  # the old private name, still imported by optimal.py
+
+
 def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:
     """delta_g = 1 - prod(1 - delta_i) (1 - H) = A + (1 - A) H, A = 1 - prod(1 - delta_i), from
     a bound ``excess`` on H: rounded up (an upper bound on H gives a certified delta_g) or
     down (a lower bound on H, a lower bound).  Tight: at H = 0 it is A itself, rounded once
     (exactly for up to 256 mechanisms), so delta_g(epsilon_g(d)) <= d holds to the last ulp."""
     excess = min(max(excess, 0.0), 1.0)
-    a_lo, a_hi = _no_event(m)
+    a_lo, a_hi = delta_event_bounds(m)
     if round_up:
         prod = up(up(1.0 - a_lo, 1) * excess, 1) if excess else 0.0  # >= (1 - A) H
         return min(1.0, sum_dir([a_hi, prod], True))

@@ -46,6 +46,7 @@ import numpy as np
 import optcomp
 
 from ._inputs import ParameterTypeError, _as_vector, _check_real, _describe, _integer, mechanisms
+from .methods import check_method
 
 __all__ = [
     "tradeoff",
@@ -262,7 +263,7 @@ def family_from_eps_grid(eps, delta=0.0, *, k=None, counts=None, method: str = "
     sequence of finite numbers >= 0; ``num``: an integer in [1, 10^6]."""
     num = _num(num, 1)
     m = mechanisms(eps, delta, k, counts)
-    optcomp._method(method, options)
+    check_method(method, options)
     if eps_g is None:
         xs = np.linspace(0.0, float(np.dot(m.count, m.eps)), num)
     else:
@@ -277,7 +278,7 @@ def composition_family(method: str, eps, delta=0.0, *, k=None, counts=None, num:
     """The family of guarantees a theorem gives for a composition: "optimal" (exact corners
     for identical mechanisms, KOV Thm 3.3), "basic" (one pair), "drv" (a delta' grid), any
     other method through :func:`family_from_eps_grid`."""
-    optcomp._method(method, {})
+    check_method(method, {})
     num = _num(num, 1)
     m = mechanisms(eps, delta, k, counts)
     if method == "basic":
