@@ -15,11 +15,29 @@ from itertools import chain
 
 import numpy as np
 
-__all__ = ["UNIT", "TINY", "up", "down", "exact_dir", "mpf_exact", "mpf_dir", "fraction_mpf", "sum_dir", "sum_up",
-           "sum_down", "dot_dir"]
+__all__ = ["UNIT", "TINY", "LIBM_ULPS", "up", "down", "exact_dir", "mpf_exact", "mpf_dir", "fraction_mpf", "sum_dir",
+           "sum_up", "sum_down", "dot_dir"]
 
 UNIT = 2.0**-53  # unit roundoff of float64
 TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
+
+# The library assumptions every float error charge rests on -- the only ones; each proof
+# that needs one names LIBM_ULPS or this note:
+#  1. Arithmetic is IEEE 754 binary64 (and, for numpy.longdouble on x86-64, the x87
+#     64-bit-significand format) with round to nearest: every +, -, *, / is correctly
+#     rounded, |fl(x op y) - x op y| <= u |x op y| (u = 2^-53, resp. 2^-64).
+#  2. The elementary functions exp, expm1, log, log1p, sin and cos -- numpy's elementwise
+#     kernels on float64 and numpy.longdouble, math.*, and the C library's sin/cos/sinl/cosl
+#     that scipy.fft's pocketfft calls when it builds its twiddle factors -- return a
+#     result within LIBM_ULPS units in the last place of the exact value at their
+#     (floating-point) argument, i.e. within 2 LIBM_ULPS u relative.  glibc's manual
+#     ("Errors in Math Functions") lists at most 1-3 ulps for these functions in double and
+#     x87 long double on x86-64, and numpy's SIMD kernels target 1 ulp; 4 is a margin.
+#  3. scipy.fft's real transforms are pocketfft's FFTPACK-style passes (radices 4, 2, 3, 5
+#     for the 5-smooth lengths used here; twiddles from assumption 2), the algorithm whose
+#     error is derived in optcomp._lattice.tree._fft_error; tests/test_tree.py checks a
+#     transcription of it against scipy.fft bit for bit.
+LIBM_ULPS = 4
 _MAX = sys.float_info.max
 
 

@@ -1,6 +1,8 @@
 r"""The certified batched FFT tree (layer L3): tilted leaf rows, blocks of similar width, a
-balanced tree of real FFT convolutions with an explicit error bound per convolution (see
-:func:`_fft_tree` and :func:`_fft_error`), rows gathered into padded batches."""
+balanced tree of real FFT convolutions with an explicit error bound per convolution (its
+propagation through the tree in :func:`_fft_tree`; the per-convolution charge, proved for
+scipy.fft's mixed-radix real transforms, in :func:`_fft_error`), rows gathered into padded
+batches."""
 
 from __future__ import annotations
 
@@ -19,8 +21,95 @@ def _fft():
 
 
 def _fft_error(N: int, unit: float = UNIT) -> float:
-    """Max-norm error factor of one FFT convolution of length N (see module docstring);
-    ``unit``: the unit roundoff of the arithmetic (2^-53, or 2^-64 for x87 long double)."""
+    r"""F(N) = (40 log2 N + 10) u: the error factor of one FFT convolution of length N.
+
+    For rows a, b (exact as stored, zero-padded to N) the computed
+    c^ = irfft(rfft(a) * rfft(b), N) of scipy.fft satisfies
+
+        ||c^ - a * b||_2 <= F(N) (|a|_2 |b|_1 + |a|_1 |b|_2)            (also in the max norm),
+
+    u = ``unit`` the unit roundoff of the arithmetic: 2^-53 (float64) or 2^-64 (numpy.longdouble
+    in x87 extended precision; where longdouble is only a double the charge uses that
+    type's own unit roundoff instead).  Proof, for the 5-smooth N <= 2^40 that
+    ``next_fast_len(real=True)`` returns, under the assumptions named in
+    :mod:`optcomp._rounding` (IEEE arithmetic; sin, cos within L = ``LIBM_ULPS`` = 4 ulps;
+    scipy.fft runs pocketfft's real passes -- checked bit for bit by ``tests/test_tree.py``).
+    Notation: gamma_n = n u / (1 - n u); first order in u unless stated (the second-order
+    terms are bounded in step 5).
+
+    1. The algorithm.  pocketfft factors N into passes of radix 4, at most one 2, then 3s
+       and 5s (FFTPACK's radf2-5 forward, radb2-5 backward).  Between passes the array holds
+       in FFTPACK's half-complex packing the intermediate vector of the mixed-radix
+       Cooley-Tukey algorithm: in blocks of ``ido`` columns, column 0 (and column ido - 1
+       when ido is even) is real, the others are (re, im) pairs whose conjugates are
+       implied.  Let ||z||_V be the 2-norm of the full complex vector, i.e. the weighted
+       2-norm of the stored array with weight 1 on a real entry and 2 on each member of a
+       pair.  Each exact pass is then sqrt(r) times an isometry in ||.||_V (a product by
+       unit twiddles and r-point DFTs; ``tests/test_tree.py`` checks that every singular
+       value of each pass is sqrt(r)).  rfft's first pass reads the real row (||a||_V =
+       |a|_2), its last writes the packed spectrum (||.||_V = the 2-norm of the full DFT,
+       sqrt(N) |a|_2); irfft runs the backward passes the other way.
+
+    2. Stages (the argument of Higham, *Accuracy and Stability of Numerical Algorithms*,
+       2nd ed., Thm 24.2, there for radix 2): if every computed pass satisfies
+       ||z^_k - A_k z^_(k-1)||_V <= eta_k ||A_k|| ||z^_(k-1)||_V, the transform errs by
+       ||z^ - F x||_V <= (prod_k (1 + eta_k) - 1) sqrt(N) |x|_2 =: eps sqrt(N) |x|_2.
+
+    3. One pass of radix r: twiddle products t = conj(w^) z (forward: before the
+       butterflies; backward: w^ d after them), then the butterflies.
+       * Twiddles.  pocketfft builds w = e^(-2 pi i j / N) as the product of two table
+         entries (cos, sin of an angle theta <= pi/4 computed as fl(x fl(pi / 4N)): <= 3u
+         relative), so cos and sin are within (pi/4)^2 3u + L u = 5.86u and (pi/4) 3u + L u =
+         6.36u (results in [0, 1): one ulp <= u), an entry within nu = 8.64u, their complex
+         product (rounded as in Higham Lemma 3.5) within mu = 2 nu + sqrt(2) gamma_2 <= 20.2u of
+         w; a computed product conj(w^) z is then within tau = mu + sqrt(2) gamma_2 (1 + mu)
+         <= 23.1u of conj(w) z, entry by entry, so by <= tau ||z||_V in the norm.
+       * Butterflies.  Every output is a sum over paths from the (twiddled) inputs through
+         +, - and products by the pass constants (sqrt(3)/2, cos(2 pi/5), ..., each rounded
+         once, or exact: -1/2, 2); each rounding on a path multiplies it by (1 + delta),
+         |delta| <= u, so an output errs by <= sum_d gamma_d P_d |t|, P_d the summed
+         |coefficients| of its paths with d roundings (fused multiply-adds only remove
+         roundings).  Hence the pass's butterfly error is <= beta_r u sqrt(r) ||t||_V with
+         beta_r = ||W (sum_d d P_d) W^-1||_2 / sqrt(r) (W the square roots of the weights of
+         step 1), computed from radf2-5 and radb2-5 for every column type:
+
+             r          2       3       4       5
+             beta_r   1.415   6.206   6.001  12.906
+
+       So eta_r <= tau + (1 + tau) beta_r u; tau = 0 in the one pass per transform with
+       ido = 1 (the first forward, the last backward pass: no twiddles).
+
+    4. One transform.  (beta_r + 23.1) / log2 r is 18.49 (r = 3), 14.56 (4), 15.51 (5) and
+       24.52 (2, at most once), so sum_k eta_k <= (18.49 log2 N + 6.03 - 23.1) u =
+       (18.49 log2 N - 17.07) u in rfft and in irfft alike.
+
+    5. The convolution.  With A = F a, B = F b, Â, B^ computed (||Â - A||_2 <= eps sqrt(N) |a|_2),
+       |A_k| <= |a|_1, |B_k| <= |b|_1, and the products C^_k = fl(Â_k B^_k) (numpy, within
+       sqrt(2) gamma_2 |Â_k| |B^_k|), with M = |a|_2 |b|_1 + |a|_1 |b|_2:
+
+           ||C^ - A B||_2 <= sqrt(N) [(eps + sqrt(2) gamma_2 (1 + eps)) (1 + eps sqrt(N)) |a|_2 |b|_1
+                                      + eps |a|_1 |b|_2] <= sqrt(N) rho M,
+
+       and irfft (backward passes, their eps; then the product by fl(1/N), formed in long
+       double: 2.001u) gives, as ||A B||_2 <= sqrt(N) |a|_2 |b|_1 <= sqrt(N) M,
+
+           ||c^ - a * b||_2 <= [rho + (eps + 2.001u (1 + eps)) (1 + rho)] M
+                            <= (2 (18.49 log2 N - 17.07) + 2 sqrt(2) + 2.001) (1 + 10^-7) u M
+                            <= (36.98 log2 N - 29.3) (1 + 10^-7) u M <= F(N) M,
+
+       the factor (1 + 10^-7) covering every second-order term for N <= 2^40 (eps sqrt(N) <=
+       10^-7).  The exact expression, summed pass by pass over all 3460 5-smooth N <= 2^40,
+       is at most 0.90 F(N) (long double; 0.84 in double) -- ``tests/test_tree.py`` recomputes
+       it from the constants above and LIBM_ULPS, and checks convolutions of random rows
+       against exact integer ones.  The charge was once stated as validated by such tests;
+       it is the bound above that carries it now, unchanged.
+
+    Underflow: a sum whose result is subnormal is exact, and an underflowing product errs
+    by at most 2^-1075 (2^-16446 in long double) -- summed over every product of both
+    transforms, far below u M for the rows convolved here (normalised masses and their
+    convolutions, |a|_1 >= 2^-60)."""
+    if unit < UNIT:  # an extended type: never below its unit roundoff on this platform (2^-p = epsneg)
+        unit = max(unit, float(np.finfo(np.longdouble).epsneg))
     return (40.0 * math.log2(max(N, 2)) + 10.0) * unit
 
 
