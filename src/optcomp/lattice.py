@@ -68,16 +68,16 @@ import time
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import log_expit
 
-from ._cgf import _log_mgf, cgf_terms, chernoff_guess, tilt_for
+from ._cgf import cgf_terms, chernoff_guess, tilt_for
 from ._inputs import Mechanisms
 from ._rounding import UNIT, dot_dir, down, exact_dir, up
 from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import SLACK_REL, grouped_pass
-from ._lattice.leaves import BUNDLE_ATOMS, leaf_plan
 from ._lattice.passes import LatticePass, lattice_pass
+from ._lattice.workload import Source, Workload, inf_mass
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
 from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
@@ -94,6 +94,8 @@ __all__ = [
     "lattice_pass",
     "tilt_for",
     "chernoff_guess",
+    "mechanism_bounds",
+    "mechanism_delta_bounds",
 ]
 
 DELTA_FLOOR = 2.0**-1000  # absolute delta accuracy always accepted (~1e-301: float's own floor)
@@ -103,15 +105,7 @@ DELTA_FLOAT_GAP = 2.0**-40  # accepted only when refining the lattice no longer 
 # --------------------------------------------------------------------------- drivers (tilt, steps, homogeneous)
 
 
-def _leaf_weight(plan, theta: float) -> float:
-    """Sum over the leaves of their measured gap coefficients (gap ~ this x h^2): about
-    0.12 (1 + theta) for a binomial group leaf and 0.1 (1 + theta) for a bundle (the
-    (1 + lambda) factor of the second-order term, lambda ~ theta = |d log H/dx|)."""
-    return (1.0 + theta) * sum(0.12 if (len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS) else 0.1
-                               for items in plan)
-
-
-def _log_slope(vals: np.ndarray, cnts: np.ndarray, theta: float) -> float:
+def _log_slope(work: Workload, theta: float) -> float:
     """An estimate of lambda = |d log H / dx| at the x the tilt ``theta`` centres (only used to
     choose the first step of :func:`lattice_delta_bounds`: the relative gap of H is about
     lambda times the gap in eps).  Normal approximation of the tilted loss (sd sigma):
@@ -121,8 +115,7 @@ def _log_slope(vals: np.ndarray, cnts: np.ndarray, theta: float) -> float:
     theta = 0."""
     from scipy.special import erfcx
 
-    e2 = vals * (1.0 + 2.0 * theta)
-    sigma = math.sqrt(float(np.sum(cnts * (2.0 * vals) ** 2 * expit(e2) * expit(-e2))))
+    sigma = math.sqrt(work.cgf(theta)[2])
     i0 = float(erfcx(theta * sigma / math.sqrt(2.0)))
     i1 = float(erfcx((theta + 1.0) * sigma / math.sqrt(2.0)))
     return i1 / (i0 - i1) if i0 > i1 else math.inf
@@ -136,15 +129,6 @@ def _initial_step_n(n: float, tol: float) -> float:
     otherwise the next step comes from the measured gap (:func:`_next_step`)."""
     h = min(math.sqrt(0.75 * tol / max(n, 0.2)), 0.25)
     return _step_below(h)
-
-
-def _points_estimate(vals: np.ndarray, cnts: np.ndarray, theta: float, h: float) -> int:
-    """Lattice points of the widest node: the tilted spread (sd sigma_theta of the loss
-    under P_theta) times a generous window factor, capped by the full support."""
-    e2 = vals * (1.0 + 2.0 * theta)
-    var = float(np.sum(cnts * (2.0 * vals) ** 2 * expit(e2) * expit(-e2)))
-    full = 2.0 * float(np.sum(cnts * vals))
-    return int(min(full, 30.0 * math.sqrt(var) + 4.0 * float(np.max(vals)) + 2.0) / h) + 1
 
 
 ENUMERATED_ATOMS = 2**15  # up to this many atoms, list the distribution exactly (no lattice)
@@ -288,21 +272,30 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
                                 progress=progress)
     if comm is not None and comm.gap <= tol:  # eps_i = n_i u: the lattice at step u is exact
         return Bounds(comm.lower, min(comm.upper, top))
+    return _lattice_epsilon(Workload(vals, cnts), t_low, t_high, tol, top, max_points=max_points, info=info,
+                            workers=workers, progress=progress)
+
+
+def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top: float, *, max_points: int,
+                     info: BracketInfo, workers: int, progress) -> Bounds:
+    """The grouped lattice path of the eps direction for any workload (randomized-response
+    groups and mechanism leaves): passes at steps h refined until the bracket on the least
+    x with H(x) <= t (``t_low`` <= t <= ``t_high``) is at most ``tol`` wide; ``top`` caps the
+    upper bound (the largest finite loss, or inf)."""
     info.passes.clear()
     info.path = "lattice"
-    cf = cnts.astype(float)
-    plan = leaf_plan(vals, cnts)
-    x_est = chernoff_guess(vals, t_low, cf)
-    h = _initial_step_n(_leaf_weight(plan, tilt_for(vals, x_est, cf)), tol)
+    x_est = work.chernoff_guess(t_low)
+    h = _initial_step_n(work.weight(work.tilt_for(x_est)), tol)
     # mass sent to +inf: a fraction <= min(2^-40, tol/64) of t in all (H moves by less
     # than that relative, eps by about that / theta: far inside tol)
-    log_slack = math.log(max(t_low, 1e-300) * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4))
+    log_slack = math.log(max(t_low, 1e-300) * max(SLACK_REL, min(2.0**-20, tol / 64.0))
+                         / (4 * work.leaves_count() + 4))
     best = Bounds(0.0, top)
     if t_low <= 0.0 < t_high:
         # t is positive but below the float range (rounded down to 0): no upper bound below
         # the top atom can be certified in float64 masses, and refining cannot change that;
         # one pass gives the lower bound (its target t_high >= t is the safe side)
-        lp = grouped_pass(vals, cnts, h, tilt_for(vals, x_est, cf), log_slack, workers, plan, progress)
+        lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h), progress)
         return Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
     aim = {"x": x_est, "reaimed": False}
 
@@ -334,12 +327,12 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
             b,
         )
 
-    return _refine(vals, cnts, plan, h, log_slack, tol, lambda: tilt_for(vals, aim["x"], cf), evaluate, finished,
+    return _refine(work, h, log_slack, tol, lambda: work.tilt_for(aim["x"]), evaluate, finished,
                    lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points, info=info, workers=workers,
                    progress=progress)
 
 
-def _refine(vals, cnts, plan, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
+def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
             names: tuple, stalled, best: Bounds, *, max_points: int, info: BracketInfo, workers: int,
             progress) -> Bounds:
     """The one refine loop of both drivers: a grouped lattice pass at step h and tilt
@@ -353,8 +346,8 @@ def _refine(vals, cnts, plan, h: float, log_slack: float, tol: float, theta_for,
     steps: list[float] = []
     while True:
         theta = theta_for()
-        points = _points_estimate(vals, cnts, theta, h)
-        if points > max_points or float(np.sum(cnts * vals)) / h + 8.0 >= 2.0**49:
+        points = work.points(theta, h)
+        if points > max_points or work.span(h) / h + 8.0 >= 2.0**49:
             # (the second: lattice positions h n are exact only for |n| < 2^49 -- a step this
             # fine against sum c eps is the same size limit, never an internal error)
             gap, quantity = names
@@ -365,7 +358,7 @@ def _refine(vals, cnts, plan, h: float, log_slack: float, tol: float, theta_for,
                 best,
             )
         t0 = time.perf_counter()
-        lp = grouped_pass(vals, cnts, h, theta, log_slack, workers, plan, progress)
+        lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
         b = evaluate(lp, best)
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                                 seconds=time.perf_counter() - t0))
@@ -536,17 +529,24 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
         b = to_delta(comm[0], comm[1])
         if b.gap <= tol * b.upper + DELTA_FLOOR:
             return b
+    return _lattice_delta(Workload(vals, cnts), eps_g, tol, to_delta, max_points=max_points, info=info,
+                          workers=workers, progress=progress)
+
+
+def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_points: int, info: BracketInfo,
+                   workers: int, progress) -> Bounds:
+    """The grouped lattice path of the delta direction for any workload: passes at steps h
+    refined until ``to_delta`` of the bracket on H(eps_g) meets the tolerance of
+    :func:`lattice_delta_bounds`."""
     info.passes.clear()
     info.path = "lattice"
-    cf = cnts.astype(float)
-    plan = leaf_plan(vals, cnts)
-    theta = tilt_for(vals, eps_g, cf)
+    theta = work.tilt_for(eps_g)
     # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
-    lam = min(_log_slope(vals, cf, theta), 1.0 + theta)
-    h = _initial_step_n(_leaf_weight(plan, theta), tol / lam)
+    lam = min(_log_slope(work, theta), 1.0 + theta)
+    h = _initial_step_n(work.weight(theta), tol / lam)
     # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
-    log_slack = (_log_mgf(vals, theta, cf) - theta * eps_g
-                 + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * len(plan) + 4)))
+    log_slack = (work.cgf(theta)[0] - theta * eps_g
+                 + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * work.leaves_count() + 4)))
 
     def finished(b: Bounds, lp: LatticePass) -> bool:
         if b.gap <= tol * b.upper + DELTA_FLOOR:
@@ -567,9 +567,99 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
         return to_delta(*lp.excess_bounds(eps_g))
 
     best = to_delta(0.0, 1.0)  # certified before any pass: 0 <= H <= 1
-    return _refine(vals, cnts, plan, h, log_slack, tol, lambda: theta, evaluate, finished,
+    return _refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
                    lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points, info=info,
                    workers=workers, progress=progress)
+
+
+# --------------------------------------------------------------------------- mechanisms (issue 18)
+
+
+def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Workload, Mechanisms, Mechanisms]]:
+    """Per global direction: (workload, delta events for the upper side, for the lower side).
+
+    The black-box groups of ``m`` are symmetric; the mechanisms ``others`` ((mechanism,
+    count) pairs) are all seen in the same direction -- every mechanism sees the same two
+    neighbouring datasets, so an asymmetric pair takes the larger of the two *global*
+    directions, never a choice per mechanism.  A mechanism's P-mass at +inf joins the delta
+    events as a black box (0, delta_m) per copy (its bracket's upper end for the upper side,
+    lower end for the lower; :func:`optcomp._lattice.workload.mechanism_leaf`).  ``tail``: the
+    P-mass an unbounded law (Gaussian) may leave beyond its leaf's cells, per copy (charged
+    to the upper side)."""
+    vals, cnts = m.positive()
+    dirs = ("forward",) if all(mech.symmetric for mech, _ in others) else ("forward", "reverse")
+    out = []
+    for d in dirs:
+        work = Workload(vals, cnts, tuple(Source(mech, c, d, tail) for mech, c in others))
+        events = [(inf_mass(mech, d), c) for mech, c in others]
+        sides = []
+        for j in (1, 0):
+            extra = [(b[j], c) for b, c in events if b[j] > 0.0]
+            if not extra:
+                sides.append(m)
+                continue
+            eps = np.concatenate([m.eps, np.zeros(len(extra))])
+            delta = np.concatenate([m.delta, [e for e, _ in extra]])
+            count = np.concatenate([m.count, np.array([c for _, c in extra], dtype=np.int64)])
+            order = np.lexsort((delta, eps))
+            sides.append(Mechanisms(eps=eps[order], delta=delta[order], count=count[order]))
+        out.append((work, sides[0], sides[1]))
+    return out
+
+
+def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_points: int = MAX_POINTS,
+                     info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
+    """Certified (lower, upper) on the optimal eps_g of the black-box pairs ``m`` composed with
+    the mechanisms ``others`` ((mechanism, count) pairs of :mod:`optcomp.mechanisms`), with
+    upper - lower <= tol: the grouped lattice with each mechanism as a leaf
+    (:mod:`optcomp._lattice.workload`), the black-box delta_i through the residual target
+    t = 1 - (1 - delta_g)/prod(1 - delta_i) (a delta event is independent of everything
+    else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x)))."""
+    info = info if info is not None else BracketInfo()
+    kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+    out = []
+    # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
+    n = sum(int(c) for _, c in others) + 1
+    tail = min(1e-30, max(1e-300, residual_target(m, delta_g) * 2.0**-44 / n))
+    for work, m_up, m_lo in _workloads(m, others, tail):
+        t_low = residual_target(m_up, delta_g)
+        t_high = residual_target(m_lo, delta_g, round_up=True)
+        top = work.top_bound()
+        if t_high < 0.0:
+            out.append(Bounds(math.inf, math.inf))
+        elif t_low < 0.0:
+            out.append(Bounds(0.0, math.inf))
+        elif t_high == 0.0 and math.isfinite(top):  # H(x) <= 0 exactly from the largest loss on
+            out.append(Bounds(0.0, top))
+        else:
+            out.append(_lattice_epsilon(work, t_low, t_high, tol, top, **kw))
+    return Bounds(max(b.lower for b in out), max(b.upper for b in out))
+
+
+def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, max_points: int = MAX_POINTS,
+                           info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
+    """Certified (lower, upper) on the optimal delta_g(eps_g) of the black-box pairs ``m``
+    composed with the mechanisms ``others``, to the tolerance of
+    :func:`lattice_delta_bounds`."""
+    info = info if info is not None else BracketInfo()
+
+    kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+    out = []
+    # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
+    n = sum(int(c) for _, c in others) + 1
+    guess = _workloads(m, others)[0][0]
+    theta = guess.tilt_for(eps_g)
+    est = math.exp(min(0.0, guess.cgf(theta)[0] - theta * eps_g))
+    tail = min(1e-30, max(1e-300, est * 2.0**-44 / n))
+    for work, m_up, m_lo in _workloads(m, others, tail):
+        def to_delta(lo: float, hi: float, m_up=m_up, m_lo=m_lo) -> Bounds:
+            return Bounds(delta_from_excess(m_lo, lo, round_up=False), delta_from_excess(m_up, hi))
+
+        if eps_g >= work.top_bound():  # above every finite loss: H = 0, only the delta events
+            out.append(to_delta(0.0, 0.0))
+        else:
+            out.append(_lattice_delta(work, eps_g, tol, to_delta, **kw))
+    return Bounds(max(b.lower for b in out), max(b.upper for b in out))
 
 
 # --------------------------------------------------------------------------- commensurable eps: exact lattice

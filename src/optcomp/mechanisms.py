@@ -171,6 +171,71 @@ class Mechanism:
     def _atoms(self, direction):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # -- the engine's leaves ---------------------------------------------------------------
+    def leaf_data(self, h, direction: str = FORWARD, *, tail=_TAIL, max_atoms=MAX_ATOMS):
+        """The numbers a lattice leaf of this mechanism is built from, every one a certified
+        float bracket (``optcomp._lattice.leaves`` turns them into a
+        :class:`~optcomp._lattice.leaves.Leaf`):
+
+        * finite loss laws: ``("atoms", loss, perr, p_lo, p_hi, inf_lo, inf_hi)`` -- atom i
+          within ``perr[i]`` of the float ``loss[i]``, P-mass in [p_lo[i], p_hi[i]], P-mass
+          at +inf in [inf_lo, inf_hi];
+        * laws with a continuous part (Laplace, Gaussian): ``("cells", n0, m_lo, m_hi, q_lo,
+          q_hi, points, below_hi, above_hi)`` -- P- and Q-mass brackets of the continuous
+          part on the cells [n h, (n + 1) h], n = n0, ..., the point masses (loss, perr,
+          p_lo, p_hi) and the P-mass beyond the cells (at most ``tail`` above; Q-masses from
+          the symmetric law: Q[L in [a, b]] = P[L in [-b, -a]])."""
+        h = _real("h", h)
+        direction = _check_direction(direction)
+        tail = _real("tail", tail, hi=1.0)
+        max_atoms = _integer("max_atoms", max_atoms, 1, 2**40)
+        if hasattr(self, "_continuous"):
+            return self._cell_data(h, tail, max_atoms)
+        with mpmath.workprec(192):
+            atoms, inf_mass, inf_err = self._atoms(direction)
+            if len(atoms) > max_atoms:
+                raise ValueError(f"h={h!r}: {len(atoms)} atoms exceed max_atoms={max_atoms}")
+            loss, perr, lo, hi = [], [], [], []
+            for pos_exact, pos, pe, m, merr in atoms:
+                if pos_exact is not None:
+                    f = float(pos_exact)
+                    d = abs(Fraction(f) - pos_exact)
+                    perr.append(float(d) * (1.0 + 2.0**-50) + (5e-324 if d else 0.0))
+                else:
+                    f = float(pos)
+                    perr.append(float(abs(mpmath.mpf(f) - pos) + pe) * (1.0 + 2.0**-50) + 5e-324)
+                loss.append(f)
+                a, b = _mass_bracket(m, merr)
+                lo.append(a)
+                hi.append(b)
+            ilo, ihi = _mass_bracket(inf_mass, inf_err)
+        return ("atoms", loss, perr, lo, hi, ilo, ihi)
+
+    def _cell_data(self, h, tail, max_atoms):
+        lo_loss, hi_loss, masses, tails, atoms = self._continuous(tail)
+        H = Fraction(h)
+        n0 = math.floor(lo_loss / H)
+        n1 = math.ceil(hi_loss / H)
+        if n1 - n0 + len(atoms) > max_atoms:
+            raise ValueError(f"h={h!r}: {n1 - n0 + len(atoms)} cells exceed max_atoms={max_atoms}; choose a larger h")
+        edges = [n * H for n in range(n0, n1 + 1)]
+        with mpmath.workprec(128):
+            pm = masses(edges)
+            qm = masses([-e for e in reversed(edges)])[::-1]
+            m_lo, m_hi = zip(*(_mass_bracket(m, err) for m, err in pm))
+            q_lo, q_hi = zip(*(_mass_bracket(m, err) for m, err in qm))
+            (below, b_err), (above, a_err) = tails(edges[0], edges[-1])
+            below_hi = _mass_bracket(below, b_err)[1]
+            above_hi = _mass_bracket(above, a_err)[1]
+            pts = [[], [], [], []]
+            for pos, m, err in atoms:
+                f = float(pos)
+                d = abs(Fraction(f) - pos)
+                a, b = _mass_bracket(m, err)
+                for lst, v in zip(pts, (f, float(d) * (1.0 + 2.0**-50) + (5e-324 if d else 0.0), a, b)):
+                    lst.append(v)
+        return ("cells", n0, list(m_lo), list(m_hi), list(q_lo), list(q_hi), pts, below_hi, above_hi)
+
 
 def _mass_bracket(m, err):
     return bracket(m, err)
@@ -564,7 +629,8 @@ class Laplace(Mechanism):
         v = -mpmath.expm1((x - am) / 2)
         return v, mpf_err(v, x, am)
 
-    def _pair(self, h, side, direction, tail, max_atoms):
+    def _continuous(self, tail):
+        """(lo_loss, hi_loss, cell masses, tails, point atoms) of the loss law under P."""
         a = self._a
 
         def masses(edges):
@@ -585,7 +651,51 @@ class Laplace(Mechanism):
             am = _mp(a)
             atoms = [(a, mpmath.mpf(1) / 2, mpmath.mpf(0)), (-a, mpmath.exp(-am) / 2, mpf_err(mpmath.exp(-am), am))]
         zero = (mpmath.mpf(0), mpmath.mpf(0))
-        return _cells_pair(h, side, lambda e0, e1: (zero, zero), max_atoms, -a, a, masses, atoms)
+        return -a, a, masses, lambda e0, e1: (zero, zero), atoms
+
+    def _pair(self, h, side, direction, tail, max_atoms):
+        lo_loss, hi_loss, masses, tails, atoms = self._continuous(tail)
+        return _cells_pair(h, side, tails, max_atoms, lo_loss, hi_loss, masses, atoms)
+
+    def _cell_data(self, h, tail, max_atoms):
+        """:meth:`Mechanism.leaf_data` for the cells, vectorised in floats (the mpmath path of
+        the base class costs ~50 us a cell).  P-mass of a cell [l0, l1]: F(hi) - F(lo) with
+        F(l) = e^{(l - a)/2}/2, lo = max(l0, -a), hi = min(l1, a), evaluated as
+        e^{(hi - a)/2} (1 - e^{-(hi - lo)/2})/2 with the float a_f (|a_f - a| <= u a).
+        Error: exp and expm1 within 1 ulp (``_rounding``'s libm assumption), their arguments
+        within u (|hi| + a_f) + |a_f - a|/2, so a relative u (4 (|hi| + a_f) + 16); the clipped
+        edges and a itself move by <= u a, at density <= 1/4 and dF/da = -F/2: an absolute
+        u a (1/2 + m).  Q-masses: the mirrored cells (the law is symmetric)."""
+        import numpy as np
+
+        a_fr = self._a
+        H = Fraction(h)
+        n0 = math.floor(-a_fr / H)
+        n1 = math.ceil(a_fr / H)
+        if n1 - n0 + 2 > max_atoms:
+            raise ValueError(f"h={h!r}: {n1 - n0 + 2} cells exceed max_atoms={max_atoms}; choose a larger h")
+        if abs(n0) >= 2**49 or abs(n1) >= 2**49:
+            raise ValueError(f"h={h!r} is too small for exact lattice positions against a={float(a_fr)!r}")
+        a = float(a_fr)
+        u = 2.0**-53
+        e = np.arange(n0, n1 + 1, dtype=np.int64).astype(float) * h  # exact
+
+        def masses(l0, l1):
+            lo, hi = np.maximum(l0, -a), np.minimum(l1, a)
+            ok = hi > lo
+            with np.errstate(under="ignore"):
+                m = np.where(ok, np.exp((hi - a) / 2.0) * -np.expm1(-(hi - lo) / 2.0) / 2.0, 0.0)
+            err = m * u * (4.0 * (np.abs(hi) + a) + 16.0) + u * a * (0.5 + m) + np.where(ok, 5e-324, 0.0)
+            return np.maximum(m - err, 0.0), np.minimum(m + err, 1.0)
+
+        m_lo, m_hi = masses(e[:-1], e[1:])
+        q_lo, q_hi = masses(-e[1:], -e[:-1])
+        d = abs(Fraction(a) - a_fr)
+        perr = float(d) * (1.0 + 2.0**-50) + (5e-324 if d else 0.0)
+        e_a = math.exp(-a)
+        e_err = e_a * (2.0 * u + 2.0 * u * a) + perr * e_a  # exp within 1 ulp, a within perr
+        pts = [[a, -a], [perr, perr], [0.5, max(0.0, (e_a - e_err) / 2.0)], [0.5, min(1.0, (e_a + e_err) / 2.0)]]
+        return ("cells", n0, m_lo.tolist(), m_hi.tolist(), q_lo.tolist(), q_hi.tolist(), pts, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -623,7 +733,8 @@ class Gaussian(Mechanism):
             + mpf_err((abs(x) / mu + mu) * mpmath.npdf(mu / 2 - x / mu), bits=10)
         return max(v, mpmath.mpf(0)), err
 
-    def _pair(self, h, side, direction, tail, max_atoms):
+    def _continuous(self, tail):
+        """(lo_loss, hi_loss, cell masses, tails, point atoms) of the loss law under P."""
         mu_f = Fraction(self.sensitivity) / Fraction(self.sigma)
         t = math.sqrt(2.0 * -math.log(tail)) + 1.0  # Φc(t) ≤ e^{-t²/2}/2 < tail
         mean = mu_f * mu_f / 2
@@ -662,7 +773,11 @@ class Gaussian(Mechanism):
             return ((below, mpf_err(below, d0 * (abs(z0) + 1), bits=10)),
                     (above, mpf_err(above, d1 * (abs(z1) + 1), bits=10)))
 
-        return _cells_pair(h, side, tails, max_atoms, lo_loss, hi_loss, masses)
+        return lo_loss, hi_loss, masses, tails, ()
+
+    def _pair(self, h, side, direction, tail, max_atoms):
+        lo_loss, hi_loss, masses, tails, atoms = self._continuous(tail)
+        return _cells_pair(h, side, tails, max_atoms, lo_loss, hi_loss, masses, atoms)
 
 
 @dataclass(frozen=True)

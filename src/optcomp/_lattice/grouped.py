@@ -286,7 +286,6 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         raise ValueError(f"lattice step {h!r} is not m 2^j with an integer m <= 15")
     if math.fsum(leaves.span(item) for item in plan) * (1.0 + 1e-9) / h + 8.0 >= 2.0**49:
         raise ValueError(f"lattice step {h!r} too small for exact positions (sum eps / h >= 2^49)")
-    th = theta * h
     S = _mgf_grid(theta)
     parts = _halves(plan)
     ticker = _Ticker(progress, h, len(plan))

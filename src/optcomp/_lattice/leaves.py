@@ -52,6 +52,8 @@ class Atoms:
     perr: np.ndarray
     logp: np.ndarray
     err: np.ndarray
+    step: float = 0.0  # > 0: the atoms flagged in ``on_lattice`` sit exactly at loss = n step
+    on_lattice: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,6 +121,90 @@ class Leaf:
 
         up = side(upper, upper.p_hi)
         return cls(up, side(lower, lower.p_lo), math.log(upper.inf_hi) if upper.inf_hi > 0 else -math.inf)
+
+
+def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi: float = 0.0,
+               above_hi: float = 0.0) -> Leaf:
+    """The connect-the-dots leaf of a loss law with a continuous part (Doroshenko, Ghazi,
+    Kamath, Kumar, Manurangsi, *Connect the Dots*, PoPETs 2022), on the engine's lattice hZ.
+
+    Input: for the cells C_n = [n h, (n + 1) h], n = n0, n0 + 1, ..., float brackets of their
+    P-masses m_n (``m_lo``, ``m_hi``) and Q-masses q_n (``q_lo``, ``q_hi``) -- the law of the
+    loss L restricted to C_n under P and under Q = e^{-L} P; ``points``: (loss, perr, p_lo,
+    p_hi) of point masses off the cells; ``below_hi`` / ``above_hi``: upper bounds of the
+    P-mass below n0 h / above the last cell.
+
+    Upper (a refinement, exact by data processing): every outcome with loss l in C_n = [a, b]
+    is split into two with losses a and b, P-probabilities (e^{b - l} - 1)/(e^{b - a} - 1) and
+    the rest; summed over the cell, the P-masses at a and b are the unique p_a + p_b = m_n,
+    p_a e^{-a} + p_b e^{-b} = q_n:  p_a = (q_n e^a - m_n e^{-h})/(1 - e^{-h}),
+    p_b = (m_n - q_n e^a)/(1 - e^{-h}); upper bounds of each come from the outer ends of the
+    brackets, every float operation charged (the numerators cancel to ~m h/2, so their
+    rounding costs ~2u/h relative).  The P-mass below n0 h is raised to n0 h (a loss raised at
+    fixed P-mass only raises delta), the mass above goes to +inf.  These atoms sit exactly on
+    hZ (flagged ``on_lattice``: the engine does not split them again).
+
+    Lower (a garbling): each cell becomes one outcome of P-mass m_lo and Q-mass q_hi, at loss
+    log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta); point masses carry
+    p_lo; tails are dropped."""
+    m_lo, m_hi = np.asarray(m_lo, float), np.asarray(m_hi, float)
+    q_lo, q_hi = np.asarray(q_lo, float), np.asarray(q_hi, float)
+    N = m_lo.size
+    if not (m_hi.size == q_lo.size == q_hi.size == N) or N == 0:
+        raise ValueError("cell brackets m_lo, m_hi, q_lo, q_hi must have one length >= 1")
+    if abs(n0) + N + 1 >= 2**49 or math.frexp(h)[0] * 16.0 != math.floor(math.frexp(h)[0] * 16.0):
+        raise ValueError(f"cells at h={h!r}, n0={n0}: positions n h must be exact (h = m 2^j, m <= 15, |n| < 2^49)")
+    n = np.arange(n0, n0 + N + 1, dtype=np.int64)
+    a = n[:-1].astype(float) * h  # exact
+    den = -math.expm1(-h) * (1.0 - 2.0 * UNIT)  # <= 1 - e^{-h}
+    with np.errstate(divide="ignore", under="ignore", over="ignore"):
+        lq_lo, lq_hi = np.log(q_lo), np.log(q_hi)
+        qea_lo = np.exp(lq_lo + a) * (1.0 - 8.0 * UNIT * (np.abs(np.where(q_lo > 0, lq_lo, 0.0)) + np.abs(a) + 2.0))
+        qea_hi = np.exp(lq_hi + a) * (1.0 + 8.0 * UNIT * (np.abs(np.where(q_hi > 0, lq_hi, 0.0)) + np.abs(a) + 2.0))
+    qea_lo = np.maximum(np.where(q_lo > 0, qea_lo, 0.0), 0.0)
+    qea_hi = np.where(q_hi > 0, qea_hi, 0.0)
+    num_b = m_hi - qea_lo
+    num_b = num_b + 4.0 * UNIT * (m_hi + qea_lo)
+    num_a = qea_hi - m_lo * math.exp(-h) * (1.0 - 2.0 * UNIT)
+    num_a = num_a + 4.0 * UNIT * (qea_hi + m_lo)
+    with np.errstate(over="ignore"):
+        pb = np.clip(num_b / den * (1.0 + 2.0 * UNIT), 0.0, m_hi)
+        pa = np.clip(num_a / den * (1.0 + 2.0 * UNIT), 0.0, m_hi)
+    pts = np.zeros(N + 1)
+    pts[:-1] += pa
+    pts[1:] += pb
+    pts = pts * (1.0 + 2.0 * UNIT)  # the two additions
+    pts[0] += below_hi * (1.0 + 2.0 * UNIT)
+    loss_u = n.astype(float) * h
+    perr_u = np.zeros(N + 1)
+    flags = np.ones(N + 1, dtype=bool)
+    # lower: one garbled outcome per cell
+    ok = (m_lo > 0) & (q_hi > 0)
+    with np.errstate(divide="ignore"):
+        lml, lqh = np.log(m_lo[ok]), np.log(q_hi[ok])
+    loss_l = lml - lqh
+    perr_l = 4.0 * UNIT * (np.abs(lml) + np.abs(lqh) + 1.0)
+    pl_lo = m_lo[ok]
+    if points is not None:
+        pl, pe, plo, phi = (np.asarray(v, float) for v in points)
+        loss_u = np.concatenate([loss_u, pl])
+        perr_u = np.concatenate([perr_u, pe])
+        pts = np.concatenate([pts, phi])
+        flags = np.concatenate([flags, np.zeros(pl.size, dtype=bool)])
+        loss_l = np.concatenate([loss_l, pl])
+        perr_l = np.concatenate([perr_l, pe])
+        pl_lo = np.concatenate([pl_lo, plo])
+
+    def logs(p):
+        with np.errstate(divide="ignore"):
+            lp = np.log(p)
+        return lp, 2.0 * UNIT * (np.abs(np.where(p > 0, lp, 0.0)) + 1.0)
+
+    lu, eu = logs(np.minimum(pts, 1.0))
+    ll, el = logs(pl_lo)
+    upper = Atoms(loss_u, perr_u, lu, eu, step=h, on_lattice=flags)
+    lower = Atoms(loss_l, perr_l, ll, el)
+    return Leaf(upper, lower, math.log(above_hi) if above_hi > 0 else -math.inf)
 
 
 def span(item) -> float:
@@ -222,9 +308,11 @@ def group_leaf(items, theta: float, log_slack: float) -> Leaf:
     return Leaf(atoms, atoms, cgf=_group_cgf(items))
 
 
-def _lattice_interval(loss: np.ndarray, perr, h: float):
+def _lattice_interval(loss: np.ndarray, perr, h: float, exact=None):
     """Lattice neighbours lo h <= l - perr <= l <= l + perr <= hi h of every atom (checked on
-    the exact products, hi > lo) and the garbling T = rint(l / h) (any function of the atom)."""
+    the exact products, hi > lo) and the garbling T = rint(l / h) (any function of the atom).
+    Atoms flagged in ``exact`` sit exactly at l = n h: lo = n, hi = n + 1 (the split then
+    puts the whole mass at lo, up to the rounding charge of the distances)."""
     pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
     x = loss - pe
     y = loss + pe
@@ -232,6 +320,10 @@ def _lattice_interval(loss: np.ndarray, perr, h: float):
     lo[lo * h > x] -= 1.0
     hi = np.ceil(y / h)
     hi[hi * h < y] += 1.0
+    if exact is not None:
+        n = np.rint(loss / h)
+        lo = np.where(exact, n, lo)
+        hi = np.where(exact, n + 1.0, hi)
     return lo, np.maximum(hi, lo + 1.0), np.rint(loss / h)
 
 
@@ -245,7 +337,8 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     loss, perr, logp, err = up.loss, up.perr, up.logp, up.err
     li, log_lump = leaf.lump_index, leaf.log_lump
     n = max(loss.size, dn.loss.size)
-    lo, hi, _ = _lattice_interval(loss, perr, h)
+    exact = up.on_lattice if (up.on_lattice is not None and up.step == h) else None
+    lo, hi, _ = _lattice_interval(loss, perr, h, exact)
     tg = _lattice_interval(dn.loss, dn.perr, h)[2]
     # upper: the lumped mass joins atom li (P0 only: a loss raised at fixed P0 only raises H)
     logp0 = logp.copy()

@@ -1,0 +1,212 @@
+r"""What one lattice pass composes (layer L3): randomized-response groups and mechanism
+leaves, and the float estimates the drivers aim with.
+
+A :class:`Workload` is the multiset the drivers of :mod:`optcomp.lattice` refine over:
+``vals``/``cnts`` -- groups of two-atom randomized responses (the black-box (eps_i, delta_i)
+pairs given no delta event) -- and ``sources`` -- mechanisms of :mod:`optcomp.mechanisms`
+with their counts, each entering as a :class:`~optcomp._lattice.leaves.Leaf` built for the
+pass's step h (:func:`mechanism_leaf`: finite loss laws as their atoms, laws with a
+continuous part by connect-the-dots cells on the lattice itself).
+
+Everything here except the leaves is an *estimate*: the tilt that centres the composed
+loss at x, the Chernoff guess of eps_g, the tilted spread, the lattice width.  Only the
+cost of a pass depends on them, never its bounds."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import expit
+
+from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
+from . import leaves
+
+
+@lru_cache(maxsize=32)
+def mechanism_leaf(mech, h: float, direction: str = "forward", tail: float = 1e-300) -> leaves.Leaf:
+    """The leaf of one mechanism at the lattice step h (see ``Mechanism.leaf_data``).
+
+    A finite loss law with P-mass delta_m at +inf (a :class:`~optcomp.mechanisms.Profile`'s
+    min delta_j, a :class:`~optcomp.mechanisms.Pair`'s outcomes with q = 0) is split as
+    P = delta_m [+inf] + (1 - delta_m) P': the leaf is the conditional law P' (masses
+    p/(1 - delta_m): p_hi/(1 - inf_hi) rounded up, p_lo/(1 - inf_lo) rounded down -- each
+    the side that matches the delta_m used with it) and delta_m enters as an independent
+    delta event, exactly like a black box's delta_i: delta(x) = 1 - prod(1 - delta)(1 - H'(x))
+    (:func:`inf_mass`)."""
+    data = mech.leaf_data(h, direction, tail=tail)
+    if data[0] == "atoms":
+        _, loss, perr, p_lo, p_hi, inf_lo, inf_hi = data
+        p_lo, p_hi = np.asarray(p_lo, float), np.asarray(p_hi, float)
+        if inf_hi > 0.0:
+            p_hi = np.minimum(np.nextafter(p_hi / (1.0 - inf_hi) * (1.0 + 2.0**-52), 2.0), 1.0)
+            p_lo = np.maximum(np.nextafter(p_lo / (1.0 - inf_lo) * (1.0 - 2.0**-52), -1.0), 0.0)
+        return leaves.Leaf.from_masses(loss, perr, p_lo, p_hi)
+    _, n0, m_lo, m_hi, q_lo, q_hi, points, below_hi, above_hi = data
+    return leaves.cells_leaf(h, n0, m_lo, m_hi, q_lo, q_hi, points if points[0] else None, below_hi, above_hi)
+
+
+def inf_mass(mech, direction: str = "forward") -> tuple[float, float]:
+    """Bracket (inf_lo, inf_hi) of one copy's P-mass at loss +inf, handled as a delta event
+    (see :func:`mechanism_leaf`); (0, 0) for laws with a continuous part (their truncation
+    tails stay in the leaf, charged to the upper side)."""
+    data = mech.leaf_data(1.0, direction)
+    return (float(data[5]), float(data[6])) if data[0] == "atoms" else (0.0, 0.0)
+
+
+GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
+
+
+class Source:
+    """``count`` copies of one mechanism in one direction: its leaves by step (cached) and a
+    coarse float picture of its loss law (atoms, P-masses) for the estimates."""
+
+    def __init__(self, mech, count: int, direction: str = "forward", tail: float = 1e-300):
+        self.mech, self.count, self.direction, self.tail = mech, int(count), direction, tail
+        data = mech.leaf_data(1.0, direction, tail=tail)
+        if data[0] == "atoms":
+            loss, p = np.asarray(data[1], float), np.asarray(data[4], float)
+            self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
+            self.top_loss = math.nextafter(float(np.max(loss + np.asarray(data[2], float))), math.inf)
+        else:
+            hg = 1.0
+            for _ in range(4):  # a step giving a few hundred cells over the law's range
+                if len(data[2]) >= 256:
+                    break
+                hg = 2.0 ** math.floor(math.log2(max((len(data[2]) + 1) * hg / GUIDE_CELLS, 2.0**-40)))
+                data = mech.leaf_data(hg, direction, tail=tail)
+            n0, m, pts = data[1], np.asarray(data[3], float), data[6]
+            loss = np.concatenate([(np.arange(m.size) + n0 + 0.5) * hg, np.asarray(pts[0], float)])
+            p = np.concatenate([m, np.asarray(pts[3], float)])
+            self.inf_mass = float(data[8])
+            # a bounded law (no tail above the cells): its largest loss is at most the top
+            # cell's upper edge (an integer times a power of two: exact) or a point mass's end
+            tops = [float(n0 + m.size) * hg] + [l + e for l, e in zip(pts[0], pts[1])]
+            self.top_loss = math.nextafter(max(tops), math.inf) if self.inf_mass == 0.0 else math.inf
+        keep = p > 0
+        self.loss, self.logp = loss[keep], np.log(p[keep])
+        self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
+
+    def leaf(self, h: float) -> leaves.Leaf:
+        return mechanism_leaf(self.mech, h, self.direction, self.tail)
+
+    def span(self, h: float) -> float:
+        return self.leaf(h).span
+
+    def cgf(self, theta: float) -> tuple[float, float, float]:
+        """(K, K', K'') of one copy's coarse law at theta (floats)."""
+        w = self.logp + theta * self.loss
+        mx = float(np.max(w))
+        e = np.exp(w - mx)
+        z = float(np.sum(e))
+        m1 = float(np.sum(e * self.loss)) / z
+        m2 = float(np.sum(e * self.loss**2)) / z
+        return mx + math.log(z), m1, max(m2 - m1 * m1, 0.0)
+
+
+class Workload:
+    """Randomized-response groups (``vals`` ascending, ``cnts``) and mechanism ``sources``."""
+
+    def __init__(self, vals: np.ndarray, cnts: np.ndarray, sources: tuple = ()):
+        self.vals, self.cnts, self.sources = vals, cnts, tuple(sources)
+        self.cf = cnts.astype(float)
+        self.rr_plan = leaves.leaf_plan(vals, cnts)
+
+    def plan(self, h: float) -> list:
+        out = list(self.rr_plan)
+        for s in self.sources:
+            out.extend([s.leaf(h)] * s.count)
+        return out
+
+    def leaves_count(self) -> int:
+        return len(self.rr_plan) + sum(s.count for s in self.sources)
+
+    def span(self, h: float) -> float:
+        """Sum over the leaves of their half-widths (for the 2^49 check of exact positions)."""
+        return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.span(h) for s in self.sources)
+
+    def top_bound(self) -> float:
+        """An upper bound of the largest composed loss (inf when a leaf has an unbounded law):
+        H(x) = 0 for x at or above it."""
+        from .._rounding import dot_dir, up
+
+        t = dot_dir(self.cnts, self.vals, True) if self.vals.size else 0.0
+        for s in self.sources:
+            t = up(t + up(s.count * s.top_loss, 1), 1) if math.isfinite(s.top_loss) else math.inf
+        return t
+
+    def top(self) -> float:
+        """An estimate of the largest finite composed loss."""
+        return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.width for s in self.sources)
+
+    # ---- estimates (floats): K, K', K'' of the composed loss under P
+    def cgf(self, theta: float) -> tuple[float, float, float]:
+        K = _log_mgf(self.vals, theta, self.cf) if self.vals.size else 0.0
+        K1 = _cumulant_slope(self.vals, theta, self.cf) if self.vals.size else 0.0
+        e2 = self.vals * (1.0 + 2.0 * theta)
+        K2 = float(np.sum(self.cf * (2.0 * self.vals) ** 2 * expit(e2) * expit(-e2)))
+        for s in self.sources:
+            k, k1, k2 = s.cgf(theta)
+            K, K1, K2 = K + s.count * k, K1 + s.count * k1, K2 + s.count * k2
+        return K, K1, K2
+
+    def tilt_for(self, x: float) -> float:
+        """theta >= 0 with K'(theta) = x (0 below the mean; large near the top)."""
+        if not self.sources:
+            return tilt_for(self.vals, x, self.cf)
+        if x <= self.cgf(0.0)[1]:
+            return 0.0
+        lo, hi = 0.0, 1.0
+        while self.cgf(hi)[1] < x and hi < 2.0**40:
+            lo, hi = hi, 2.0 * hi
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            if self.cgf(mid)[1] < x:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-9 * hi:
+                break
+        return 0.5 * (lo + hi)
+
+    def chernoff_guess(self, t: float) -> float:
+        """x = K'(theta) where the Chernoff rate K - theta K' reaches log t."""
+        if not self.sources:
+            return chernoff_guess(self.vals, t, self.cf)
+        logt = math.log(max(t, 1e-300))
+
+        def rate(th):
+            K, K1, _ = self.cgf(th)
+            return K - th * K1
+
+        if rate(0.0) <= logt:
+            return self.cgf(0.0)[1]
+        lo, hi = 0.0, 1.0
+        while rate(hi) > logt and hi < 2.0**40:
+            lo, hi = hi, 2.0 * hi
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            if rate(mid) > logt:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-9 * hi:
+                break
+        return min(self.cgf(hi)[1], self.top())
+
+    def points(self, theta: float, h: float) -> int:
+        """Lattice points of the widest node: 30 tilted standard deviations plus the widest
+        leaf, capped by the full support."""
+        sd = math.sqrt(self.cgf(theta)[2])
+        widest = max([float(np.max(self.vals)) if self.vals.size else 0.0] + [s.width for s in self.sources])
+        return int(min(2.0 * self.top(), 30.0 * sd + 4.0 * widest + 2.0) / h) + 1
+
+    def weight(self, theta: float) -> float:
+        """Sum over the leaves of their measured gap coefficients (gap ~ this x h^2): about
+        0.12 (1 + theta) for a binomial group leaf or a mechanism leaf and 0.1 (1 + theta)
+        for a bundle (the (1 + lambda) factor of the second-order term, lambda ~ theta =
+        |d log H/dx|)."""
+        rr = sum(0.12 if (len(items) == 1 and items[0][1] + 1 > leaves.BUNDLE_ATOMS) else 0.1
+                 for items in self.rr_plan)
+        return (1.0 + theta) * (rr + 0.12 * sum(s.count for s in self.sources))

@@ -1,0 +1,178 @@
+"""Certified composition of mechanisms through the lattice engine (issue 18, on the producer
+seam of issue 17): optcomp.lattice.mechanism_bounds / mechanism_delta_bounds.
+
+References are written from the definitions, independently of the engine, in mpmath:
+
+* Gaussian: k Gaussians of sigma_i compose to one of mu^2 = sum Delta_i^2 / sigma_i^2, whose
+  profile delta(x) = Phi(mu/2 - x/mu) - e^x Phi(-mu/2 - x/mu) (Balle-Wang / Dong-Roth-Su) is
+  evaluated here in mpmath;
+* Laplace, k <= 2: delta(x) = E_P[(1 - e^{x - L1 - L2})_+] integrated by mpmath.quad over the
+  loss law (atoms +-a, density e^{(l - a)/2}/4 on (-a, a));
+* finite pairs (3-RR, an asymmetric Pair, Geometric): direct enumeration of the product;
+* Geometric(eps) with sensitivity 1 is randomized response (KOV Thm 4.4): its composition is
+  the black-box optimum of optcomp.optimal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import optcomp
+from optcomp import lattice
+from optcomp._inputs import Mechanisms, mechanisms
+from optcomp.mechanisms import Gaussian, Geometric, Laplace, Pair, Profile, RandomizedResponse
+
+mp.mp.dps = 40
+NONE = Mechanisms(eps=np.zeros(0), delta=np.zeros(0), count=np.zeros(0, dtype=np.int64))
+
+
+def mp_gauss_delta(mu, x):
+    mu, x = mp.mpf(mu), mp.mpf(x)
+    return mp.ncdf(mu / 2 - x / mu) - mp.e**x * mp.ncdf(-mu / 2 - x / mu)
+
+
+def mp_root(f, target, lo, hi):
+    """The x in [lo, hi] with f(x) = target (f decreasing), to ~1e-30."""
+    lo, hi = mp.mpf(lo), mp.mpf(hi)
+    for _ in range(120):
+        mid = (lo + hi) / 2
+        if f(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def mp_laplace_delta(a, k, x):
+    """delta(x) of k <= 2 Laplace mechanisms (loss parameter a = Delta/b), by quadrature."""
+    a, x = mp.mpf(a), mp.mpf(x)
+    atoms = [(a, mp.mpf(1) / 2), (-a, mp.e**-a / 2)]
+
+    def f(l):
+        return mp.e ** ((l - a) / 2) / 4
+
+    def g(s):
+        return max(mp.mpf(0), 1 - mp.e ** (x - s))
+
+    def int_f(c):  # int_{-a}^{a} f(l) g(c + l) dl, kink at l = x - c
+        pts = sorted({-a, a, min(max(x - c, -a), a)})
+        return mp.quad(lambda l: f(l) * g(c + l), pts)
+
+    if k == 1:
+        return sum(m * g(l) for l, m in atoms) + int_f(mp.mpf(0))
+    total = sum(m1 * m2 * g(l1 + l2) for l1, m1 in atoms for l2, m2 in atoms)
+    total += 2 * sum(m * int_f(l) for l, m in atoms)
+    total += mp.quad(lambda l1: f(l1) * int_f(l1), sorted({-a, a, min(max(x - a, -a), a), min(max(x + a, -a), a)}))
+    return total
+
+
+def test_gaussians_compose_to_a_gaussian():
+    sigmas, counts = [5.0, 3.0], [4, 2]
+    mu = mp.sqrt(sum(c / mp.mpf(s) ** 2 for s, c in zip(sigmas, counts)))
+    others = [(Gaussian(s), c) for s, c in zip(sigmas, counts)]
+    for delta_g in (1e-3, 1e-8):
+        b = lattice.mechanism_bounds(NONE, others, delta_g, 1e-4)
+        ref = mp_root(lambda x: mp_gauss_delta(mu, x), delta_g, 0, 50)
+        assert b.lower <= ref <= b.upper and b.gap <= 1e-4, (delta_g, b, ref)
+    for x in (0.5, 2.0):
+        d = lattice.mechanism_delta_bounds(NONE, others, x, 1e-4)
+        ref = mp_gauss_delta(mu, x)
+        assert d.lower <= ref <= d.upper and d.gap <= 1e-3 * d.upper, (x, d, ref)  # or horizontal: eps within tol
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_laplace_against_quadrature(k):
+    scale = 2.0
+    a = 1 / mp.mpf(scale)
+    for x in (0.0, 0.3, 0.6):
+        d = lattice.mechanism_delta_bounds(NONE, [(Laplace(scale), k)], x, 1e-5)
+        with mp.workdps(20):
+            ref = mp_laplace_delta(a, k, x)
+        assert d.lower <= ref <= d.upper, (x, d, ref)
+        if ref > 1e-6:
+            assert d.gap <= 2e-5 * d.upper
+    b = lattice.mechanism_bounds(NONE, [(Laplace(scale), k)], 0.05, 1e-5)
+    with mp.workdps(20):
+        assert mp_laplace_delta(a, k, b.upper) <= 0.05 <= mp_laplace_delta(a, k, b.lower)
+
+
+def mp_finite_delta(pairs, x):
+    """delta(x) of the product of finite pairs [(p, q, count)] (P-masses, Q-masses), by
+    enumeration: sum over outcome tuples of (P - e^x Q)_+."""
+    x = mp.mpf(x)
+    outs = [(mp.mpf(1), mp.mpf(1))]
+    for p, q, c in pairs:
+        for _ in range(c):
+            outs = [(a * mp.mpf(pi), b * mp.mpf(qi)) for a, b in outs for pi, qi in zip(p, q)]
+            # merge outcomes with equal loss (keeps the enumeration small)
+            merged = {}
+            for a, b in outs:
+                key = mp.nstr(a / b, 30) if b > 0 else "inf"
+                ma, mb = merged.get(key, (mp.mpf(0), mp.mpf(0)))
+                merged[key] = (ma + a, mb + b)
+            outs = list(merged.values())
+    return mp.fsum(max(mp.mpf(0), a - mp.e**x * b) for a, b in outs)
+
+
+def test_ternary_rr_mixed_with_black_box_pairs():
+    """3-RR x 12 with black-box (0.2, 1e-4) x 3: delta(x) = 1 - (1 - 1e-4)^3 (1 - H(x)), H of
+    the product of the 3-RR pairs and three randomized responses (0.2)."""
+    eps3 = 0.5
+    z = mp.e ** mp.mpf(eps3) + 2
+    rr3 = ([mp.e ** mp.mpf(eps3) / z, 1 / z, 1 / z], [1 / z, mp.e ** mp.mpf(eps3) / z, 1 / z], 12)
+    e = mp.mpf(0.2)
+    rr2 = ([mp.e**e / (1 + mp.e**e), 1 / (1 + mp.e**e)], [1 / (1 + mp.e**e), mp.e**e / (1 + mp.e**e)], 3)
+    m = mechanisms(np.array([0.2]), 1e-4, None, np.array([3]))
+    for x in (0.0, 1.0, 3.0):
+        H = mp_finite_delta([rr3, rr2], x)
+        ref = 1 - (1 - mp.mpf(1e-4)) ** 3 * (1 - H)
+        d = lattice.mechanism_delta_bounds(m, [(RandomizedResponse(eps3, 3), 12)], x, 1e-6)
+        assert d.lower <= ref <= d.upper and d.gap <= 2e-6 * d.upper, (x, d, ref)
+
+
+def test_asymmetric_pair_takes_the_larger_global_direction():
+    p, q = (0.5, 0.3, 0.2, 0.0), (0.2, 0.3, 0.4, 0.1)
+    pair = Pair(p, q)
+    for x in (0.0, 0.4, 1.2):
+        fwd = mp_finite_delta([(p, q, 3)], x)
+        rev = mp_finite_delta([(q, p, 3)], x)
+        ref = max(fwd, rev)
+        d = lattice.mechanism_delta_bounds(NONE, [(pair, 3)], x, 1e-6)
+        assert d.lower <= ref <= d.upper, (x, d, fwd, rev)
+
+
+def test_geometric_is_randomized_response_kov_thm_4_4():
+    """k-fold geometric with sensitivity 1 achieves exactly the black-box optimum of k
+    (eps, 0) randomized responses: the bracket holds optcomp's exact optimum."""
+    for eps, k, delta_g in ((0.1, 50, 1e-6), (0.7, 9, 1e-3)):
+        b = lattice.mechanism_bounds(NONE, [(Geometric(eps), k)], delta_g, 1e-6)
+        ref = optcomp.epsilon_g(eps, k=k, delta_g=delta_g, method="optimal")
+        assert b.lower <= ref * (1 + 1e-12) and ref <= b.upper * (1 + 1e-12) and b.gap <= 1e-6, (b, ref)
+
+
+def test_profile_of_one_guarantee_is_the_black_box():
+    """Profile([(eps, delta)]) is the black box (eps, delta): its bracket holds the exact
+    black-box optimum (its +inf mass is charged to the upper side only)."""
+    eps, d, k, delta_g = 0.3, 1e-5, 10, 1e-3
+    b = lattice.mechanism_bounds(NONE, [(Profile([(eps, d)]), k)], delta_g, 1e-5)
+    ref = optcomp.epsilon_g(eps, d, k=k, delta_g=delta_g, method="optimal")
+    assert b.lower <= ref <= b.upper, (b, ref)
+
+
+def test_many_laplace_are_certified_and_tight():
+    """k = 2000 Laplace (scale 30): the bracket on eps_g meets the tolerance and its upper end
+    is certified by the definition (the delta bracket at it is <= delta_g)."""
+    others = [(Laplace(30.0), 2000)]
+    b = lattice.mechanism_bounds(NONE, others, 1e-6, 1e-4)
+    assert 0 < b.lower <= b.upper and b.gap <= 1e-4
+    d_at_upper = lattice.mechanism_delta_bounds(NONE, others, b.upper, 1e-3)
+    d_at_lower = lattice.mechanism_delta_bounds(NONE, others, b.lower, 1e-3)
+    assert d_at_lower.upper >= 1e-6 * (1 - 1e-3)
+    assert d_at_upper.lower <= 1e-6
+    # black-box composition of the same Laplace workload (each (1/30, 0)-DP) is weaker
+    bb = optcomp.epsilon_g(1 / 30.0, k=2000, delta_g=1e-6, method="optimal")
+    assert b.upper <= bb
