@@ -63,9 +63,10 @@ def test_scaled_masses_keep_tiny_masses_accurate():
         with mp.workdps(60):
             ref = mp.e ** _ref_log_pmf(eps, k, m0 + i) * mp.mpf(2) ** s
         assert lo[i] <= ref <= hi[i]
-        # the bound grows with the deviance (~1000 here): ~2e-12 in double precision, ~1e-15
-        # where the deep-tail masses are recomputed in an extended precision
-        assert hi[i] - lo[i] <= (2e-15 if _EXTENDED else 5e-11) * ref
+        # the bound grows with the deviance (~1000 here): ~2e-12 in double precision, ~1e-15 in
+        # the log where the deep-tail masses are recomputed in an extended precision (u = 2^-64),
+        # so a bracket ~2.8e-15 wide with the roundings to a double
+        assert hi[i] - lo[i] <= (3.5e-15 if _EXTENDED else 5e-11) * ref
 
 
 def _mpf(x) -> mp.mpf:
@@ -157,3 +158,94 @@ def test_filled_windows_contain_the_reference(k, log_eps, z, width, scale, refin
         w_anchor = (hi[ia] - lo[ia]) / lo[ia]
         w = (hi[i] - lo[i]) / lo[i]
         assert w <= w_anchor + 2.0 * _FILL_REL + 1e-16, (i, ia, w, w_anchor)
+
+
+# ----------------------------------------------------------------------------- the derivation's pieces
+# binomial_log_pmf's docstring derives its bound term by term; these check the pieces on their
+# own (each against 60-digit mpmath), where the total's margins cannot hide a short charge.
+
+_DTYPES = [np.float64] + ([np.longdouble] if _EXTENDED else [])
+
+
+def _unit(dt) -> float:
+    return 2.0**-53 if dt is np.float64 else 2.0**-64
+
+
+@pytest.mark.parametrize("dt", _DTYPES)
+def test_stirlerr_within_its_derived_relative_error(dt):
+    """Table u, series 3.01 u (the docstring of _stirlerr), both series forms."""
+    from optcomp._binomial import _stirlerr
+
+    ns = list(range(1, 40)) + [50, 100, 1000, 2**20 - 1, 2**20, 10**6, 10**9, 10**12]
+    got = _stirlerr(np.array(ns, dtype=dt))
+    got_big = _stirlerr(np.array([2**20, 3 * 10**6, 10**12], dtype=dt))  # the two-term form
+    u = _unit(dt)
+    with mp.workdps(60):
+        for n, g in list(zip(ns, got)) + list(zip([2**20, 3 * 10**6, 10**12], got_big)):
+            ref = mp.log(mp.factorial(n)) - (n + mp.mpf(0.5)) * mp.log(n) + n - mp.log(2 * mp.pi) / 2
+            assert abs(_mpf(g) - ref) <= (1.0001 if n <= 31 else 3.01) * u * ref, (n, float(g), float(ref))
+
+
+def _bd0_ref(x: int, mh: float, ml: float):
+    """x log(x/M') + M' - x for the double-double M' = mh + ml that _bd0 is given."""
+    M = mp.mpf(mh) + mp.mpf(ml)
+    return x * mp.log(x / M) + M - x
+
+
+@pytest.mark.parametrize("dt", _DTYPES)
+@pytest.mark.parametrize("eps,k", [(0.1, 1000), (1.0, 10**6), (1e-3, 10**9), (3.0, 10**12), (20.0, 10**12)])
+def test_bd0_within_its_bound_in_every_regime(dt, eps, k):
+    """_bd0 against 60-digit mpmath in each of its forms: near the mean (v = d/(x + M) up to
+    +-0.0999, where the series takes 11 steps and, for v < 0, its partial sums exceed the
+    result -- the case the old (7 + steps) u missed), the two series (1/2 <= x/M < 1,
+    1 < x/M <= 2) and the closed form (x/M < 1/2, > 2)."""
+    from optcomp._binomial import _bd0, _parameters
+
+    (mh, ml), _, _, _, _ = _parameters(eps, k)
+    M = mh + ml
+    xs = set()
+    for v in (-0.0999, -0.05, -1e-3, 0.0, 1e-3, 0.05, 0.0999):  # x = M (1 + v)/(1 - v)
+        xs.add(round(M * (1 + v) / (1 - v)))
+    for r in (0.02, 0.3, 0.51, 0.6, 0.8, 1.3, 1.7, 1.99, 2.5, 50.0):
+        xs.add(round(M * r))
+    xs = sorted(x for x in xs if 1 <= x <= k)
+    u = _unit(dt)
+    for near_only in (True, False):  # the all-near fast path and the masked one
+        sel = [x for x in xs if abs(x - M) < 0.0999 * (x + M)] if near_only else xs
+        if not sel:
+            continue
+        b, e, _, _ = _bd0(np.array(sel, dtype=dt), mh, ml, u)
+        with mp.workdps(60):
+            for x, bi, ei in zip(sel, b, e):
+                ref = _bd0_ref(x, mh, ml)
+                assert abs(_mpf(bi) - ref) <= _mpf(ei), (x, x / M, float(bi), float(ref), float(ei))
+
+
+@pytest.mark.parametrize("dt", _DTYPES)
+@pytest.mark.parametrize("k", [10**3, 10**6, 10**9, 10**12])
+@pytest.mark.parametrize("eps", [1e-6, 0.5, 4.0])
+def test_log_pmf_within_its_bound_at_the_regime_edges(dt, k, eps):
+    """binomial_log_pmf where bd0 switches form (|v| -> 0.1, x/M -> 1/2 and 2, both for m and
+    for j = k - m) and in the far tails, against 60-digit mpmath, in both precisions."""
+    p = 1.0 / (1.0 + math.exp(-eps))
+    ms = set()
+    for M, to_m in ((k * p, lambda x: x), (k * (1 - p), lambda x: k - x)):
+        for v in (-0.0999, -0.0995, 0.0995, 0.0999):
+            ms.add(to_m(round(M * (1 + v) / (1 - v))))
+        for r in (0.499, 0.501, 0.999, 1.001, 1.999, 2.001, 1e-3):
+            ms.add(to_m(round(M * r)))
+    ms = sorted(m for m in ms if 0 <= m <= k)
+    logp, err = binomial_log_pmf(eps, k, np.array(ms), dtype=dt)
+    with mp.workdps(60):
+        for m, a, b in zip(ms, logp, err):
+            ref = _ref_log_pmf(eps, k, m)
+            assert abs(_mpf(a) - ref) <= _mpf(b), (m, float(a), float(ref), float(b))
+
+
+def test_extended_unit_roundoff_is_the_types_own():
+    """2^-p for a p-bit significand: 1 + 2^-p is a tie (rounds to 1), and 1 + 1.5 2^-p rounds
+    up, so relative rounding errors reach 2^-p -- not half of it."""
+    from optcomp._binomial import _U_XP
+
+    x = np.longdouble(_U_XP)
+    assert np.longdouble(1) + x == 1 and np.longdouble(1) + np.longdouble(1.5) * x > 1

@@ -17,9 +17,10 @@ table below) and the deviance ``bd0(x, M) = x log(x/M) + M - x >= 0``, summed as
 in ``v = (x - M)/(x + M)`` when x is near M (no cancellation).  q, kq and kp are formed
 once in 40-digit arithmetic and carried as double-doubles, so the rounding of q moves
 nothing.  Each mass comes with an absolute error bound of its logarithm (a few units of the
-arithmetic's roundoff u times the size of the terms; checked against 50-digit mpmath in
-``tests/test_binomial.py``), and can be returned scaled by 2^s, so that masses far below
-the float range (delta_g down to 1e-300 at huge k) keep their relative accuracy.
+arithmetic's roundoff u times the size of the terms, derived term by term in
+:func:`binomial_log_pmf`; ``tests/test_binomial.py`` compares it with 60-digit mpmath), and
+can be returned scaled by 2^s, so that masses far below the float range (delta_g down to
+1e-300 at huge k) keep their relative accuracy.
 
 Precision.  A mass e^y known through y carries a relative error of about |y| u: in double
 precision (u = 2^-53) about 1e-13 at y = -700 -- the documented 1e-12 of ``optimal`` would be
@@ -39,11 +40,17 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._rounding import LIBM_ULPS
+
 __all__ = ["binomial_log_pmf", "binomial_masses"]
 
 _U = 2.0**-53
 _XP = np.longdouble
-_U_XP = float(np.finfo(_XP).epsneg) / 2.0 if np.finfo(_XP).nmant > 52 else _U  # unit roundoff
+# unit roundoff 2^-p of the extended type (p = 64 significant bits on x86-64): numpy's epsneg,
+# the gap below 1 (eps/2).  (It was taken as epsneg/2 = 2^-65 until the bounds were derived:
+# every extended-precision charge was half what it should be.)
+_U_XP = float(np.finfo(_XP).epsneg) if np.finfo(_XP).nmant > 52 else _U
+_FN = 2.0 * LIBM_ULPS  # relative error of one exp, log or log1p, in units of u (L ulps <= 2L u)
 REFINE_ERR = 2.0**-43  # masses whose log error bound exceeds this are recomputed in _XP
 
 
@@ -83,10 +90,14 @@ _STIRLING = ((1, 12), (1, 360), (1, 1260), (1, 1680), (1, 1188), (691, 360360), 
 
 
 def _stirlerr(n: np.ndarray) -> np.ndarray:
-    """stirlerr(n) for integers n >= 1 given as floats of any precision (relative error a
-    few u; 0 < stirlerr < 0.082): tabulated to n = 31; beyond, Stirling's series through
-    n^-15 (the first omitted term, 43867/244188 n^-17, is below 2^-80 of the sum for
-    n >= 32), or its first two terms for n >= 2^20 (the third is below 2^-80 of the first)."""
+    """stirlerr(n) for integers n >= 1 given as floats of any precision (0 < stirlerr <=
+    stirlerr(1) = 0.0811): tabulated to n = 31 (a 40-digit double-double rounded once:
+    relative error u); beyond, Stirling's series through n^-15 (the first omitted term,
+    43867/244188 n^-17, is below 2^-80 of the sum for n >= 32), or its first two terms for
+    n >= 2^20 (the third is below 2^-80 of the first).  The series is evaluated by Horner in
+    1/n^2 from the last term; every level subtracts less than 2^-13 of its coefficient, so
+    the leading coefficient's rounding, the subtraction and the final division give
+    relative error <= 3u, plus below 0.001u from the rest: <= 3.01 u."""
     dt = n.dtype.type
     small = n <= _TABLE_MAX
     x = n if not np.any(small) else n[~small]
@@ -109,16 +120,18 @@ def _stirlerr(n: np.ndarray) -> np.ndarray:
 
 def _series(t: np.ndarray, first: int, coef) -> np.ndarray:
     """sum_{n >= first} coef(n) t^n for 0 <= t <= 1/2 (every term >= 0), to 2^-70 relative,
-    by Horner from the last term: the rounding of each level is damped by t^level, so the
-    sum carries <= 2u/(1 - t) <= 4u from the levels and (first + 1) u from t^first, besides
-    the error of t itself (charged by the caller)."""
+    by Horner from the last term: coefficient n (rounded once) meets 2 (n - first) + 2
+    roundings, damped by t^(n - first), so the sum carries the average 2.52u (coef 1/(n(n-1)),
+    t <= 1/2) or 3.17u (coef 1/n) from the levels, and 2 e_t + u from t^first = t t (e_t the
+    relative error of t, which also moves the Horner sum by <= 0.26 e_t, resp. 0.59 e_t;
+    charged by the caller)."""
     dt = t.dtype.type
     top = float(np.max(t)) if t.size else 0.0
     n_max = first if top == 0.0 else first + min(80, math.ceil(-48.5 / math.log(top)))
     out = np.zeros(t.shape, dtype=dt)
     for n in range(n_max, first - 1, -1):
         out = out * t + coef(dt, n)
-    return out * t**first
+    return out * (t * t if first == 2 else t**first)
 
 
 def _bd0(x: np.ndarray, mh: float, ml: float, u: float):
@@ -127,13 +140,18 @@ def _bd0(x: np.ndarray, mh: float, ml: float, u: float):
     of the working precision, unit roundoff u).
 
     Written M phi(r), r = x/M, phi(r) = r log r + 1 - r >= 0, it is summed without
-    cancellation wherever cancellation could hurt, from d = x - M (x - mh is exact, by
-    Sterbenz or by the extra bits of the extended format, then one rounding):
-    |d| < 0.1 (x + M): Loader's series in v = d/(x + M) (the first term dominates, the
-    others are below v^2 < 1% of it);
-    1/2 <= r < 1: M sum_{n>=2} t^n / (n(n-1)), t = -d/M;  1 < r <= 2: x sum_{n>=2} s^n / n,
-    s = d/x (all terms positive, Horner: 16 u of the result); elsewhere the closed form,
-    whose terms then cancel by at most a factor ~4 (charged by their sizes)."""
+    cancellation wherever cancellation could hurt, from d = x - M (x - mh is exact by
+    Sterbenz's lemma wherever d is used, x/mh in [1/2, 2]; then one rounding):
+    |d| < 0.1 (x + M): Loader's series in v = d/(x + M) (:func:`_bd0_near`);
+    1/2 <= r < 1: M sum_{n>=2} t^n / (n(n-1)), t = -d/M (3u: d, M, the division): by
+    :func:`_series` 2.52u + 0.26 (3u) + t^2 (7u) + the products by t^2 and by M (u, and u for
+    M, u) = 13.3u; 1 < r <= 2: x sum_{n>=2} s^n / n, s = d/x (2u): 3.17u + 0.59 (2u) + s^2 (5u) +
+    the products by s^2 and by x (2u) = 11.4u -- both charged 16u of the result; elsewhere (r < 1/2 or r > 2, so
+    |log r| > log 2) the closed form: log(x/mh) within 2L u |.| + u (its argument rounded)
+    <= (2L + 1.45) u |log r|, then the product by x, the subtraction of ml/mh and three
+    roundings: (2L + 5.45) u |x log r| + 3u |M - x| + u |ml|, charged (2L + 8) u (|x log r| +
+    |M - x| + u M), L = LIBM_ULPS.  (Computing with the double-double M' = mh + ml, within
+    2^-105 M of M, moves bd0 by <= |x - M| 2^-105: an absolute term, charged by the caller.)"""
     dt = x.dtype.type
     mh_, ml_ = dt(mh), dt(ml)
     d = (x - mh_) - ml_
@@ -161,14 +179,22 @@ def _bd0(x: np.ndarray, mh: float, ml: float, u: float):
         lg = np.log(xf / mh_) - ml_ / mh_
         a = xf * lg
         out[far] = a + (mh_ - xf) + ml_
-        err[far] = 16.0 * u * (np.abs(a) + np.abs(mh_ - xf) + mh_ * u)
+        err[far] = (_FN + 8.0) * u * (np.abs(a) + np.abs(mh_ - xf) + mh_ * u)
     return out, err, d, False
 
 
 def _bd0_near(d, x, sx, u):
-    """Loader's series d v + 2 x sum_{i>=1} v^(2i+1)/(2i+1), v = d/(x + M), |v| < 0.1: d
-    carries u, x + M 2 u, v 4 u, d v 6 u; the tail terms are below v^2 of the first and
-    change little, and each of the ``steps`` additions rounds by <= u of the sum: (7 + steps) u."""
+    """Loader's series bd0 = D + sum_{i>=1} t_i, D = d v, t_i = 2 x v^(2i+1)/(2i+1),
+    v = d/(x + M), |v| < 0.1, so |t_i| / D = (1 + v) |v|^(2i-1)/(2i+1): <= 0.0367 (i = 1) and
+    <= 0.00023 for all i >= 2 together.  Roundings: d carries u, x + M 2u, v 4u, D 6u; t_i
+    (6 + 10 i) u (2 x v: 5u, each v^2 9u and its product u, the division u); each of the
+    ``steps`` <= 11 additions (v^2 < 0.01) rounds by u of its partial sum; the terms left
+    out are below 10^-23 D.  v > 0: the partial sums increase to bd0 >= D, so
+    (6 + 16 (0.0367) + 0.006 + steps) u bd0 = (6.6 + steps) u bd0.  v < 0: every t_i < 0,
+    the partial sums decrease from D to bd0 >= 0.9698 D, so (6.49 + steps) u D <=
+    (6.69 + 1.032 steps) u bd0.  Charged (7 + 1.04 steps) u of the computed sum.  (It was
+    (7 + steps) u, "u of the sum" per addition, which misses the v < 0 partial sums above
+    the result: 0.03 u bd0 short at steps = 11.)"""
     v = d / sx
     r = d * v
     ej = 2.0 * x * v
@@ -178,7 +204,7 @@ def _bd0_near(d, x, sx, u):
     for i in range(1, steps + 1):  # |v| < 0.1: 16 steps reach v^32 < 1e-32
         ej = ej * v2
         r = r + ej / (2 * i + 1)
-    return r, (7.0 + steps) * u * r
+    return r, (7.0 + 1.04 * steps) * u * r
 
 
 @lru_cache(maxsize=256)
@@ -195,8 +221,39 @@ def _parameters(eps: float, k: int):
 
 def binomial_log_pmf(eps: float, k: int, m: np.ndarray, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
     """(log P[M = m], a bound on its absolute error) for M ~ Bin(k, p), p = e^eps/(1+e^eps),
-    integers 0 <= m <= k (an array), computed in ``dtype`` (float64, or numpy.longdouble for
-    the extended precision: its unit roundoff enters the bound)."""
+    integers 0 <= m <= k (an array; k <= MAX_K = 10^12 < 2^53, so k, m, j = k - m are exact
+    in either type), computed in ``dtype`` (float64, or numpy.longdouble for the extended
+    precision: its unit roundoff enters the bound).
+
+    The bound, term by term (u the unit roundoff of ``dtype``: 2^-53, or 2^-64 for x87 long
+    double; first order in u, every charge below exceeding its derived value by more than
+    the second-order terms; L = LIBM_ULPS = 4: a log or log1p is within L ulps <= 2L u = 8u
+    relative, assumption 2 of :mod:`optcomp._rounding`, the only library assumption here):
+
+    * constants: kq, kp, log q, log p, c = -log(k p q), 1/2 log(2 pi) (``half``) and the
+      stirlerr table come from 40-digit mpmath as double-doubles, within 2^-105 relative;
+      rounded once to ``dtype`` they carry u.
+    * stirlerr (:func:`_stirlerr`): u (table) or 3.01u (series) of s(n); st = (s_k - s_j) -
+      s_m adds two roundings: 5.01 u (s_k + s_j + s_m) <= 1.02 u (the largest sum, j = m = 1,
+      is 0.2035).
+    * bd0 (:func:`_bd0`): near the mean (7 + 1.04 steps) u bd0 (:func:`_bd0_near`); the two
+      series 16u bd0; the closed form (2L + 8) u (|x log(x/M)| + |M - x| + u M).  Using the
+      double-double M' for M moves each bd0 by <= |x - M| 2^-105 < k 2^-105 < 2^-65 (k < 2^40).
+    * L = log(k/(j m)): when both bd0 are near, L = ((c_hi - l1) - l2) + c_lo with l_i =
+      log1p(d_i/M_i), |d_i/M_i| < 0.223: the argument carries 3u (d, M rounded to one
+      float, the division), which moves l_i by <= 1.108 (3u) |l_i| (the largest |z/((1 + z)
+      log1p z)| on (-0.182, 0.223)), and log1p 2L u: 11.33u |l_i|, charged (2L + 4) u; three
+      roundings, 3u (|c_hi| + |l1| + |l2|) (|c_lo| <= u |c_hi|).  Otherwise L = (log k -
+      log j) - log m: 2L u per log and two roundings, (2L + 2) u (|log k| + |log j| + |log m|).
+    * the sum (((st - b1) - b2) + L/2) - half (L/2 exact): four roundings, each within u of a
+      partial sum, and the partial sums add up to at most 4 (|st| + b1 + b2 + |L|/2) + half;
+      half itself carries u half.
+
+    Total: e1 + e2 + err_L/2 + 4u (b1 + b2 + |L|/2 + |st|) + (1.02 + 2 (0.919)) u, plus the
+    double-double terms (the two bd0 above, and 2^-105 of c, half and the table: 2^-93),
+    <= 2^-64 + 2^-93 <= 1.01u: charged e1 + e2 + err_L/2 + 4u (b1 + b2 + |L|/2 + 2 |st| + 1)
+    + u (the constant 5u >= 3.87u).  m = 0 or m = k: k log q (k log p),
+    the constant's u and the product's u, charged 8u |k log q| + 4u."""
     dt = np.dtype(dtype).type
     u = _U if dt is np.float64 else _U_XP
     (kqh, kql), (kph, kpl), lq, lp, c_log = _parameters(float(eps), int(k))
@@ -218,18 +275,18 @@ def binomial_log_pmf(eps: float, k: int, m: np.ndarray, dtype=np.float64) -> tup
         st = st_k - _stirlerr(jm) - _stirlerr(ym)
         if near1 and near2:
             # log(k/(j m)) = -log(k p q) - log1p(dj/kq) - log1p(dm/kp): a constant (a
-            # double-double) and two small logarithms (|d/M| < 0.25) instead of three
-            # logs of size log k; log1p within 4 ulp (8 u), its argument within 2 u (so
-            # <= 2.6 u of the result more), three additions
+            # double-double) and two small logarithms (|d/M| < 0.223) instead of three
+            # logs of size log k; log1p within 2L u, its argument within 3 u (so <= 3.33 u
+            # of the result more), three additions
             l1 = np.log1p(dj / (dt(kqh) + dt(kql)))
             l2 = np.log1p(dm / (dt(kph) + dt(kpl)))
             c_hi, c_lo = c_log
             L = ((dt(c_hi) - l1) - l2) + dt(c_lo)
-            err_L = 3.0 * u * (abs(c_hi) + np.abs(l1) + np.abs(l2)) + 11.0 * u * (np.abs(l1) + np.abs(l2))
+            err_L = 3.0 * u * (abs(c_hi) + np.abs(l1) + np.abs(l2)) + (_FN + 4.0) * u * (np.abs(l1) + np.abs(l2))
         else:
             lj, ly = np.log(jm), np.log(ym)
-            L = (lk - lj) - ly  # logs within 4 ulp (8 u), two additions
-            err_L = 10.0 * u * (lk + np.abs(lj) + np.abs(ly))
+            L = (lk - lj) - ly  # logs within L ulps (2L u), two additions
+            err_L = (_FN + 2.0) * u * (lk + np.abs(lj) + np.abs(ly))
         val = st - b1 - b2 + 0.5 * L - half
         # four additions (u of each partial sum, each at most the sum of the magnitudes),
         # the terms' own errors, the stirlerr values (a few u of < 0.25) and half (u)
@@ -260,8 +317,8 @@ def _exp_bounds(y, err, s: int, u: float):
     err in a precision of unit roundoff u, with an error independent of |y|: y = n ln 2 + r
     with n = rint(y / ln 2) and r = (y - n hi) - n lo (n hi exact for |n| < 2^18, n lo below
     3e-5; two roundings of at most u |r| <= 0.35 u each), so e^y = 2^n e^r and the power of two is
-    applied exactly (ldexp) after e^r and the error factor e^(+-err) (two exps within 4 ulp,
-    8 u each, two products: 20 u; the rounding to a double 2^-53 relative, or 2^-1075
+    applied exactly (ldexp) after e^r and the error factor e^(+-err) (two exps within L =
+    LIBM_ULPS ulps, 2L u each, two products: (4L + 4) u = 20 u; the rounding to a double 2^-53 relative, or 2^-1075
     absolute when subnormal)."""
     dt = y.dtype.type
     y = np.maximum(y, dt(_LOG_FLOOR))
@@ -271,7 +328,7 @@ def _exp_bounds(y, err, s: int, u: float):
     widen = np.exp(err + u)
     # 20 u for the exps and products, 2^-53 for the rounding to a double, 2^-53 for the product
     # by up/down themselves (in extended precision 20 u is far below 2^-53: 4 units of 2^-53 cover all)
-    up, down = 1.0 + (4.0 * _U + 20.0 * u), 1.0 - (4.0 * _U + 20.0 * u)
+    up, down = 1.0 + (4.0 * _U + (2.0 * _FN + 4.0) * u), 1.0 - (4.0 * _U + (2.0 * _FN + 4.0) * u)
     with np.errstate(under="ignore", over="ignore"):
         hi = (base * widen).astype(np.float64, copy=False) * up
         lo = (base / widen).astype(np.float64, copy=False) * down
@@ -292,7 +349,7 @@ def _ratio_products(eps: float, k: int, m0: int, n: int, B: int):
     ratios (k - m and m + 1 exact doubles, k < 2^53) are divided and multiplied up in
     double (two roundings per factor: (1 + u)^{2j} - 1 <= 2.01 j u), e^{j eps} is taken
     from a table of B values computed in the extended precision (j eps exact there for
-    j < 2^11) and rounded to doubles (u, plus 4 ulps of the extended exp), and the final
+    j < 2^11) and rounded to doubles (u, plus L = LIBM_ULPS ulps of the extended exp), and the final
     product rounds once more."""
     nb = -(-n // B)
     R = np.ones(nb * B)
@@ -309,9 +366,9 @@ def _ratio_products(eps: float, k: int, m0: int, n: int, B: int):
         F *= Ej[None, :]
         F = F.reshape(-1)[:n]
     j = (np.arange(n, dtype=np.int64) % B).astype(np.float64)
-    # the error of e^{j eps}: 4 ulps of the extended exp and the rounding to a double, or
+    # the error of e^{j eps}: L ulps (2L u) of the extended exp and the rounding to a double, or
     # (double only) the rounding of j eps, amplified by up to j eps, and the exp
-    ej = 8.0 * _U_XP + _U if _U_XP < _U else 16.0 * _U * (1.0 + j * max(eps, 1.0))
+    ej = _FN * _U_XP + _U if _U_XP < _U else 2.0 * _FN * _U * (1.0 + j * max(eps, 1.0))
     return F, j * (2.01 * _U) + ej + _U
 
 
