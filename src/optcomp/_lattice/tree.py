@@ -172,10 +172,11 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_n
 
         c^ - c = (a^ - a) * b^ + a * (b^ - b) + (fl_FFT(a^ * b^) - a^ * b^),
 
-    so (Young's inequality, ||x * y||_2 <= ||x||_2 ||y||_1)
+    so (Young's inequality, ||x * y||_2 <= ||x||_2 ||y||_1; F(N) = :func:`_fft_error`, the
+    2-norm error factor of one scipy.fft convolution of length N, proved there)
         E_c = E_a |b^|_1 + (|a^|_1 + sqrt(w_a) E_a) E_b + F(N) (|a^|_2 |b^|_1 + |a^|_1 |b^|_2),
     and at the root, ||x * y||_inf <= ||x||_2 ||y||_2 gives the far smaller max-norm bound
-        E_inf = E_a |b^|_2 + (|a^|_2 + E_a) E_b + F(N) (...)
+        E_inf = E_a |b^|_2 + (|a^|_2 + E_a) E_b + F(N) (...)      (a 2-norm bound is a max-norm bound)
     (the error of the whole left half is smoothed by the spread-out right half).  Clipping
     negative outputs to 0 and zeroing beyond the true width only reduce the error."""
     nb = blocks[0][0].shape[0]
