@@ -156,3 +156,30 @@ def test_from_masses_rejects_bad_input():
     with pytest.raises(ValueError, match="upper and a lower"):
         rr = RandomizedResponse(0.5)
         leaves.Leaf.from_pairs(rr.discrete_pair(0.01, "lower"), rr.discrete_pair(0.01, "lower"))
+
+
+@pytest.mark.parametrize("k", [5, 100])
+def test_power_of_a_leaf_brackets_the_exact_composition(k):
+    """A Power item (k copies by repeated squaring, each product cut to its window; long
+    double from POWER_EXTENDED copies) brackets the 60-digit multinomial reference, alone
+    and beside randomized-response groups."""
+    eps = 0.2
+    atoms = mp_ternary_atoms(eps, k)
+    top = eps * k
+    xs = [0.0, 0.05 * top, 0.15 * top, 0.3 * top]
+    ref = [mp_delta(atoms, x) for x in xs]
+    item = leaves.Power(ternary_leaf(eps), k)
+    for h, theta in ((2.0**-7, 0.0), (2.0**-10, 1.0)):
+        lp = grouped.grouped_pass(np.array([]), np.array([]), h, theta, math.log(1e-40), 1, plan=[item])
+        for x, r in zip(xs, ref):
+            lo, hi = lp.excess_bounds(x)
+            assert mp.mpf(lo) <= r <= mp.mpf(hi), (k, h, theta, x, lo, float(r), hi)
+    # beside a two-atom group: the stream merges the power node with the chunk
+    ref2 = mp_compose(atoms, mp_rr_atoms(0.05, 40))
+    plan = leaves.leaf_plan(np.array([0.05]), np.array([40])) + [item]
+    lp = grouped.grouped_pass(np.array([0.05]), np.array([40]), 2.0**-9, 0.5, math.log(1e-40), 1, plan=plan)
+    for x in xs[:3]:
+        r = mp_delta(ref2, x)
+        lo, hi = lp.excess_bounds(x)
+        assert mp.mpf(lo) <= r <= mp.mpf(hi), (x, lo, float(r), hi)
+        assert hi - lo <= 1e-2 * float(r)

@@ -107,10 +107,67 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
     return slack
 
 
-def _merge(a: _Node, b: _Node, workers: int, final: bool) -> _Node:
+POWER_EXTENDED = 64  # a Power of at least this many copies is squared in long double
+
+
+def _chunk(pending, workers: int) -> _Node:
+    """One node from leaf rows (rows, base, logZ, rho, E2, K) by the batched FFT tree
+    (2-norm error bounds)."""
+    rows = [p[0] for p in pending]
+    widths = np.array([r.shape[1] for r in rows], dtype=np.int64)
+    offs = np.array([p[1] for p in pending], dtype=np.int64)
+    E = np.array([p[4] for p in pending]).T
+    blocks = _row_blocks([tuple(r) for r in rows], widths, offs, E)
+    root, w, off, Er = _fft_tree(blocks, workers, max_norm=False)
+    return _Node(np.ascontiguousarray(root), off, np.asarray(Er, dtype=float),
+                 np.sum([p[2] for p in pending], axis=0), np.sum([p[3] for p in pending], axis=0),
+                 np.sum([p[5] for p in pending], axis=0))
+
+
+def _power(item, h: float, theta: float, log_slack: float, S: np.ndarray, workers: int):
+    """``item.count`` copies of ``item.leaf`` as one node, by repeated squaring: every
+    product is a :func:`_merge` (the FFT error bound of two operands, whatever they are)
+    followed by a :func:`_cut` (its slack counted like any node's), so the node and its
+    error bounds are those of a tree over the copies.  Returns (node, P0 mass sent to
+    +inf, the row log-normalisers it carries: count x the leaf's, with the rounding of that
+    product, <= u |count logZ|, added to the node's relative error bound rho)."""
+    c = int(item.count)
+    rows, base, logZ, rho, E2, K, s_leaf = next(leaves.build([item.leaf], h, theta, log_slack, S))
+    sq = _chunk([(rows, base, logZ, rho, E2, K)], workers)
+    # FFT errors are absolute, relative to the largest entry, and double at every squaring:
+    # many copies run in x87 long double (unit 2^-64; rounded back to float64 at the end)
+    dtype = np.longdouble if c >= POWER_EXTENDED else np.float64
+    if dtype is not np.float64:
+        sq.rows = sq.rows.astype(dtype)
+    result = None
+    slack = c * s_leaf * (1.0 + 1e-12)
+    while True:
+        if c & 1:
+            if result is None:
+                result = sq
+            else:
+                result = _merge(result, sq, workers, False, dtype)
+                slack += _cut(result, theta, h, S, log_slack)
+        c >>= 1
+        if not c:
+            break
+        sq = _merge(sq, sq, workers, False, dtype)
+        slack += _cut(sq, theta, h, S, log_slack)
+    lz = [float(item.count) * float(logZ[b]) for b in range(3)]
+    rho_add = [2.0 * UNIT * (abs(z) + 1.0) for z in lz]
+    if dtype is not np.float64:
+        # back to float64: relative u per entry (charged to rho), 2^-1074 absolute
+        result.rows = np.ascontiguousarray(result.rows.astype(float))
+        result.E = np.asarray(result.E, dtype=float) * (1.0 + 4.0 * UNIT) + 2.0**-1073
+        rho_add = [r + 2.0 * UNIT for r in rho_add]
+    result.rho = result.rho + np.array(rho_add)
+    return result, slack, lz
+
+
+def _merge(a: _Node, b: _Node, workers: int, final: bool, dtype=np.float64) -> _Node:
     blocks = [(a.rows[:, None, :], np.array([a.rows.shape[1]]), np.array([a.off]), a.E[:, None]),
               (b.rows[:, None, :], np.array([b.rows.shape[1]]), np.array([b.off]), b.E[:, None])]
-    root, w, off, E = _fft_tree(blocks, workers, max_norm=final)
+    root, w, off, E = _fft_tree(blocks, workers, max_norm=final, dtype=dtype)
     return _Node(np.ascontiguousarray(root), off, np.asarray(E, dtype=float), a.lz + b.lz, a.rho + b.rho,
                  a.K + b.K, max(a.level, b.level) + 1)
 
@@ -187,15 +244,7 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
         nonlocal slack, pending, pending_pts
         if not pending:
             return
-        rows = [p[0] for p in pending]
-        widths = np.array([r.shape[1] for r in rows], dtype=np.int64)
-        offs = np.array([p[1] for p in pending], dtype=np.int64)
-        E = np.array([p[4] for p in pending]).T
-        blocks = _row_blocks([tuple(r) for r in rows], widths, offs, E)
-        root, w, off, Er = _fft_tree(blocks, workers, max_norm=False)
-        node = _Node(np.ascontiguousarray(root), off, np.asarray(Er, dtype=float),
-                     np.sum([p[2] for p in pending], axis=0), np.sum([p[3] for p in pending], axis=0),
-                     np.sum([p[5] for p in pending], axis=0))
+        node = _chunk(pending, workers)
         pending, pending_pts = [], 0
         slack += _cut(node, theta, h, S, log_slack)
         stack.append(node)
@@ -205,7 +254,19 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
             slack += _cut(m, theta, h, S, log_slack)
             stack.append(m)
 
-    for rows, base, logZ, rho, E2, atoms_k, s_leaf in leaves.build(plan, h, theta, log_slack, S):
+    powers = [item for item in plan if isinstance(item, leaves.Power)]
+    for item in powers:  # each Power: one node by repeated squaring, merged with the rest at the end
+        if ticker.stop:
+            raise RuntimeError("lattice pass stopped")
+        node, s_pow, lz = _power(item, h, theta, log_slack, S, workers)
+        slack += s_pow
+        for b in range(3):
+            lz_leaves[b].append(lz[b])
+        node.level = 10**6 + len(stack)  # never equal to a chunk's level: merged in the final loop
+        stack.append(node)
+        ticker.done += 1
+    plain = [item for item in plan if not isinstance(item, leaves.Power)] if powers else plan
+    for rows, base, logZ, rho, E2, atoms_k, s_leaf in leaves.build(plain, h, theta, log_slack, S):
         if ticker.stop:
             raise RuntimeError("lattice pass stopped")
         ticker.done += 1

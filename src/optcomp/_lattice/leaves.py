@@ -207,8 +207,20 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     return Leaf(upper, lower, math.log(above_hi) if above_hi > 0 else -math.inf)
 
 
+@dataclass(frozen=True, eq=False)
+class Power:
+    """A plan item: ``count`` independent copies of one :class:`Leaf`, composed by the stream
+    by repeated squaring (:func:`optcomp._lattice.grouped._power`): O(log count) windowed
+    convolutions instead of ``count`` leaves."""
+
+    leaf: Leaf
+    count: int
+
+
 def span(item) -> float:
     """Half-width of a plan item's loss support: sum c eps for randomized-response groups."""
+    if isinstance(item, Power):
+        return item.count * item.leaf.span
     return item.span if isinstance(item, Leaf) else float(sum(c * e for e, c in item))
 
 

@@ -116,7 +116,7 @@ class Workload:
     def plan(self, h: float) -> list:
         out = list(self.rr_plan)
         for s in self.sources:
-            out.extend([s.leaf(h)] * s.count)
+            out.append(leaves.Power(s.leaf(h), s.count) if s.count > 1 else s.leaf(h))
         return out
 
     def leaves_count(self) -> int:
