@@ -101,8 +101,8 @@ def _fft_error(N: int, unit: float = UNIT) -> float:
        10^-7).  The exact expression, summed pass by pass over all 3460 5-smooth N <= 2^40,
        is at most 0.90 F(N) (long double; 0.84 in double) -- ``tests/test_tree.py`` recomputes
        it from the constants above and LIBM_ULPS, and checks convolutions of random rows
-       against exact integer ones.  The charge was once stated as validated by such tests;
-       it is the bound above that carries it now, unchanged.
+       against exact integer ones.  (The charge is the one used before this proof, which
+       then rested on such comparisons alone: it needed no change.)
 
     Underflow: a sum whose result is subnormal is exact, and an underflowing product errs
     by at most 2^-1075 (2^-16446 in long double) -- summed over every product of both
