@@ -30,9 +30,10 @@ TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
 #     kernels on float64 and numpy.longdouble, math.*, and the C library's sin/cos/sinl/cosl
 #     that scipy.fft's pocketfft calls when it builds its twiddle factors -- return a
 #     result within LIBM_ULPS units in the last place of the exact value at their
-#     (floating-point) argument, i.e. within 2 LIBM_ULPS u relative.  glibc's manual
-#     ("Errors in Math Functions") lists at most 1-3 ulps for these functions in double and
-#     x87 long double on x86-64, and numpy's SIMD kernels target 1 ulp; 4 is a margin.
+#     (floating-point) argument, i.e. within 2 LIBM_ULPS u relative.  This is an assumption,
+#     not a measurement: glibc's manual ("Errors in Math Functions") lists known maximum
+#     errors of a few ulps at most for these functions in double and x87 long double, and
+#     numpy's SIMD kernels are built to about 1 ulp; 4 leaves a margin.
 #  3. scipy.fft's real transforms are pocketfft's FFTPACK-style passes (radices 4, 2, 3, 5
 #     for the 5-smooth lengths used here; twiddles from assumption 2), the algorithm whose
 #     error is derived in optcomp._lattice.tree._fft_error; tests/test_tree.py checks a
