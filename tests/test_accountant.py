@@ -7,8 +7,10 @@ JSON text of the ledger parsed back.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 import sys
 import warnings
 
@@ -288,3 +290,74 @@ def test_huge_eps_ledger_answers_without_overflow():
         assert acc.get_epsilon(1e-6) == math.inf
         assert acc.remaining(1e308, 1e-6) == -math.inf
         assert not acc.can_afford(0.0, eps_g=1e308, delta_g=1e-6)
+
+
+# ---------------------------------------------------------------- the ledger is the library's multiset (issue 17)
+
+# pickle.dumps(Accountant().compose(0.1, count=3).compose(0.5, 1e-6).compose(0.05, count=10**12), protocol=4),
+# written by the accountant that held its ledger as a dict (eps, delta) -> count (commit cf47892)
+_DICT_LEDGER_PICKLE = bytes.fromhex(
+    "80049585000000000000008c126f7074636f6d702e6163636f756e74616e74948c0a4163636f756e74616e749493942981944e7d94"
+    "8c075f636f756e7473947d9428473fb999999999999a47000000000000000086944b03473fe0000000000000473eb0c6f7a0b5ed8d"
+    "86944b01473fa999999999999a47000000000000000086948a060010a5d4e80075738694622e")
+
+
+def test_pickles_of_the_dict_ledger_load_and_the_format_is_kept():
+    acc = pickle.loads(_DICT_LEDGER_PICKLE)
+    assert acc.mechanisms == ((0.1, 0.0, 3), (0.5, 1e-6, 1), (0.05, 0.0, 10**12))
+    assert acc.k == 10**12 + 4 and repr(acc).startswith("Accountant(k=1000000000004: 3 x (eps=0.1, delta=0.0), ")
+    assert pickle.dumps(acc, protocol=4) == _DICT_LEDGER_PICKLE
+    # a pair's merged count may pass 10^12 (the ledger records what ran); it survives a pickle
+    big = acc.copy().compose(0.05, count=10**12).compose(0.1)
+    back = pickle.loads(pickle.dumps(big))
+    assert back == big and back.mechanisms == ((0.1, 0.0, 4), (0.5, 1e-6, 1), (0.05, 0.0, 2 * 10**12))
+
+
+def test_copies_are_independent_ledgers():
+    acc = Accountant().compose(0.1)
+    for other in (acc.copy(), copy.copy(acc), copy.deepcopy(acc), pickle.loads(pickle.dumps(acc))):
+        assert other == acc
+        other.compose(0.2)
+        assert acc.mechanisms == ((0.1, 0.0, 1),) and other.mechanisms == ((0.1, 0.0, 1), (0.2, 0.0, 1))
+        assert other != acc
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=st.lists(st.tuples(st.sampled_from([0.0, -0.0, 0.1, 0.2, 0.30000000000000004, 1e-300]),
+                                st.sampled_from([0.0, 1e-9, 0.5]), st.integers(1, 3)), max_size=30),
+       reads=st.sets(st.integers(0, 30)))
+def test_ledger_lists_pairs_in_order_of_first_appearance(items, reads):
+    """Against a plain dict built here: composing one by one (with reads in between, which merge
+    what was composed) or all at once gives the same ledger, in order of first appearance."""
+    ref: dict = {}
+    acc = Accountant()
+    for i, (e, d, n) in enumerate(items):
+        acc.compose(e, d, n)
+        ref[(e + 0.0, d)] = ref.get((e + 0.0, d), 0) + n
+        if i in reads:
+            assert acc.mechanisms == tuple((e, d, n) for (e, d), n in ref.items())
+    expected = tuple((e, d, n) for (e, d), n in ref.items())
+    assert acc.mechanisms == expected and acc.k == sum(ref.values()) and bool(acc) == bool(ref)
+    at_once = Accountant(items)
+    assert at_once == acc and at_once.mechanisms == expected
+    assert Accountant(reversed(items)) == acc  # the same multiset, listed in another order
+
+
+def test_the_ledger_is_the_library_multiset():
+    """One type (optcomp._inputs.Mechanisms) for the public inputs and the ledger: built from
+    items it equals the multiset of the same mechanisms written out one by one."""
+    from optcomp._inputs import Mechanisms, mechanisms
+
+    m = Mechanisms.from_items([(0.3, 0.0, 2), (0.1, 1e-9), (0.3, 0.0, 5), (0.1, 0.0, 4)])
+    written_out = mechanisms([0.3] * 7 + [0.1] * 5, [0.0] * 7 + [1e-9] + [0.0] * 4)
+    assert m == written_out and m.k == written_out.k == 12
+    assert m.items() == ((0.3, 0.0, 7), (0.1, 1e-9, 1), (0.1, 0.0, 4))  # order of arrival
+    assert written_out.items() == ((0.1, 0.0, 4), (0.1, 1e-9, 1), (0.3, 0.0, 7))  # no arrival: (eps, delta)
+    more = m.plus([(0.2, 0.0), (0.3, 0.0, 1)])
+    assert more.items() == ((0.3, 0.0, 8), (0.1, 1e-9, 1), (0.1, 0.0, 4), (0.2, 0.0, 1))
+    assert m.items() == ((0.3, 0.0, 7), (0.1, 1e-9, 1), (0.1, 0.0, 4))  # immutable
+    assert more == mechanisms([0.3] * 8 + [0.1] * 5 + [0.2], [0.0] * 8 + [1e-9] + [0.0] * 5) and more != m
+    with pytest.raises(ValueError, match=r"^ledger\[1\]: delta must lie in \[0, 1\)"):
+        Mechanisms.from_items([(0.1,), (0.1, 1.0)], name="ledger")
+    with pytest.raises(ValueError, match="count must be an integer"):
+        m.plus([(0.1, 0.0, 0)])

@@ -195,6 +195,20 @@ def test_weighted_split_is_certified_by_an_independent_evaluation():
     assert np.array_equal(calibrate.split_budget([1.0] * n + [3.0] * n, eps_g, delta_g), c * np.array([1.0] * n + [3.0] * n))
 
 
+def test_weights_are_one_multiset_however_they_are_written():
+    """Equal (weight, delta) pairs are grouped into the library's multiset (optcomp._inputs),
+    with or without counts and in any order: the same certified scale every way, and the
+    basic composition answer eps_g / sum(c_i w_i) (rounded down at most a few ulps)."""
+    eps_g, delta_g = 1.0, 1e-6
+    ways = [dict(weights=[1.0, 3.0, 1.0, 3.0, 3.0]), dict(weights=[3.0, 1.0], counts=[3, 2]),
+            dict(weights=[1.0, 3.0, 3.0], counts=[2, 1, 2]), dict(weights=[3.0, 1.0, 1.0], counts=[3, 1, 1])]
+    for method in ("basic", "kov", "optimal"):
+        scales = {calibrate.largest_scale(eps_g=eps_g, delta_g=delta_g, method=method, **w) for w in ways}
+        assert len(scales) == 1, (method, scales)
+    c = calibrate.largest_scale([3.0, 1.0], eps_g, delta_g, counts=[3, 2], method="basic")
+    assert 1.0 / 11.0 * (1 - 1e-15) <= c <= 1.0 / 11.0
+
+
 def test_kov_recipe_is_corollary_4_1_and_certified():
     k, eps_g, delta_g = 100, 0.5, 1e-6
     r = calibrate.kov_recipe(k, eps_g, delta_g, sensitivity=2.0)

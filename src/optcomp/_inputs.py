@@ -4,16 +4,19 @@ Every public entry point funnels its arguments through :func:`mechanisms`, so th
 of the package works with one shape only: a :class:`Mechanisms` record, the *multiset*
 of the composed mechanisms -- its distinct (eps, delta) pairs with their counts.  k
 identical mechanisms are one pair with count k (never a length-k array), so k = 10^12
-costs nothing; a list with repeats is grouped once, here.  Errors are ``ValueError``
-(``TypeError`` for a value of the wrong type) with a message that names the offending
-parameter and its value.
+costs nothing; a list with repeats is grouped once, here.  The same type is the
+accountant's ledger (:meth:`Mechanisms.from_items`, :meth:`Mechanisms.plus`: items validated
+one by one, pairs listed in the order they first arrived) and calibrate's grouped weights.
+Errors are ``ValueError`` (``TypeError`` for a value of the wrong type) with a message that
+names the offending parameter and its value.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,9 +24,12 @@ __all__ = [
     "Mechanisms",
     "ParameterTypeError",
     "MAX_K",
+    "MAX_LEDGER",
     "LOG_NO_DELTA_REL",
     "mechanisms",
     "check_delta_g",
+    "check_pair",
+    "check_item",
     "check_probability",
     "check_eps_g",
     "check_k",
@@ -42,19 +48,100 @@ MAX_K = 10**12  # the documented domain: up to 10^12 mechanisms in all
 LOG_NO_DELTA_REL = 8.0 * 2.0**-53
 
 
-@dataclass(frozen=True)
+MAX_LEDGER = 2**63 - 1  # the most mechanisms a ledger may hold: its int64 counts and their sum stay exact
+
+
+@dataclass(frozen=True, eq=False)
 class Mechanisms:
     """The multiset of composed mechanisms: ``count[i]`` mechanisms, each
     (eps[i], delta[i])-DP.
 
     ``eps``/``delta`` are read-only float arrays of the *distinct* pairs (sorted by eps,
     then delta) and ``count`` an int64 array of their multiplicities (>= 1, summing to
-    ``k`` <= 10^12).
+    ``k`` <= 10^12 when built by :func:`mechanisms`; a ledger built by :meth:`from_items`
+    and :meth:`plus` may hold more, and is checked against 10^12 where it is asked a question).
+    ``arrival`` (None when the multiset was built at once) orders the pairs by when they first
+    arrived: :meth:`items` lists them so.  Two multisets are equal when they hold the same
+    pairs with the same counts, whatever their order of arrival.
     """
 
     eps: np.ndarray
     delta: np.ndarray
     count: np.ndarray
+    arrival: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_items(cls, items, *, name: str | None = None, max_count: int = MAX_K) -> "Mechanisms":
+        """The multiset of ``(eps, delta)`` or ``(eps, delta, count)`` items (:meth:`plus`
+        on the empty multiset): equal pairs merged, listed in order of first arrival."""
+        empty = np.zeros(0)
+        return cls._read_only(empty, empty.copy(), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).plus(
+            items, name=name, max_count=max_count)
+
+    def plus(self, items, *, name: str | None = None, max_count: int = MAX_K) -> "Mechanisms":
+        """This multiset with more mechanisms: ``(eps, delta)`` or ``(eps, delta, count)``
+        items (a count of 1 when left out), each checked by :func:`check_item` in turn
+        (``name``: errors start with ``name[i]: ``, the bad item; ``max_count``: the largest
+        count of one item, up to :data:`MAX_LEDGER` for a ledger's own record of merged
+        counts).  A pair already present gains the count; new pairs arrive after the
+        present ones, in the order of the items."""
+        eps, delta, count = [], [], []
+        for i, item in enumerate(items):
+            try:
+                e, d, n = check_item(*item, max_count=max_count)
+            except (TypeError, ValueError) as exc:
+                if name is None:
+                    raise
+                raise type(exc)(f"{name}[{i}]: {exc}") from None
+            eps.append(e)
+            delta.append(d)
+            count.append(n)
+        if self.k + sum(count) > MAX_LEDGER:
+            raise ValueError(f"count: more than 2^63 - 1 mechanisms in all, got {self.k + sum(count)}")
+        if len(eps) == 1:
+            return self._plus_one(eps[0], delta[0], count[0])
+        e, d, c, first = _grouped(np.concatenate((self.eps, eps)), np.concatenate((self.delta, delta)),
+                                  np.concatenate((self.count, np.array(count, dtype=np.int64))))
+        arrival = None
+        if self.arrival is not None:  # the present pairs come first: a merged pair keeps its arrival
+            start = int(self.arrival.max()) + 1 if self.arrival.size else 0
+            arrival = np.concatenate((self.arrival, np.arange(start, start + len(eps))))[first]
+        return self._read_only(e, d, c, arrival)
+
+    def _plus_one(self, e: float, d: float, n: int) -> "Mechanisms":
+        """:meth:`plus` of one checked item, by binary search (a ledger grows one item at a time)."""
+        eps, delta = self.eps, self.delta
+        j = bisect.bisect_left(range(eps.size), (e, d), key=lambda i: (eps[i], delta[i]))  # sorted by (eps, delta)
+        if j < eps.size and eps[j] == e and delta[j] == d:
+            cnt = self.count.copy()
+            cnt[j] += n
+            return self._read_only(eps, delta, cnt, self.arrival)
+        arrival = None
+        if self.arrival is not None:
+            arrival = _inserted(self.arrival, j, int(self.arrival.max()) + 1 if self.arrival.size else 0)
+        return self._read_only(_inserted(eps, j, e), _inserted(delta, j, d), _inserted(self.count, j, n), arrival)
+
+    def items(self) -> tuple[tuple[float, float, int], ...]:
+        """``(eps, delta, count)`` per distinct pair as Python numbers, in order of arrival
+        (of (eps, delta) without one)."""
+        e, d, c = self.eps.tolist(), self.delta.tolist(), self.count.tolist()
+        order = range(len(e)) if self.arrival is None else np.argsort(self.arrival, kind="stable").tolist()
+        return tuple((e[i], d[i], c[i]) for i in order)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Mechanisms):
+            return NotImplemented
+        return (np.array_equal(self.eps, other.eps) and np.array_equal(self.delta, other.delta)
+                and np.array_equal(self.count, other.count))
+
+    __hash__ = None  # arrays
+
+    @classmethod
+    def _read_only(cls, eps, delta, count, arrival=None) -> "Mechanisms":
+        for arr in (eps, delta, count, arrival):
+            if arr is not None:
+                arr.setflags(write=False)
+        return cls(eps, delta, count, arrival)
 
     @property
     def k(self) -> int:
@@ -96,10 +183,29 @@ class Mechanisms:
         e, c = self.eps[keep], self.count[keep]
         if e.size <= 1:
             return e.copy(), c.copy()
-        values, inverse = np.unique(e, return_inverse=True)
-        counts = np.zeros(values.size, dtype=np.int64)
-        np.add.at(counts, inverse, c)
+        values, _, counts, _ = _grouped(e, np.zeros(e.size), c)
         return values, counts
+
+
+def _inserted(a: np.ndarray, j: int, value) -> np.ndarray:
+    """A copy of ``a`` with ``value`` inserted before index j (np.insert, without its overhead)."""
+    out = np.empty(a.size + 1, dtype=a.dtype)
+    out[:j], out[j], out[j + 1:] = a[:j], value, a[j:]
+    return out
+
+
+def _grouped(eps: np.ndarray, delta: np.ndarray, count: np.ndarray):
+    """(eps, delta, count, first): the distinct (eps, delta) pairs sorted by eps then delta,
+    their summed counts, and the index in the input where each first occurs."""
+    n = eps.size
+    if n <= 1:
+        return eps, delta, count, np.arange(n)
+    order = np.lexsort((delta, eps))  # stable: a run starts at its pair's first occurrence
+    e, d, c = eps[order], delta[order], count[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (e[1:] != e[:-1]) | (d[1:] != d[:-1])
+    starts = np.flatnonzero(new)
+    return e[starts], d[starts], np.add.reduceat(c, starts), order[starts]
 
 
 def _describe(value) -> str:
@@ -137,6 +243,27 @@ def check_count(count, name: str = "count") -> int:
     """A number of mechanisms (a multiplicity): an integer in [1, 10^12], an integral float
     such as 2.0 accepted, as for ``k`` (errors name ``name``)."""
     return _integer(name, count, 1, MAX_K)
+
+
+def check_pair(eps, delta) -> tuple[float, float]:
+    """One mechanism's (eps, delta): real numbers (not bools), eps finite and >= 0, delta in
+    [0, 1); -0.0 made 0.0 (one key per pair)."""
+    for name, value in (("eps", eps), ("delta", delta)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ParameterTypeError(f"{name} must be a real number, got {value!r}")
+    e, d = float(eps), float(delta)
+    if not (math.isfinite(e) and e >= 0.0):
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    if not (0.0 <= d < 1.0):
+        raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+    return e + 0.0, d + 0.0
+
+
+def check_item(eps, delta=0.0, count=1, *, max_count: int = MAX_K) -> tuple[float, float, int]:
+    """``count`` mechanisms, each (eps, delta)-DP: :func:`check_pair`, then the count as
+    :func:`check_count` does (an integer in [1, ``max_count``])."""
+    e, d = check_pair(eps, delta)
+    return e, d, _integer("count", count, 1, max_count)
 
 
 _BAD_KINDS = {"b": "a boolean", "c": "a complex number", "U": "a string", "S": "bytes", "O": "an object"}
@@ -240,17 +367,8 @@ def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
         raise ValueError(f"delta must lie in [0, 1), got delta[{i}]={float(delta_arr[i])!r}")
     eps_arr = eps_arr + 0.0  # -0.0 -> 0.0
     delta_arr = delta_arr + 0.0
-    if n > 1:  # group equal pairs: sorted by (eps, delta)
-        order = np.lexsort((delta_arr, eps_arr))
-        e, d, c = eps_arr[order], delta_arr[order], cnt[order]
-        new = np.ones(n, dtype=bool)
-        new[1:] = (e[1:] != e[:-1]) | (d[1:] != d[:-1])
-        starts = np.flatnonzero(new)
-        eps_arr, delta_arr = e[starts], d[starts]
-        cnt = np.add.reduceat(c, starts)
-    for arr in (eps_arr, delta_arr, cnt):
-        arr.setflags(write=False)
-    return Mechanisms(eps_arr, delta_arr, cnt)
+    eps_arr, delta_arr, cnt, _ = _grouped(eps_arr, delta_arr, cnt)  # equal pairs merged, sorted by (eps, delta)
+    return Mechanisms._read_only(eps_arr, delta_arr, cnt)
 
 
 def _check_real(name: str, value) -> float:

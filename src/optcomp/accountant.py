@@ -23,37 +23,17 @@ running it is within the setting.
 from __future__ import annotations
 
 import math
-import numbers
-
-import numpy as np
 
 import optcomp
 
-from ._inputs import MAX_K, ParameterTypeError, check_count, check_delta_g, check_eps_g
+from ._inputs import (MAX_K, MAX_LEDGER, Mechanisms, ParameterTypeError, check_count, check_delta_g, check_eps_g,
+                      check_item, check_pair)
 from .methods import check_method
 
 __all__ = ["Accountant"]
 
 _FORMAT = "optcomp.Accountant"
 _FORMAT_VERSION = 1
-
-
-def _check_pair(eps, delta) -> tuple[float, float]:
-    for name, value in (("eps", eps), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ParameterTypeError(f"{name} must be a real number, got {value!r}")
-    e, d = float(eps), float(delta)
-    if not (math.isfinite(e) and e >= 0.0):
-        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
-    if not (0.0 <= d < 1.0):
-        raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
-    return e + 0.0, d + 0.0  # -0.0 -> 0.0: one key per pair
-
-
-def _check_count(count) -> int:
-    """count: an integer in [1, 10^12]; an integral float (2.0, 1e6) is accepted, as for
-    ``k``/``counts`` everywhere (``_inputs.check_count``)."""
-    return check_count(count)
 
 
 def _check_total(held: int, n: int, what: str) -> None:
@@ -84,13 +64,20 @@ class Accountant:
     docstring: adaptively chosen parameters need a privacy filter, not provided here).
     """
 
-    __slots__ = ("_counts",)
+    __slots__ = ("_ledger", "_queued")
 
     def __init__(self, mechanisms=()):
         """Start empty, or from an iterable of ``(eps, delta)`` or ``(eps, delta, count)``."""
-        self._counts: dict[tuple[float, float], int] = {}
-        for item in mechanisms:
-            self.compose(*item)
+        self._ledger = Mechanisms.from_items(mechanisms)  # the one multiset type (optcomp._inputs)
+        self._queued: list[tuple[float, float, int]] = []  # composed (checked), not yet merged in
+
+    @property
+    def _multiset(self) -> Mechanisms:
+        """The ledger, with what was composed since it was last read merged in (one
+        :meth:`Mechanisms.plus` per read, so composing one step at a time costs O(1))."""
+        if self._queued:
+            self._ledger, self._queued = self._ledger.plus(self._queued), []
+        return self._ledger
 
     # ------------------------------------------------------------------ the ledger
     def compose(self, eps, delta=0.0, count=1) -> "Accountant":
@@ -101,47 +88,57 @@ class Accountant:
         The ledger records any number of mechanisms; its questions are answered for up to
         10^12 in all (beyond that they raise ``ValueError`` saying so).
         """
-        pair = _check_pair(eps, delta)
-        n = _check_count(count)
-        self._counts[pair] = self._counts.get(pair, 0) + n
+        self._queued.append(check_item(eps, delta, count))
         return self
 
     @property
     def mechanisms(self) -> tuple[tuple[float, float, int], ...]:
         """The ledger: ``(eps, delta, count)`` per distinct pair, in order of first appearance."""
-        return tuple((e, d, n) for (e, d), n in self._counts.items())
+        return self._multiset.items()
 
     @property
     def k(self) -> int:
         """Number of mechanisms composed (the sum of the counts)."""
-        return sum(self._counts.values())
+        return self._multiset.k
 
     def __len__(self) -> int:
         return self.k
 
     def __bool__(self) -> bool:
-        return bool(self._counts)
+        return self._multiset.groups > 0
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Accountant):
             return NotImplemented
-        return self._counts == other._counts
+        return self._multiset == other._multiset
 
     __hash__ = None  # mutable
 
     def __repr__(self) -> str:
-        if not self._counts:
+        ledger = self.mechanisms
+        if not ledger:
             return "Accountant(k=0)"
-        items = [f"{n} x (eps={e!r}, delta={d!r})" for (e, d), n in list(self._counts.items())[:6]]
-        if len(self._counts) > 6:
-            items[-1] = f"... {len(self._counts) - 5} more pairs"
+        items = [f"{n} x (eps={e!r}, delta={d!r})" for e, d, n in ledger[:6]]
+        if len(ledger) > 6:
+            items[-1] = f"... {len(ledger) - 5} more pairs"
         return f"Accountant(k={self.k}: {', '.join(items)})"
 
     def copy(self) -> "Accountant":
         """An independent copy of the ledger."""
         new = Accountant()
-        new._counts = dict(self._counts)
+        new._ledger = self._multiset  # immutable: composing rebinds, never mutates
         return new
+
+    def __getstate__(self):
+        """Pickled as before the ledger was a :class:`~optcomp._inputs.Mechanisms`: the slot
+        ``_counts``, a dict (eps, delta) -> count in order of first appearance."""
+        return None, {"_counts": {(e, d): n for e, d, n in self.mechanisms}}
+
+    def __setstate__(self, state):
+        _, slots = state
+        items = ((e, d, n) for (e, d), n in slots["_counts"].items())
+        self._ledger = Mechanisms.from_items(items, max_count=MAX_LEDGER)  # merged counts may pass 10^12
+        self._queued = []
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict:
@@ -154,7 +151,7 @@ class Accountant:
         return {
             "format": _FORMAT,
             "version": _FORMAT_VERSION,
-            "mechanisms": [{"eps": e, "delta": d, "count": n} for (e, d), n in self._counts.items()],
+            "mechanisms": [{"eps": e, "delta": d, "count": n} for e, d, n in self.mechanisms],
         }
 
     @classmethod
@@ -173,29 +170,21 @@ class Accountant:
         items = data.get("mechanisms")
         if not isinstance(items, list):
             raise ValueError(f"mechanisms must be a list, got {items!r}")
+
+        def records():  # checked in order, each before its values (Mechanisms.from_items)
+            for i, item in enumerate(items):
+                if not isinstance(item, dict) or "eps" not in item:
+                    raise ValueError(f"mechanisms[{i}] must be an object with eps, delta, count, got {item!r}")
+                extra = sorted(set(item) - {"eps", "delta", "count"})
+                if extra:
+                    raise ValueError(f"mechanisms[{i}]: unknown field {extra[0]!r} (expected eps, delta, count)")
+                yield item["eps"], item.get("delta", 0.0), item.get("count", 1)
+
         acc = cls()
-        for i, item in enumerate(items):
-            if not isinstance(item, dict) or "eps" not in item:
-                raise ValueError(f"mechanisms[{i}] must be an object with eps, delta, count, got {item!r}")
-            extra = sorted(set(item) - {"eps", "delta", "count"})
-            if extra:
-                raise ValueError(f"mechanisms[{i}]: unknown field {extra[0]!r} (expected eps, delta, count)")
-            try:
-                acc.compose(item["eps"], item.get("delta", 0.0), item.get("count", 1))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"mechanisms[{i}]: {exc}") from None
+        acc._ledger = Mechanisms.from_items(records(), name="mechanisms")
         return acc
 
     # ------------------------------------------------------------------ questions
-    def _arrays(self, extra=None):
-        counts = dict(self._counts)
-        if extra is not None:
-            pair, n = extra
-            counts[pair] = counts.get(pair, 0) + n
-        eps = np.array([e for e, _ in counts], dtype=float)
-        delta = np.array([d for _, d in counts], dtype=float)
-        return eps, delta, np.array(list(counts.values()), dtype=np.int64)
-
     def get_epsilon(self, delta_g, method: str = "auto", **options) -> float:
         """Least eps_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
 
@@ -204,11 +193,11 @@ class Accountant:
         """
         delta_g = check_delta_g(delta_g)
         check_method(method, options)
-        if not self._counts:
+        if not self._multiset.groups:
             return 0.0
         _check_total(self.k, 0, "get_epsilon")
-        eps, delta, counts = self._arrays()
-        return optcomp.epsilon_g(eps, delta, counts=counts, delta_g=delta_g, method=method, **options)
+        m = self._multiset
+        return optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=delta_g, method=method, **options)
 
     def get_delta(self, eps_g, method: str = "auto", **options) -> float:
         """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
@@ -218,11 +207,11 @@ class Accountant:
         """
         eps_g = check_eps_g(eps_g)
         check_method(method, options)
-        if not self._counts:
+        if not self._multiset.groups:
             return 0.0
         _check_total(self.k, 0, "get_delta")
-        eps, delta, counts = self._arrays()
-        return optcomp.delta_g(eps, delta, counts=counts, eps_g=eps_g, method=method, **options)
+        m = self._multiset
+        return optcomp.delta_g(m.eps, m.delta, counts=m.count, eps_g=eps_g, method=method, **options)
 
     def bounds(self, delta_g=None, *, eps_g=None, **options):
         """The certified bracket on the optimum: exactly one of ``delta_g`` / ``eps_g``.
@@ -235,24 +224,24 @@ class Accountant:
             raise ValueError("give exactly one of delta_g= (bounds on eps_g) or eps_g= (bounds on delta_g)")
         from .lattice import Bounds
 
-        if not self._counts:
+        if not self._multiset.groups:
             if delta_g is not None:
                 check_delta_g(delta_g)
             else:
                 check_eps_g(eps_g)
             return Bounds(0.0, 0.0)
         _check_total(self.k, 0, "bounds")
-        eps, delta, counts = self._arrays()
+        m = self._multiset
         if delta_g is not None:
-            return optcomp.epsilon_bounds(eps, delta, counts=counts, delta_g=delta_g, **options)
-        return optcomp.delta_bounds(eps, delta, counts=counts, eps_g=eps_g, **options)
+            return optcomp.epsilon_bounds(m.eps, m.delta, counts=m.count, delta_g=delta_g, **options)
+        return optcomp.delta_bounds(m.eps, m.delta, counts=m.count, eps_g=eps_g, **options)
 
     def _planned_epsilon(self, eps: float, delta: float, n: int, delta_g: float, method: str, options: dict) -> float:
         """The one function behind :meth:`can_afford` and :meth:`remaining`: the eps_g
         ``method`` certifies at delta_g for the ledger plus ``n`` (eps, delta)-DP mechanisms
         (``optcomp.epsilon_g`` of the extended multiset; inputs already validated)."""
-        e, d, c = self._arrays(((eps + 0.0, delta), n))
-        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options)
+        m = self._multiset.plus([(eps, delta, n)])
+        return optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=delta_g, method=method, **options)
 
     def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "auto", **options) -> bool:
         """Whether ``count`` more (eps, delta)-DP mechanisms keep the ledger within the
@@ -264,13 +253,12 @@ class Accountant:
         by the search, through the same function), and False for every x when
         ``remaining`` is ``-inf``.
         """
-        pair = _check_pair(eps, delta)
-        n = _check_count(count)
+        e, d, n = check_item(eps, delta, count)
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
         check_method(method, options)
         _check_total(self.k, n, "can_afford")
-        return self._planned_epsilon(pair[0], pair[1], n, delta_g, method, options) <= eps_g
+        return self._planned_epsilon(e, d, n, delta_g, method, options) <= eps_g
 
     def remaining(self, eps_g, delta_g, *, delta=0.0, count=1, method: str = "auto", rtol: float = 0.0,
                   progress=None, **options) -> float:
@@ -295,8 +283,8 @@ class Accountant:
         """
         from .calibrate import _check_rtol, _search
 
-        _, delta = _check_pair(0.0, delta)
-        n = _check_count(count)
+        _, delta = check_pair(0.0, delta)
+        n = check_count(count)
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
         rtol = _check_rtol(rtol)

@@ -57,7 +57,7 @@ import optcomp
 
 from . import _progress
 from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_count, check_delta_g,
-                      check_eps_g, check_k, check_probability)
+                      check_eps_g, check_k, check_probability, mechanisms)
 from .methods import METHOD_INFO, METHODS, check_method
 
 __all__ = [
@@ -321,13 +321,6 @@ def _search(value_for: Callable[[str, dict], Callable[[float], float]], method: 
                           slope=slope)
 
 
-def _grouped(values: np.ndarray, delta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (value, delta) pairs with counts (the library's multiset input)."""
-    d = np.broadcast_to(np.asarray(delta, dtype=float), values.shape)
-    pairs, counts = np.unique(np.stack([values, d], axis=1), axis=0, return_counts=True)
-    return pairs[:, 0].copy(), pairs[:, 1].copy(), counts
-
-
 def _check_weights(weights, counts=None) -> tuple[np.ndarray, np.ndarray | None]:
     w = _as_vector("weights", weights)
     if w.ndim != 1 or w.size < 1:
@@ -388,8 +381,8 @@ def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=No
     d = _check_deltas(delta, w.size)
     rtol = _check_rtol(rtol)
     check_method(method, options)
-    if c is None:  # group equal (weight, delta) pairs: the library gets a multiset
-        w, d, c = _grouped(w, d)
+    m = mechanisms(w, d, counts=c)  # the multiset of (weight, delta) pairs, equal ones grouped
+    w, d, c = m.eps, m.delta, m.count
     optcomp.epsilon_g(w, d, counts=c, delta_g=delta_g, method=method, **options)  # validate the rest once
 
     def value_for(m: str, opts: dict) -> Callable[[float], float]:
