@@ -18,7 +18,7 @@ LAYERS = {
     # L1 mathematics of the composed loss
     "_cgf": 1,
     # L2 distributions and closed forms (``_pairs``: the finite dominating pair, a leaf's type)
-    "loss": 2, "bounds": 2, "hardness": 2, "_pairs": 2,
+    "loss": 2, "bounds": 2, "hardness": 2, "_pairs": 2, "gdp": 2,
     # L3 producers: build certified distributions, never search (``mechanisms``: profiles and
     # discrete pairs of real mechanisms)
     "_exact": 3, "_lattice": 3, "mechanisms": 3, "kov_noise": 3,

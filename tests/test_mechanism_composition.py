@@ -176,3 +176,59 @@ def test_many_laplace_are_certified_and_tight():
     # black-box composition of the same Laplace workload (each (1/30, 0)-DP) is weaker
     bb = optcomp.epsilon_g(1 / 30.0, k=2000, delta_g=1e-6, method="optimal")
     assert b.upper <= bb
+
+
+# ----------------------------------------------------------------------------- the public entry points
+
+
+def test_entry_points_take_mechanisms_mixed_with_pairs():
+    """optcomp.epsilon_bounds([Laplace, Gaussian, BlackBox, plain eps], counts=...): the same
+    bracket as the lattice driver on the parsed multiset; epsilon_g (auto) is its upper end
+    or tighter, and delta_g at that eps is <= delta_g."""
+    mechs = [Laplace(10.0), Gaussian(5.0), optcomp.mechanisms.BlackBox(0.1, 1e-7), 0.3]
+    b = optcomp.epsilon_bounds(mechs, [0, 0, 0, 1e-8], counts=[100, 20, 5, 2], delta_g=1e-6, tol=1e-3)
+    m = mechanisms(mechs, [0, 0, 0, 1e-8], None, [100, 20, 5, 2])
+    assert dict(m.others) == {Laplace(10.0): 100, Gaussian(5.0): 20}
+    assert list(m.eps) == [0.1, 0.3] and list(m.delta) == [1e-7, 1e-8] and m.k == 127
+    assert b.gap <= 1e-3 and 0 < b.lower
+    e = optcomp.epsilon_g(mechs, [0, 0, 0, 1e-8], counts=[100, 20, 5, 2], delta_g=1e-6)
+    assert b.lower <= e <= b.upper + 1e-12
+    d = optcomp.delta_bounds(mechs, [0, 0, 0, 1e-8], counts=[100, 20, 5, 2], eps_g=e, tol=1e-3)
+    assert d.lower <= 1e-6 * (1 + 1e-9)
+
+
+def test_black_box_mechanisms_take_the_exact_paths():
+    """BlackBox, binary RandomizedResponse, Geometric(sensitivity 1) and a one-guarantee
+    Profile are the randomized response of their pair: bit for bit the black-box answer."""
+    from optcomp.mechanisms import BlackBox
+
+    for mech, pair in ((BlackBox(0.2, 1e-6), (0.2, 1e-6)), (RandomizedResponse(0.3), (0.3, 0.0)),
+                       (Geometric(0.1), (0.1, 0.0)), (Profile([(0.4, 1e-7)]), (0.4, 1e-7))):
+        for method in ("optimal", "auto", "kov", "basic"):
+            a = optcomp.epsilon_g(mech, k=40, delta_g=1e-5, method=method)
+            b = optcomp.epsilon_g(pair[0], pair[1], k=40, delta_g=1e-5, method=method)
+            assert a == b, (mech, method, a, b)
+        assert optcomp.delta_g([mech, 0.5], counts=[30, 2], eps_g=2.0) == \
+            optcomp.delta_g([pair[0], 0.5], [pair[1], 0.0], counts=[30, 2], eps_g=2.0)
+
+
+def test_mechanisms_errors_name_the_parameter():
+    with pytest.raises(ValueError, match=r"delta\[0\] must be 0 for a mechanism"):
+        optcomp.epsilon_g([Laplace(1.0), 0.1], [0.1, 0.0], delta_g=1e-6)
+    for method in ("basic", "drv", "kov", "advanced_pure"):
+        with pytest.raises(ValueError, match=f"method '{method}' composes \\(eps, delta\\) pairs only"):
+            optcomp.epsilon_g(Laplace(3.0), k=3, delta_g=1e-6, method=method)
+    with pytest.raises(ValueError, match="paper"):
+        optcomp.epsilon_g(Laplace(3.0), k=3, delta_g=1e-6, method="approx", algorithm="paper")
+    with pytest.raises(optcomp.ExactTooLarge, match="Laplace"):
+        optcomp.epsilon_g(Laplace(3.0), k=3, delta_g=1e-6, method="optimal")
+    with pytest.raises(ValueError, match="scale"):
+        Laplace(-1.0)
+
+
+def test_auto_falls_back_to_the_certified_bracket():
+    e = optcomp.epsilon_g(Laplace(2.0), k=2, delta_g=0.05)
+    a = mp.mpf(1) / 2
+    with mp.workdps(20):
+        assert mp_laplace_delta(a, 2, e) <= 0.05  # certified: delta at the answer is <= delta_g
+        assert mp_laplace_delta(a, 2, e - 2e-4) > 0.05  # and within the auto tolerance 1e-4

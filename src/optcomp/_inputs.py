@@ -69,6 +69,9 @@ class Mechanisms:
     delta: np.ndarray
     count: np.ndarray
     arrival: np.ndarray | None = field(default=None, repr=False)
+    #: mechanisms known by more than (eps, delta) (:mod:`optcomp.mechanisms` objects that are
+    #: not a black box), as ((mechanism, count), ...) in order of first arrival, equal ones merged
+    others: tuple = ()
 
     @classmethod
     def from_items(cls, items, *, name: str | None = None, max_count: int = MAX_K) -> "Mechanisms":
@@ -132,21 +135,31 @@ class Mechanisms:
         if not isinstance(other, Mechanisms):
             return NotImplemented
         return (np.array_equal(self.eps, other.eps) and np.array_equal(self.delta, other.delta)
-                and np.array_equal(self.count, other.count))
+                and np.array_equal(self.count, other.count) and dict(self.others) == dict(other.others))
 
     __hash__ = None  # arrays
 
     @classmethod
-    def _read_only(cls, eps, delta, count, arrival=None) -> "Mechanisms":
+    def _read_only(cls, eps, delta, count, arrival=None, others=()) -> "Mechanisms":
         for arr in (eps, delta, count, arrival):
             if arr is not None:
                 arr.setflags(write=False)
-        return cls(eps, delta, count, arrival)
+        return cls(eps, delta, count, arrival, tuple(others))
 
     @property
     def k(self) -> int:
         """The number of mechanisms (sum of the counts), a Python int."""
-        return int(self.count.sum())
+        return int(self.count.sum()) + sum(int(c) for _, c in self.others)
+
+    def black_box_only(self, method: str) -> "Mechanisms":
+        """This multiset, or a ValueError naming ``method`` when it holds mechanisms that are
+        not black boxes (a theorem about (eps, delta) pairs has nothing to say about them)."""
+        if self.others:
+            mech = self.others[0][0]
+            raise ValueError(
+                f"method {method!r} composes (eps, delta) pairs only, but eps holds {mech!r}; "
+                "use method='auto' or 'approx' for mechanisms (or BlackBox(eps, delta) for a pair)")
+        return self
 
     @property
     def groups(self) -> int:
@@ -316,6 +329,7 @@ def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
 
     At most 10^12 mechanisms in all.
     """
+    eps, mechs = _split_mechanisms(eps)
     eps_arr = _as_vector("eps", eps)
     delta_arr = _as_vector("delta", delta)
     if k is not None:
@@ -367,8 +381,51 @@ def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
         raise ValueError(f"delta must lie in [0, 1), got delta[{i}]={float(delta_arr[i])!r}")
     eps_arr = eps_arr + 0.0  # -0.0 -> 0.0
     delta_arr = delta_arr + 0.0
+    others: dict = {}
+    if mechs is not None:
+        if mechs.size == 1 and eps_arr.size > 1:  # one mechanism object, k copies
+            mechs = np.full(eps_arr.size, mechs[0], dtype=object)
+        keep = np.ones(eps_arr.size, dtype=bool)
+        for i, mech in enumerate(mechs.tolist()):
+            if mech is None:
+                continue
+            if delta_arr[i] != 0.0:
+                raise ValueError(f"delta[{i}] must be 0 for a mechanism object (eps[{i}]={mech!r} carries its own "
+                                 f"guarantee), got {float(delta_arr[i])!r}")
+            pair = mech.black_box()
+            if pair is not None:  # composes exactly as the black box (eps, delta)
+                eps_arr[i], delta_arr[i] = pair
+            else:
+                others[mech] = others.get(mech, 0) + int(cnt[i])
+                keep[i] = False
+        eps_arr, delta_arr, cnt = eps_arr[keep], delta_arr[keep], cnt[keep]
     eps_arr, delta_arr, cnt, _ = _grouped(eps_arr, delta_arr, cnt)  # equal pairs merged, sorted by (eps, delta)
-    return Mechanisms._read_only(eps_arr, delta_arr, cnt)
+    return Mechanisms._read_only(eps_arr, delta_arr, cnt, None, tuple(others.items()))
+
+
+def _is_mechanism(x) -> bool:
+    return hasattr(x, "leaf_data") and hasattr(x, "black_box")
+
+
+def _split_mechanisms(eps):
+    """(eps with 0.0 in place of every mechanism object, object array of the mechanisms (None
+    elsewhere) or None when there are none): :mod:`optcomp.mechanisms` objects may stand in
+    ``eps`` beside plain numbers (this layer only recognises them, by their interface)."""
+    if _is_mechanism(eps):
+        out = np.empty(1, dtype=object)
+        out[0] = eps
+        return 0.0, out
+    if isinstance(eps, (list, tuple)) and any(_is_mechanism(v) for v in eps):
+        out = np.empty(len(eps), dtype=object)
+        vals = []
+        for i, v in enumerate(eps):
+            if _is_mechanism(v):
+                out[i] = v
+                vals.append(0.0)
+            else:
+                vals.append(v)
+        return vals, out
+    return eps, None
 
 
 def _check_real(name: str, value) -> float:

@@ -316,7 +316,7 @@ def approx_epsilon(
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
         _progress.callback(progress)  # validated; the published algorithm reports nothing
-        return paper_epsilon(m, delta_g, eta)
+        return paper_epsilon(m.black_box_only("approx (algorithm='paper')"), delta_g, eta)
     return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress).upper
 
 
@@ -341,7 +341,7 @@ def approx_delta(
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
         _progress.callback(progress)  # validated; the published algorithm reports nothing
-        return paper_delta(m, eps_g, eta)
+        return paper_delta(m.black_box_only("approx (algorithm='paper')"), eps_g, eta)
     return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress).upper
 
 

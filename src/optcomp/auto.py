@@ -58,18 +58,18 @@ def _resolve(exact, bounded, what: str, tol, progress) -> tuple[float, str]:
 def resolve_epsilon(m: Mechanisms, delta_g: float, *, tol=None, progress=None) -> tuple[float, str]:
     """(eps_g, how it was obtained) for ``method="auto"``; see the module docstring."""
     from .approx import approx_epsilon
-    from .optimal import optimal_epsilon
+    from .methods import METHOD_INFO
 
-    return _resolve(lambda: optimal_epsilon(m, delta_g),
+    return _resolve(lambda: METHOD_INFO["optimal"].epsilon(m, delta_g),
                     lambda t, p: approx_epsilon(m, delta_g, tol=t, progress=p), "eps_g", tol, progress)
 
 
 def resolve_delta(m: Mechanisms, eps_g: float, *, tol=None, progress=None) -> tuple[float, str]:
     """(delta_g, how it was obtained) for ``method="auto"``; see the module docstring."""
     from .approx import approx_delta
-    from .optimal import optimal_delta
+    from .methods import METHOD_INFO
 
-    return _resolve(lambda: optimal_delta(m, eps_g),
+    return _resolve(lambda: METHOD_INFO["optimal"].delta(m, eps_g),
                     lambda t, p: approx_delta(m, eps_g, tol=t, progress=p), "delta_g", tol, progress)
 
 

@@ -155,6 +155,9 @@ def lattice_bounds(
     bracket) when the lattice would exceed ``max_points`` points or stops improving.
     """
     info = info if info is not None else BracketInfo()
+    if m.others:  # mechanisms beyond black boxes: every one a leaf (issue 18)
+        return mechanism_bounds(m, m.others, delta_g, tol, max_points=max_points, info=info, workers=workers,
+                                progress=progress)
     t_low = residual_target(m, delta_g)
     if t_low < 0.0:
         return Bounds(math.inf if residual_target(m, delta_g, round_up=True) < 0.0 else 0.0, math.inf)
@@ -442,6 +445,9 @@ def lattice_delta_bounds(
     the tilt; capped at 1 + theta), usually the only pass; then :func:`_next_step` from the
     measured relative gaps.  (Only the cost depends on these choices, never the bounds.)"""
     info = info if info is not None else BracketInfo()
+    if m.others:  # mechanisms beyond black boxes: every one a leaf (issue 18)
+        return mechanism_delta_bounds(m, m.others, eps_g, tol, max_points=max_points, info=info, workers=workers,
+                                      progress=progress)
     vals, cnts = m.positive()
     if vals.size == 0 or eps_g >= dot_dir(cnts, vals, True):
         return Bounds(delta_from_excess(m, 0.0, round_up=False), delta_from_excess(m, 0.0))

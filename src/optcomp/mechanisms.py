@@ -171,6 +171,12 @@ class Mechanism:
     def _atoms(self, direction):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def black_box(self):
+        """(eps, delta) when this mechanism's dominating pair *is* the randomized response of
+        a black-box (eps, delta) (so it composes exactly as that pair, through every exact
+        path of the package), else None."""
+        return None
+
     # -- the engine's leaves ---------------------------------------------------------------
     def leaf_data(self, h, direction: str = FORWARD, *, tail=_TAIL, max_atoms=MAX_ATOMS):
         """The numbers a lattice leaf of this mechanism is built from, every one a certified
@@ -279,6 +285,9 @@ class BlackBox(Mechanism):
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
 
+    def black_box(self):
+        return (self.eps, self.delta)
+
 
 @dataclass(frozen=True)
 class RandomizedResponse(Mechanism):
@@ -310,6 +319,10 @@ class RandomizedResponse(Mechanism):
 
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
+
+    def black_box(self):
+        """Binary randomized response is the black box (eps, 0) itself."""
+        return (self.eps, 0.0) if self.values == 2 else None
 
 
 @dataclass(frozen=True)
@@ -349,6 +362,11 @@ class Geometric(Mechanism):
 
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
+
+    def black_box(self):
+        """With sensitivity 1 the loss has the two atoms of randomized response (KOV Thm 4.4:
+        the k-fold geometric mechanism achieves exactly the optimal privacy region)."""
+        return (self.eps, 0.0) if self.sensitivity == 1 else None
 
 
 @dataclass(frozen=True)
@@ -543,6 +561,10 @@ class Profile(Mechanism):
 
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
+
+    def black_box(self):
+        """One guarantee: the dominating pair of a black box (eps, delta)."""
+        return self.guarantees[0] if len(self.guarantees) == 1 else None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,20 +23,50 @@ __all__ = ["Method", "METHOD_INFO", "METHODS", "check_method"]
 
 class _Lazy:
     """A function of a core module, imported on its first call (keeps ``import optcomp``
-    free of scipy: ~0.3 s of start-up for the command line)."""
+    free of scipy: ~0.3 s of start-up for the command line).
 
-    __slots__ = ("module", "name", "_function")
+    ``pairs_only``: the theorem speaks of (eps, delta) pairs only -- a multiset holding
+    mechanisms of :mod:`optcomp.mechanisms` that are not black boxes is refused with a
+    ``ValueError`` naming the method; ``exact``: the exact method, which composes such
+    mechanisms only where a closed form exists (Gaussians: :mod:`optcomp.gdp`) and raises
+    :class:`~optcomp.ExactTooLarge` otherwise (``auto`` then falls back to ``approx``)."""
 
-    def __init__(self, module: str, name: str):
+    __slots__ = ("module", "name", "_function", "pairs_only", "exact")
+
+    def __init__(self, module: str, name: str, *, pairs_only: str | None = None, exact: str | None = None):
         self.module, self.name, self._function = module, name, None
+        self.pairs_only, self.exact = pairs_only, exact
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, m, *args, **kwargs):
+        if m.others:
+            if self.pairs_only is not None:
+                m.black_box_only(self.pairs_only)
+            if self.exact is not None:
+                return _exact_mechanisms(self.exact, m, *args)
         if self._function is None:
             self._function = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
-        return self._function(*args, **kwargs)
+        return self._function(m, *args, **kwargs)
 
     def __repr__(self):
         return f"<function optcomp.{self.module}.{self.name}>"
+
+
+def _exact_mechanisms(direction: str, m, target):
+    """``method="optimal"`` for a multiset with mechanisms: the closed form of composed
+    Gaussians (:mod:`optcomp.gdp`, a bracket 1e-12 wide: its upper end), when the
+    multiset is Gaussians only (black boxes (0, 0) aside); else ExactTooLarge."""
+    from . import gdp
+    from ._types import ExactTooLarge
+
+    gauss = [(mech, c) for mech, c in m.others if type(mech).__name__ == "Gaussian"]
+    if len(gauss) < len(m.others) or bool((m.eps > 0).any() or (m.delta > 0).any()):
+        names = sorted({type(mech).__name__ for mech, _ in m.others})
+        raise ExactTooLarge(f"no exact composition of {', '.join(names)} mechanisms (mixed with others) is implemented "
+                            "(closed form: Gaussians alone); use method='approx' or 'auto' for certified bounds")
+    mu = gdp.mu_bounds([g.sigma for g, _ in gauss], [g.sensitivity for g, _ in gauss], [c for _, c in gauss])
+    if direction == "epsilon":
+        return gdp.epsilon_bounds(mu[0], mu[1], target).upper
+    return gdp.delta_bounds(mu[0], mu[1], target).upper
 
 
 @dataclass(frozen=True)
@@ -52,15 +82,16 @@ class Method:
 
 _REGISTRY = (
     Method("basic", "Basic composition, MV Thm 1.2 (heterogeneous: sums)",
-           _Lazy("bounds", "basic_epsilon"), _Lazy("bounds", "basic_delta")),
+           _Lazy("bounds", "basic_epsilon", pairs_only="basic"), _Lazy("bounds", "basic_delta", pairs_only="basic")),
     Method("drv", "Advanced composition, Dwork-Rothblum-Vadhan, MV Thm 1.3 / KOV Thm 3.2",
-           _Lazy("bounds", "drv_epsilon"), _Lazy("bounds", "drv_delta")),
+           _Lazy("bounds", "drv_epsilon", pairs_only="drv"), _Lazy("bounds", "drv_delta", pairs_only="drv")),
     Method("kov", "KOV closed-form bound, KOV Thm 3.4 = MV Thm 6.1 (homogeneous), KOV Thm 3.5 (heterogeneous)",
-           _Lazy("bounds", "kov_epsilon"), _Lazy("bounds", "kov_delta")),
+           _Lazy("bounds", "kov_epsilon", pairs_only="kov"), _Lazy("bounds", "kov_delta", pairs_only="kov")),
     Method("advanced_pure", "Advanced composition starting from pure DP (Steinke, Composition Basics)",
-           _Lazy("bounds", "advanced_pure_epsilon"), _Lazy("bounds", "advanced_pure_delta")),
+           _Lazy("bounds", "advanced_pure_epsilon", pairs_only="advanced_pure"),
+           _Lazy("bounds", "advanced_pure_delta", pairs_only="advanced_pure")),
     Method("optimal", "Exact optimal composition, KOV Thm 3.3 / MV Thm 1.4 (homogeneous), MV Thm 1.5 (heterogeneous)",
-           _Lazy("optimal", "optimal_epsilon"), _Lazy("optimal", "optimal_delta"), ("max_atoms",)),
+           _Lazy("optimal", "optimal_epsilon", exact="epsilon"), _Lazy("optimal", "optimal_delta", exact="delta"), ("max_atoms",)),
     Method("approx", "Certified approximation of the optimum, MV Thm 1.7 "
                      "(default: fast lattice algorithm; algorithm='paper': as published)",
            _Lazy("approx", "approx_epsilon"), _Lazy("approx", "approx_delta"),
