@@ -46,16 +46,17 @@ on the safe side:
   C = sum of offsets correctly rounded by fsum); loss values of the upper bound are then
   moved up by 4 ulps of |loss| + |C|;
 * leaf masses: computed from logs (log_expit, log(expm1)) with a relative error bound per
-  leaf of 8 ulps times the magnitude of every term involved (libm functions assumed
-  accurate to a few ulps); the k leaves multiply these (all terms are positive), and so
-  does the tilt's normaliser exp(sum log Z_i - theta h n);
+  leaf of 8 ulps times the magnitude of every term involved (libm functions within
+  ``_rounding.LIBM_ULPS``, the package's one stated library assumption); the k leaves
+  multiply these (all terms are positive), and so does the tilt's normaliser
+  exp(sum log Z_i - theta h n);
 * FFT convolution: per convolution, error <= (40 log2 N + 10) u (|a|_2 |b|_1 + |a|_1 |b|_2)
-  in the 2-norm -- about 1.7x the standard normwise bound for radix-2 Cooley-Tukey
-  (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm 24.2, with
-  accurate twiddles) carried through the pointwise product and inverse transform; that
-  this form also covers scipy's mixed-radix (2, 3, 4, 5) real FFTs is an assumption, which
-  the tests check against long-double and rational convolutions (actual errors are 10^3 to
-  10^5 times below the bound).  Errors propagate by Young's inequality, and at the root
+  in the 2-norm: the per-transform factor F(N) <= (36.98 log2 N - 29.3) u is derived pass
+  by pass for scipy's real mixed-radix (4, 2, 3, 5) transforms in
+  :func:`optcomp._lattice.tree._fft_error` (Higham, *Accuracy and Stability of Numerical
+  Algorithms*, 2nd ed., Thm 24.2, generalised), carried through the pointwise product and
+  the inverse transform; the tests recompute its constants and compare with exact integer
+  convolutions (actual errors <= 5e-3 of the charge).  Errors propagate by Young's inequality, and at the root
   ||a * b||_inf <= ||a||_2 ||b||_2 turns them into a max-norm bound per lattice point;
 * upper bounds add that bound to every atom's (tilted) mass and clip at 1 (a mass that
   underflows is charged 2.5e-308 as slack), then :func:`optcomp.loss.solve_segments` or
