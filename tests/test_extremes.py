@@ -290,3 +290,65 @@ def test_nearly_deterministic_groups_epsilon(delta_g):
     b = optcomp.epsilon_bounds(*_args(groups), counts=_counts(groups), delta_g=delta_g)
     _brackets(b, lo, hi)
     assert b.gap <= 1e-3
+
+
+# ----------------------------------------------------------------- products of binomials: windows of the factors
+
+KINDS_2E7 = [(20.0, 0.0, 10**7), (30.0, 0.0, 10**7)]
+
+
+@pytest.mark.parametrize("groups, delta_g", [
+    (KINDS_2E7, 1e-9),  # the issue's case: the optimum is within 1.1e-9 of the top atom
+    (KINDS_2E7, 1e-3),
+    (KINDS_2E7, 0.5),
+    (KINDS_2E7, 0.99),  # below the second atom (one eps-20 mechanism at -20)
+    ([(20.0, 0.0, 10**5), (30.0, 0.0, 10**5)], 0.5),
+    ([(2.0, 0.0, 10**4), (3.0, 1e-12, 10**3)], 1e-7),  # windows in the bulk (sd 32 and 7)
+    ([(2.0, 0.0, 10**4), (3.0, 1e-12, 10**3)], 0.3),
+])
+def test_product_of_binomials_windowed_epsilon(groups, delta_g):
+    """10^7 mechanisms of eps 20 beside 10^7 of eps 30, method="optimal", met (10^7 + 1)^2
+    atoms in the middle (47 s).  Only a window of each binomial matters (n - M is
+    ~Poisson(0.02) and ~Poisson(1e-6)): the factors are windowed, every outside mass
+    charged, and the answer stays effectively exact against the reference, inside the
+    certified bracket of epsilon_bounds -- which lists the same windows before any lattice
+    (at delta_g = 0.99 it raised ApproxTooCostly: the lattice needed 9.6e6 points)."""
+    lo, hi, tight = ref.ref_epsilon_bounds(groups, delta_g, max_atoms=200_000)
+    assert tight
+    got = optcomp.epsilon_g(*_args(groups), counts=_counts(groups), delta_g=delta_g, method="optimal")
+    assert _below(hi) <= got <= float(hi) * (1 + 1e-12)
+    b = optcomp.epsilon_bounds(*_args(groups), counts=_counts(groups), delta_g=delta_g)
+    _brackets(b, lo, hi)
+    assert b.lower <= got
+
+
+def test_product_of_binomials_windowed_is_listed():
+    """The issue's case is a listed product of a few dozen atoms (not 10^7 x 10^7 met in the
+    middle): the windows of the two factors at t = 1e-9."""
+    from optcomp import optimal as opt
+    from optcomp._inputs import mechanisms
+
+    m = mechanisms([20.0, 30.0], [0.0, 0.0], counts=[10**7, 10**7])
+    kind, groups, _, _ = opt._exact_solver(m, opt.MAX_ATOMS, math.log(1e-9))
+    assert kind == "full"
+    assert opt._atom_count(groups) <= 256
+    # the windows hold the top atoms (where the root lies) and end at M = n
+    assert all(g[1] == 10**7 and g[3] == 10**7 and g[2] < 10**7 - 3 for g in groups)
+
+
+@pytest.mark.parametrize("groups, eps_g", [
+    (KINDS_2E7, 499999999.9989787),  # H ~ 1e-3, within 1e-3 of the top atom
+    (KINDS_2E7, 499999999.0),
+    (KINDS_2E7, 499999959.0),
+    (KINDS_2E7, 499999900.0),
+    ([(2.0, 0.0, 10**4), (3.0, 1e-12, 10**3)], 18500.0),
+    ([(0.5, 0.0, 400), (1.0, 0.0, 150)], 300.0),  # H ~ 1e-49: windows aimed by the Chernoff estimate
+    ([(0.5, 0.0, 400), (1.0, 0.0, 150)], 345.0),  # H ~ 1e-95
+])
+def test_product_of_binomials_windowed_delta(groups, eps_g):
+    """The delta direction: windows aimed at the Chernoff estimate of H(eps_g), checked
+    against the H found (at most 2^-50 of it outside)."""
+    lo, hi, tight = ref.ref_delta_bounds(groups, eps_g, max_atoms=200_000)
+    assert tight
+    got = optcomp.delta_g(*_args(groups), counts=_counts(groups), eps_g=eps_g, method="optimal")
+    assert _below(hi) <= got <= float(hi) * (1 + 1e-12)

@@ -303,6 +303,60 @@ def test_grouped_matches_meet_in_the_middle_and_bruteforce(monkeypatch):
     assert g1 < optcomp.epsilon_g(big, delta_g=1e-6, method="kov")
 
 
+def _product_excess_mp(groups, x):
+    """H(x) = sum_{l > x} P0[L = l] (1 - e^{x - l}) for the product of binomials (eps, n) of
+    MV Def. 3.1 randomized responses, from the definition: exact rational positions, masses
+    C(n, j) p^j q^(n-j) in mpmath."""
+    from fractions import Fraction
+
+    atoms = {Fraction(0): mp.mpf(1)}
+    for eps, n in groups:
+        p = mp.e ** mp.mpf(eps) / (1 + mp.e ** mp.mpf(eps))
+        masses = [mp.binomial(n, j) * p**j * (1 - p) ** (n - j) for j in range(n + 1)]
+        new = {}
+        for pos, w in atoms.items():
+            for j in range(n + 1):
+                key = pos + Fraction(eps) * (2 * j - n)
+                new[key] = new.get(key, 0) + w * masses[j]
+        atoms = new
+    fx = Fraction(x)
+    return mp.fsum(w * -mp.expm1(-(mp.mpf((pos - fx).numerator) / (pos - fx).denominator))
+                   for pos, w in atoms.items() if pos > fx)
+
+
+WINDOWED = [(0.5, 40, 15, 30), (1.0, 30, 18, 28)]  # narrow: ~3 % of the mass outside, charged visibly
+
+
+@pytest.mark.parametrize("x", [0.0, 5.0, 12.0, 20.0, 30.0, 41.0])
+def test_windowed_product_brackets_the_definition(x):
+    """Windows of the factors (the mass below lumped at the window's first atom, the mass
+    above at +inf; both dropped by lower bounds) bracket H(x) of the whole product, listed or
+    met in the middle, and the bracket is no wider than the mass outside the windows."""
+    groups = [g[:2] for g in WINDOWED]
+    h = _product_excess_mp(groups, x)
+    dist = opt.product_distribution(WINDOWED, lower=True)
+    upper, lower = dist.excess(x), dist.excess_lower(x)
+    assert lower <= h <= upper
+    outside = opt.window_charges(WINDOWED)
+    assert 0.01 < outside < 0.1  # the charges are not negligible here: the test can see them
+    assert upper - lower <= outside * (1 + 1e-9) + 1e-12
+    halves, _ = opt._split(WINDOWED)
+    assert opt._MeetInTheMiddle(*halves).excess(x) >= h
+
+
+@pytest.mark.parametrize("t", [0.5, 0.2, 0.05])  # above the mass put at +inf (0.039)
+def test_windowed_product_roots_bracket_the_definition(t):
+    groups = [g[:2] for g in WINDOWED]
+    dist = opt.product_distribution(WINDOWED, lower=True)
+    upper, lower = solve_segments(dist, t), dist.epsilon_lower(t)
+    halves, _ = opt._split(WINDOWED)
+    mitm = opt._MeetInTheMiddle(*halves).epsilon(t)
+    assert _product_excess_mp(groups, upper) <= t  # the least x with H(x) <= t is <= upper
+    assert _product_excess_mp(groups, mitm) <= t
+    assert lower == 0.0 or _product_excess_mp(groups, lower) >= t  # ... and >= lower
+    assert lower <= upper
+
+
 def test_zero_eps_mechanisms_only_contribute_delta():
     assert optcomp.epsilon_g([0.0, 0.0], [0.1, 0.2], delta_g=0.3) == 0.0
     assert optcomp.epsilon_g([0.0, 0.0], [0.1, 0.2], delta_g=0.27) == math.inf

@@ -1,6 +1,7 @@
 r"""Exact producers (layer L3): the loss distribution of a multiset listed exactly --
-a window of one binomial (homogeneous, k up to 10^12), a product of binomials, one atom
-(every eps 0 or >= BIG_EPS) -- with its masses' error bounds, and the bracket functions
+a window of one binomial (homogeneous, k up to 10^12), a product of binomials (each factor
+whole, or a window of it: :func:`window_groups`), one atom (every eps 0 or >= BIG_EPS) --
+with its masses' error bounds, and the bracket functions
 the lattice driver calls before any lattice (:func:`exact_epsilon_bounds`,
 :func:`exact_excess_bounds`).  Never searches: the drivers choose."""
 
@@ -14,9 +15,9 @@ import numpy as np
 from scipy.special import log_expit
 
 from .._binomial import binomial_log_pmf, binomial_masses
-from .._cgf import binomial_quantile
+from .._cgf import binomial_quantile, cgf_terms, tilt_for
 from .._inputs import Mechanisms
-from .._rounding import TINY, UNIT, down, exact_dir, up
+from .._rounding import LIBM_ULPS, TINY, UNIT, down, exact_dir, up
 from ..loss import LossDistribution, WindowTooNarrow, solve_segments
 
 
@@ -63,8 +64,17 @@ def _binomial_tail(eps: float, k: int, m_hi: int, p_up: np.ndarray) -> float:
     so the tail is at most pmf(m_hi) r/(1 - r)."""
     if m_hi >= k:
         return 0.0
-    r = (k - m_hi) / (m_hi + 1.0) * math.exp(min(eps, 700.0))
-    return math.inf if r >= 1.0 else float(p_up[-1]) * r / (1.0 - r) * (1.0 + 1e-12)
+    return _geometric(float(p_up[-1]), (k - m_hi) / (m_hi + 1.0) * math.exp(min(eps, 700.0)))
+
+
+def _geometric(p: float, r: float) -> float:
+    """An upper bound on p r/(1 - r) (= p (r + r^2 + ...)) for a pmf ratio r computed with
+    one exp (within LIBM_ULPS ulps, 2 L u) and two roundings: r is raised by (2 L + 4) u
+    first (r/(1 - r) increases in r, and its error grows like 1/(1 - r): not a fixed
+    factor), then the three roundings of the quotient are covered by 1e-12; inf when r
+    reaches 1."""
+    r = r * (1.0 + (2.0 * LIBM_ULPS + 4.0) * UNIT)
+    return math.inf if r >= 1.0 else p * r / (1.0 - r) * (1.0 + 1e-12)
 
 
 def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = Fraction(0),
@@ -154,7 +164,7 @@ def _low_tail(eps: float, k: int, m_lo: int, log2_scale: int) -> float:
     if r >= 1.0:
         return math.inf
     _, top, _ = binomial_masses(eps, k, m_lo, m_lo, log2_scale)
-    return float(top[0]) * r / (1.0 - r) * (1.0 + 1e-12)
+    return _geometric(float(top[0]), r)
 
 
 def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0,
@@ -194,7 +204,8 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
 
 def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15):
     """Certified (lower, upper) on eps_g from the exact producers when the multiset is one
-    group or a product of at most ``max_atoms`` atoms (else None): the float64 floor."""
+    group or a product of at most ``max_atoms`` atoms, whole or windowed at t_low
+    (:func:`window_groups`), else None: the float64 floor."""
     groups, shift, slack = _split_groups(m)
     if not groups:  # every eps_i is 0 or >= BIG_EPS: one atom at the exact shift
         dist = _point_mass(shift, slack)
@@ -203,7 +214,9 @@ def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: 
         eps, n = groups[0]
         return (_homogeneous_epsilon(eps, n, t_high, shift, slack, upward=False),
                 _homogeneous_epsilon(eps, n, t_low, shift, slack))
-    if 1 < len(groups) and _atom_count(groups) <= max_atoms:
+    if _atom_count(groups, max_atoms) > max_atoms and t_low > 0.0:
+        groups = window_groups(groups, math.log(t_low), max_atoms)
+    if _atom_count(groups, max_atoms) <= max_atoms:
         dist = product_distribution(groups, shift, slack, lower=True, log2_scale=_scale_for(t_low))
         return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
     return None
@@ -211,7 +224,10 @@ def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: 
 
 def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
     """Certified (lower, upper) on H(x) from the exact producers (see
-    :func:`exact_epsilon_bounds`), or None."""
+    :func:`exact_epsilon_bounds`), or None; a product beyond ``max_atoms`` is windowed at the
+    Chernoff estimate of H(x) (:func:`log_excess_guess`), aimed once more at the lower bound
+    found when the mass outside the windows exceeds 2^-50 of it, and given up (None) when
+    that does not hold either (the bracket would not be the float64 floor)."""
     groups, shift, slack = _split_groups(m)
     if not groups:  # every eps_i is 0 or >= BIG_EPS: one atom at the exact shift
         dist = _point_mass(shift, slack)
@@ -220,10 +236,25 @@ def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
         eps, n = groups[0]
         return (_homogeneous_excess(eps, n, x, shift, slack, upward=False),
                 _homogeneous_excess(eps, n, x, shift, slack))
-    if 1 < len(groups) and _atom_count(groups) <= max_atoms:
+    if _atom_count(groups, max_atoms) <= max_atoms:
         dist = product_distribution(groups, shift, slack, lower=True)
         return dist.excess_lower(x), dist.excess(x)
+    log_h = max(log_excess_guess(groups, shift, x), _LOG_FLOOR)
+    for _ in range(2):
+        windowed = window_groups(groups, log_h, max_atoms)
+        if _atom_count(windowed, max_atoms) > max_atoms:
+            return None
+        dist = product_distribution(windowed, shift, slack, lower=True)
+        lower = dist.excess_lower(x)
+        if window_charges(windowed) <= _TAIL * lower:
+            return lower, dist.excess(x)
+        if not lower > 0.0 or math.log(lower) >= log_h:
+            return None
+        log_h = max(math.log(lower), _LOG_FLOOR)
     return None
+
+
+_LOG_FLOOR = math.log(1e-300)  # windows are never aimed below this H (the delta direction's floor)
 
 
 def product_atoms(groups, *, lower: bool = False):
@@ -241,11 +272,31 @@ def _scale_for(t: float) -> int:
 
 
 def _product(groups, lower: bool, log2_scale: int = 0):
+    """(losses, lower masses or None, upper masses, unlisted mass, sort order) of the product
+    of the binomial factors ``groups``, masses x 2^log2_scale (carried by the first factor).
+
+    A factor (eps, n) is listed whole; a windowed one (eps, n, lo, hi) (see
+    :func:`window_groups`) lists m in [lo, hi] only.  Its mass below lo is lumped into the
+    upper mass of its atom lo (every such outcome moves up to a larger loss: an upper bound
+    on H) and dropped from the lower masses; its mass above hi, bounded by the geometric
+    series of :func:`_binomial_tail`, is not listed: it is added to the unlisted mass (put
+    at +inf by upper bounds -- the true mass of every outcome with M_j > hi_j is at most
+    P0[M_j > hi_j] times the other factors' true total, 1 -- and dropped by lower bounds),
+    together with the mass lost to underflow."""
     loss = np.zeros(1)
     p_lo = np.ones(1) if lower else None
     p_up = np.ones(1)
-    for i, (eps, n) in enumerate(groups):  # the first factor carries the 2^s scale
-        fl, flo, fup, _, _ = binomial_atoms(eps, n, 0, n, log2_scale if i == 0 else 0)
+    cut = 0.0  # the windows' upper tails, x 2^log2_scale
+    for i, g in enumerate(groups):  # the first factor carries the 2^s scale
+        eps, n = g[0], g[1]
+        lo, hi = _range(g)
+        s = log2_scale if i == 0 else 0
+        fl, flo, fup, _, _ = binomial_atoms(eps, n, lo, hi, s)
+        if lo > 0:
+            fup = fup.copy()
+            fup[0] = up(float(fup[0]) + _low_tail(eps, n, lo, s), 1)
+        if hi < n:
+            cut = up(cut + _upper_tail(eps, n, hi, log2_scale), 1)
         loss = (loss[:, None] + fl[None, :]).ravel()
         if lower:
             p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
@@ -256,13 +307,117 @@ def _product(groups, lower: bool, log2_scale: int = 0):
         p_lo = p_lo[order] * (1.0 - products)
     p_up = p_up[order] * (1.0 + products)
     underflow = TINY * int(np.count_nonzero(p_up < 1e-300))  # products may underflow
-    return loss[order], p_lo, p_up, underflow, order
+    return loss[order], p_lo, p_up, (up(underflow + cut, 1) if cut else underflow), order
+
+
+def _range(g) -> tuple[int, int]:
+    """The listed range [lo, hi] of M for a factor (eps, n) or a window (eps, n, lo, hi)."""
+    return (g[2], g[3]) if len(g) > 2 else (0, g[1])
+
+
+def _upper_tail(eps: float, n: int, hi: int, log2_scale: int) -> float:
+    """Bound on 2^s P0[M > hi], M ~ Bin(n, expit(eps)) (:func:`_binomial_tail` from the
+    pmf at hi)."""
+    if hi >= n:
+        return 0.0
+    _, top, _ = binomial_masses(eps, n, hi, hi, log2_scale)
+    return _binomial_tail(eps, n, hi, top)
+
+
+def _log_geometric_tail(eps: float, n: int, m: int, upper: bool) -> float:
+    """log of a bound on P0[M > m] (``upper``) or P0[M < m]: the pmf at m (its log with its
+    error bound, :mod:`optcomp._binomial`) times r/(1 - r), r the pmf ratio at m (the series
+    of :func:`_binomial_tail` / :func:`_low_tail`, in log space: no underflow); +inf when
+    r >= 1 (m not beyond the mode)."""
+    if upper:
+        log_r = math.log(n - m) - math.log(m + 1.0) + eps
+    else:
+        log_r = math.log(m) - math.log(n - m + 1.0) - eps
+    if log_r >= -1e-12:
+        return math.inf
+    lv, le = binomial_log_pmf(eps, n, np.array([m]))
+    return float(lv[0] + le[0]) + log_r - math.log(-math.expm1(log_r)) + 1e-9
+
+
+def _window_edge(eps: float, n: int, log_tail: float, upper: bool) -> int:
+    """The window's upper edge hi with P0[M > hi] <= e^log_tail (``upper``), or its lower
+    edge lo with P0[M < lo] <= e^log_tail: first guessed by the Chernoff quantile (aimed
+    below by the geometric series' factor ~ sd), then checked by
+    :func:`_log_geometric_tail` and moved out until it holds (n or 0 at worst)."""
+    lp, lq = float(log_expit(eps)), float(log_expit(-eps))
+    p = math.exp(lp)
+    aim = log_tail - math.log(math.sqrt(n * p * (1.0 - p)) + 2.0)
+    for _ in range(8):
+        if upper:  # P0[M >= m] <= e^aim at the quantile m, so P0[M > m] is too
+            m = min(n, binomial_quantile(n, lp, lq, aim))
+            if m >= n:
+                return n
+        else:  # n - M ~ Bin(n, q): P0[n - M >= j] <= e^aim, so P0[M < n - j] is too
+            m = max(0, n - binomial_quantile(n, lq, lp, aim))
+            if m <= 0:
+                return 0
+        if _log_geometric_tail(eps, n, m, upper) <= log_tail:
+            return m
+        aim -= 16.0
+    return n if upper else 0
+
+
+def window_groups(groups, log_t: float, limit: int | None = None):
+    """The factors (eps, n) of a product of binomials narrowed to windows (eps, n, lo, hi) of
+    their M ~ Bin(n, expit(eps)) whose 2 len(groups) tails P0[M < lo], P0[M > hi] each weigh
+    at most _TAIL e^log_t / (2 len(groups)) (a factor kept whole stays (eps, n)).  The mass
+    outside is charged by :func:`_product` (lumped at lo, put at +inf above hi; dropped for
+    lower bounds), so the bracket widens by at most 2^-50 e^log_t: with e^log_t the target
+    t, or an estimate of H(x) that the caller checks against the H found
+    (:func:`window_charges`), the products stay effectively
+    exact while listing, e.g., 12 x 6 atoms instead of (10^7 + 1)^2 (eps 20 and 30, 10^7
+    each, delta_g = 1e-9: n - M is ~Poisson(0.02)).  Once the atoms of the windows so far
+    exceed ``limit``, the remaining factors are kept whole (every factor has an atom: the
+    product is out of reach anyway; 10^6 distinct eps_i cost ~50 windows, not 10^6)."""
+    log_each = log_t + math.log(_TAIL / (2 * len(groups)))
+    out = []
+    size = 1
+    for g in groups:
+        eps, n = g[0], g[1]
+        if limit is not None and size > limit:
+            out.append(g)
+            continue
+        lo, hi = _window_edge(eps, n, log_each, False), _window_edge(eps, n, log_each, True)
+        out.append((eps, n, lo, hi) if lo > 0 or hi < n else (eps, n))
+        size *= hi - lo + 1
+    return out
+
+
+def window_charges(groups) -> float:
+    """Bound on the (unscaled) mass outside the windows of ``groups`` (both tails of every
+    windowed factor): what :func:`_product` lumps or leaves unlisted, at most."""
+    total = 0.0
+    for g in groups:
+        lo, hi = _range(g)
+        if lo > 0:
+            total = up(total + _low_tail(g[0], g[1], lo, 0), 1)
+        total = up(total + _upper_tail(g[0], g[1], hi, 0), 1)
+    return total
+
+
+def log_excess_guess(groups, shift: Fraction, x: float) -> float:
+    """log of the Chernoff bound P0[L > x] <= e^{K(theta) - theta (x - shift)} at the tilt
+    theta >= 0 centring the loss at x (0 when x is below the mean): an estimate from above
+    of log H(x), only to aim the windows of the delta direction."""
+    e = np.array([g[0] for g in groups], dtype=float)
+    c = np.array([g[1] for g in groups], dtype=float)
+    y = float(Fraction(x) - shift)
+    theta = tilt_for(e, y, c)
+    if theta <= 0.0:
+        return 0.0
+    k = float(np.sum(c * cgf_terms(log_expit(e), log_expit(-e), e, theta)))
+    return min(0.0, k - theta * y)
 
 
 def _position_error(groups) -> float:
     """Bound on |float loss - exact loss| of the atoms built by :func:`_product`: each factor
     loss (2m - n) eps is one rounding, each of the len(groups) - 1 sums another."""
-    total = sum(n * e for e, n in groups)
+    total = sum(g[1] * g[0] for g in groups)
     return 2.0 * (len(groups) + 1) * UNIT * total * (1.0 + 1e-12)
 
 
@@ -283,8 +438,25 @@ def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0
                             log2_scale=log2_scale)
 
 
-def _atom_count(groups) -> int:
-    return math.prod(n + 1 for _, n in groups)
+def _atom_count(groups, cap: int | None = None) -> int:
+    """Atoms listed by :func:`_product` (windows counted as windows); with ``cap``, any
+    value above it once the count passes it (the product of 10^6 factors of two atoms is a
+    million-bit integer: 13 s)."""
+    return _count((_range(g)[1] - _range(g)[0] + 1 for g in groups), cap)
+
+
+def _full_count(groups, cap: int | None = None) -> int:
+    """Atoms of the whole product (windows ignored); ``cap`` as for :func:`_atom_count`."""
+    return _count((g[1] + 1 for g in groups), cap)
+
+
+def _count(widths, cap: int | None) -> int:
+    total = 1
+    for w in widths:
+        total *= w
+        if cap is not None and total > cap:
+            break
+    return total
 
 
 def _point_mass(shift: Fraction, slack: float) -> LossDistribution:
@@ -296,11 +468,11 @@ def _point_mass(shift: Fraction, slack: float) -> LossDistribution:
 
 def _exact_positions(groups, order):
     """A callable giving the exact (rational) loss of atom i of :func:`_product`'s listing."""
-    shape = [n + 1 for _, n in groups]
-    fe = [(Fraction(e), n) for e, n in groups]
+    shape = [_range(g)[1] - _range(g)[0] + 1 for g in groups]
+    fe = [(Fraction(g[0]), g[1], _range(g)[0]) for g in groups]
 
     def exact(i: int) -> Fraction:
         idx = np.unravel_index(int(order[i]), shape)
-        return sum((f * (2 * int(mi) - n) for (f, n), mi in zip(fe, idx)), Fraction(0))
+        return sum((f * (2 * (lo + int(mi)) - n) for (f, n, lo), mi in zip(fe, idx)), Fraction(0))
 
     return exact

@@ -10,18 +10,24 @@ import numpy as np
 
 from .._rounding import UNIT, exact_dir, up
 from ..loss import rounding_bound, suffix_dw
-from .atoms import _atom_count, _exact_positions, _position_error, _product, _to_float
+from .atoms import _atom_count, _exact_positions, _position_error, _product, _range, _to_float
 
 
 def _split(groups):
-    """Two halves of the factors with atom counts as balanced as possible (greedy)."""
+    """Two halves of the factors with atom counts as balanced as possible (greedy; a
+    windowed factor (eps, n, lo, hi) counts its window's hi - lo + 1 atoms)."""
     halves: list[list] = [[], []]
     sizes = [1, 1]
-    for g in sorted(groups, key=lambda g: -g[1]):
+    for g in sorted(groups, key=lambda g: -_width(g)):
         i = 0 if sizes[0] <= sizes[1] else 1
         halves[i].append(g)
-        sizes[i] *= g[1] + 1
+        sizes[i] *= _width(g)
     return halves, sizes
+
+
+def _width(g) -> int:
+    lo, hi = _range(g)
+    return hi - lo + 1
 
 
 def _log_ratio(a: float, b: float) -> float:
@@ -63,13 +69,14 @@ class _MeetInTheMiddle:
         self.D, self.W = suffix_dw(pb, lb, pos_err=_position_error(half_b))
         self.rel = rounding_bound(lb.size) + 4.0 * rounding_bound(self.la.size)
         self.shift = shift
-        # an underflowed mass of one half meets at most the other half's total (<= 2^its scale)
+        # an underflowed mass of one half (or a window's upper tail, :func:`_product`) meets at
+        # most the other half's true total (2^its scale)
         scaled_slack = up(math.ldexp(slack, log2_scale), 1) if slack and log2_scale else slack
         self.slack = math.ldexp(ua, s_b) + math.ldexp(ub, s_a) + scaled_slack + 16.0 * (la.size + lb.size) * 2.0**-1070
         groups = list(half_a) + list(half_b)
         self.pos_err = _position_error(groups) + 4.0 * UNIT * float(np.max(np.abs(lb))) + 8.0 * UNIT * float(
             np.max(np.abs(la)))
-        self.max_loss = _to_float(shift + sum((Fraction(e) * n for e, n in groups), Fraction(0)), True)
+        self.max_loss = _to_float(shift + sum((Fraction(g[0]) * g[1] for g in groups), Fraction(0)), True)
 
     def terms(self, x: float) -> tuple[float, float]:
         """(h, b): h >= H(x) before the relative charge, b = -dH/dx (both before charging)."""
@@ -143,6 +150,11 @@ class _MeetInTheMiddle:
                 # no bracket yet: Newton on log H takes long strides (may overshoot)
                 cands.append(lo + _log_ratio(h_lo, target) * h_lo / b_lo)
             mid = 0.5 * (lo + hi)
+            if h_hi == 0.0 and hi < self.max_loss:
+                # the bracket's top lies where H = 0 (above the listed atoms: windowed
+                # factors end below the top atom), so neither the secant nor Newton from
+                # below can move it: bisect as well, so that it comes down
+                cands.append(mid)
             cand = max(c if c < hi else mid for c in cands)
             cand = max(cand, lo + 16.0 * UNIT * max(abs(lo), 1.0))
             if not lo < cand < hi:

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._inputs import Mechanisms
 from .._rounding import UNIT, fraction_mpf, mpf_dir, up
-from .atoms import _to_float
+from .atoms import _range, _to_float
 
 
 @lru_cache(maxsize=4)
@@ -96,14 +96,16 @@ def _exact_distance_excess(groups, shift: Fraction, slack: float, x: float, prod
     bounds (expm1 within 2 u, the distance's rounding and the product: 6 u), and the terms are
     summed exactly (``math.fsum``).  No position error at all: the remedy for atoms closer to
     x, or to each other, than the float positions' error (a large eps_i beside tiny ones),
-    in O(atoms) with Python integers.  ``product``: :func:`_product` of ``groups`` (unscaled)."""
+    in O(atoms) with Python integers.  ``product``: :func:`_product` of ``groups`` (unscaled;
+    its unlisted mass -- underflow, windows' upper tails -- is charged in full)."""
     _, _, p_up, underflow, order = product
-    den = max([Fraction(e).denominator for e, _ in groups] + [Fraction(shift).denominator, Fraction(x).denominator])
+    den = max([Fraction(g[0]).denominator for g in groups] + [Fraction(shift).denominator, Fraction(x).denominator])
     pos = np.zeros(1, dtype=object)
-    for e, n in groups:
-        f = Fraction(e)
+    for g in groups:
+        f, n = Fraction(g[0]), g[1]
+        lo, hi = _range(g)  # a window (eps, n, lo, hi) lists its range only (as _product does)
         unit = f.numerator * (den // f.denominator)
-        pos = np.add.outer(pos, np.array([(2 * j - n) * unit for j in range(n + 1)], dtype=object)).ravel()
+        pos = np.add.outer(pos, np.array([(2 * j - n) * unit for j in range(lo, hi + 1)], dtype=object)).ravel()
     rel = int(Fraction(shift) * den) - int(Fraction(x) * den)  # exact: den is a multiple of both denominators
     diff = pos[order] + rel
     above = np.flatnonzero(diff > 0)
