@@ -232,3 +232,16 @@ def test_auto_falls_back_to_the_certified_bracket():
     with mp.workdps(20):
         assert mp_laplace_delta(a, 2, e) <= 0.05  # certified: delta at the answer is <= delta_g
         assert mp_laplace_delta(a, 2, e - 2e-4) > 0.05  # and within the auto tolerance 1e-4
+
+
+def test_optimal_and_auto_use_the_gaussian_closed_form():
+    """Gaussians alone: method='optimal' (and so 'auto') is the GDP closed form, 1e-12 tight."""
+    mu = mp.sqrt(4 / mp.mpf(5.0) ** 2 + 2 / mp.mpf(3.0) ** 2)
+    for method in ("optimal", "auto"):
+        e = optcomp.epsilon_g([Gaussian(5.0), Gaussian(3.0)], counts=[4, 2], delta_g=1e-8, method=method)
+        assert mp_gauss_delta(mu, e) <= 1e-8 <= mp_gauss_delta(mu, e * (1 - 1e-12))
+        d = optcomp.delta_g([Gaussian(5.0), Gaussian(3.0)], counts=[4, 2], eps_g=1.5, method=method)
+        ref = mp_gauss_delta(mu, 1.5)
+        assert ref <= d <= ref * (1 + 1e-12)
+    with pytest.raises(optcomp.ExactTooLarge, match="Gaussian"):
+        optcomp.epsilon_g([Gaussian(5.0), 0.1], counts=[4, 2], delta_g=1e-8, method="optimal")
