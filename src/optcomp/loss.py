@@ -322,7 +322,6 @@ def delta_event_bounds(m: Mechanisms) -> tuple[float, float]:
         return max(0.0, mpf_dir(a - margin, False)), min(1.0, mpf_dir(a + margin, True))
 
 
-_no_event = delta_event_bounds  # the old private name, still imported by optimal.py
 
 
 def delta_from_excess(m: Mechanisms, excess: float, *, round_up: bool = True) -> float:

@@ -79,7 +79,7 @@ from ._exact.mitm import _MeetInTheMiddle, _split
 
 _REEXPORTED = (BIG_EPS,)  # optcomp.region reads optimal.BIG_EPS
 from ._exact.precise import _exact_distance_excess, _precise_epsilon, _precise_excess
-from .loss import _no_event, delta_from_excess, residual_target, solve_segments
+from .loss import delta_event_bounds, delta_from_excess, residual_target, solve_segments
 
 __all__ = [
     "optimal_epsilon",
@@ -185,7 +185,7 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     top = _max_loss(m)
     if x0 >= top:
         return top
-    if _no_event(m)[1] + top <= delta_g * (1.0 - 1e-9):
+    if delta_event_bounds(m)[1] + top <= delta_g * (1.0 - 1e-9):
         # a tiny total loss (e.g. 10^12 x 5e-324): delta(x0) <= A + H(0) <= A + (1 - e^{-top})
         # <= A + top, below delta_g by far more than optimal_delta's float charges (~1e-13
         # relative), so the check below would pass; skip its 10^7-atom evaluation
@@ -194,7 +194,7 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     if excess <= 0.0:
         return x0
     t = residual_target(m, delta_g)
-    a_lo = _no_event(m)[0]
+    a_lo = delta_event_bounds(m)[0]
     for attempt in range(3):
         # H must drop by the excess over (1 - A), plus two ulps of delta_g for the roundings
         need = (excess + 2.0 * math.ulp(delta_g)) / max((1.0 - a_lo) * t, 1e-300) * 2.0**attempt
