@@ -656,3 +656,16 @@ def kov_corner_delta(eps, delta, k: int, i: int, *, dps: int = 60):
         di = mp.fsum(mp.binomial(k, l) * (mp.exp((k - l) * e) - mp.exp((k - 2 * i + l) * e)) for l in range(i))
         di /= (1 + mp.exp(e)) ** k
         return 1 - (1 - d) ** k * (1 - di)
+
+
+def decreasing_root(f, target, lo, hi, steps: int = 160):
+    """The upper end of a bisection bracket [lo, hi] on the x with f(x) = target, f
+    nonincreasing (``steps`` halvings, at the current mpmath precision)."""
+    lo, hi = mp.mpf(lo), mp.mpf(hi)
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if f(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi

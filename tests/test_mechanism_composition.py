@@ -15,7 +15,6 @@ References are written from the definitions, independently of the engine, in mpm
 
 from __future__ import annotations
 
-import math
 
 import mpmath as mp
 import numpy as np
@@ -26,6 +25,8 @@ from optcomp import lattice
 from optcomp._inputs import Mechanisms, mechanisms
 from optcomp.mechanisms import Gaussian, Geometric, Laplace, Pair, Profile, RandomizedResponse
 
+from reference import decreasing_root
+
 mp.mp.dps = 40
 NONE = Mechanisms(eps=np.zeros(0), delta=np.zeros(0), count=np.zeros(0, dtype=np.int64))
 
@@ -33,18 +34,6 @@ NONE = Mechanisms(eps=np.zeros(0), delta=np.zeros(0), count=np.zeros(0, dtype=np
 def mp_gauss_delta(mu, x):
     mu, x = mp.mpf(mu), mp.mpf(x)
     return mp.ncdf(mu / 2 - x / mu) - mp.e**x * mp.ncdf(-mu / 2 - x / mu)
-
-
-def mp_root(f, target, lo, hi):
-    """The x in [lo, hi] with f(x) = target (f decreasing), to ~1e-30."""
-    lo, hi = mp.mpf(lo), mp.mpf(hi)
-    for _ in range(120):
-        mid = (lo + hi) / 2
-        if f(mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 def mp_laplace_delta(a, k, x):
@@ -76,7 +65,7 @@ def test_gaussians_compose_to_a_gaussian():
     others = [(Gaussian(s), c) for s, c in zip(sigmas, counts)]
     for delta_g in (1e-3, 1e-8):
         b = lattice.mechanism_bounds(NONE, others, delta_g, 1e-4)
-        ref = mp_root(lambda x: mp_gauss_delta(mu, x), delta_g, 0, 50)
+        ref = decreasing_root(lambda x: mp_gauss_delta(mu, x), delta_g, 0, 50)
         assert b.lower <= ref <= b.upper and b.gap <= 1e-4, (delta_g, b, ref)
     for x in (0.5, 2.0):
         d = lattice.mechanism_delta_bounds(NONE, others, x, 1e-4)

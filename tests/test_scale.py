@@ -27,6 +27,7 @@ from optcomp._lattice import commensurable, grouped, leaves, tree
 from optcomp import _cgf, _progress
 from optcomp._inputs import mechanisms
 from optcomp.loss import residual_target
+from reference import decreasing_root
 
 mp.mp.dps = 50
 
@@ -71,14 +72,7 @@ def mp_optcomp_atoms(atoms, t):
 
     if H(mp.mpf(0)) <= t:
         return mp.mpf(0)
-    lo, hi = mp.mpf(0), ls[-1]
-    for _ in range(160):
-        mid = (lo + hi) / 2
-        if H(mid) > t:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return decreasing_root(H, t, 0, ls[-1])
 
 
 def rational_lattice_dp(n, counts, u: Fraction):
