@@ -77,7 +77,7 @@ from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass, lattice_pass
-from ._lattice.workload import Source, Workload, inf_mass
+from ._lattice.workload import GaussianSource, Source, Workload, inf_mass
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
 from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
@@ -594,9 +594,17 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     to the upper side)."""
     vals, cnts = m.positive()
     dirs = ("forward",) if all(mech.symmetric for mech, _ in others) else ("forward", "reverse")
+    gauss = [(mech, c) for mech, c in others if type(mech).__name__ == "Gaussian"]
+    rest = [(mech, c) for mech, c in others if type(mech).__name__ != "Gaussian"]
+    merged = ()
+    if gauss:  # all Gaussians as one (exact composition; symmetric)
+        from .gdp import mu_bounds
+
+        mu = mu_bounds([g.sigma for g, _ in gauss], [g.sensitivity for g, _ in gauss], [c for _, c in gauss])
+        merged = (GaussianSource(mu.lower, mu.upper, tail),)
     out = []
     for d in dirs:
-        work = Workload(vals, cnts, tuple(Source(mech, c, d, tail) for mech, c in others))
+        work = Workload(vals, cnts, merged + tuple(Source(mech, c, d, tail) for mech, c in rest))
         events = [(inf_mass(mech, d), c) for mech, c in others]
         sides = []
         for j in (1, 0):

@@ -240,13 +240,9 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
     pending = []
     pending_pts = 0
 
-    def flush():
-        nonlocal slack, pending, pending_pts
-        if not pending:
-            return
-        node = _chunk(pending, workers)
-        pending, pending_pts = [], 0
-        slack += _cut(node, theta, h, S, log_slack)
+    def push(node):
+        """A cut node onto the binary counter: equal levels merged (a balanced tree)."""
+        nonlocal slack
         stack.append(node)
         while len(stack) >= 2 and stack[-1].level == stack[-2].level:
             b_, a_ = stack.pop(), stack.pop()
@@ -254,17 +250,28 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
             slack += _cut(m, theta, h, S, log_slack)
             stack.append(m)
 
+    def flush():
+        nonlocal slack, pending, pending_pts
+        if not pending:
+            return
+        node = _chunk(pending, workers)
+        pending, pending_pts = [], 0
+        slack += _cut(node, theta, h, S, log_slack)
+        push(node)
+
     powers = [item for item in plan if isinstance(item, leaves.Power)]
-    for item in powers:  # each Power: one node by repeated squaring, merged with the rest at the end
+    for item in powers:  # each Power: one node by repeated squaring, then counted like a chunk
         if ticker.stop:
             raise RuntimeError("lattice pass stopped")
         node, s_pow, lz = _power(item, h, theta, log_slack, S, workers)
         slack += s_pow
         for b in range(3):
             lz_leaves[b].append(lz[b])
-        node.level = 10**6 + len(stack)  # never equal to a chunk's level: merged in the final loop
-        stack.append(node)
+        node.level = 0
+        push(node)
         ticker.done += 1
+        if report:
+            ticker.report()
     plain = [item for item in plan if not isinstance(item, leaves.Power)] if powers else plan
     for rows, base, logZ, rho, E2, atoms_k, s_leaf in leaves.build(plain, h, theta, log_slack, S):
         if ticker.stop:

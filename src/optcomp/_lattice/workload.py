@@ -105,6 +105,26 @@ class Source:
         return mx + math.log(z), m1, max(m2 - m1 * m1, 0.0)
 
 
+class GaussianSource(Source):
+    """All the Gaussian mechanisms of a workload as one: k Gaussians compose exactly to one of
+    mu^2 = sum Delta_i^2/sigma_i^2 (Dong-Roth-Su; :mod:`optcomp.gdp`), whose certified
+    bracket [mu_lo, mu_hi] gives the leaf's upper atoms (from mu_hi: delta grows with mu)
+    and its lower atoms (from mu_lo)."""
+
+    def __init__(self, mu_lo: float, mu_hi: float, tail: float = 1e-300):
+        from ..mechanisms import Gaussian
+
+        super().__init__(Gaussian(1.0, mu_hi), 1, "forward", tail)
+        self._low = Gaussian(1.0, mu_lo)
+
+    def leaf(self, h: float) -> leaves.Leaf:
+        up = mechanism_leaf(self.mech, h, self.direction, self.tail)
+        if self._low == self.mech:
+            return up
+        lo = mechanism_leaf(self._low, h, self.direction, self.tail)
+        return leaves.Leaf(up.upper, lo.lower, up.log_inf)
+
+
 class Workload:
     """Randomized-response groups (``vals`` ascending, ``cnts``) and mechanism ``sources``."""
 

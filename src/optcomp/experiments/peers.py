@@ -27,21 +27,42 @@ def available() -> bool:
     return True
 
 
-def pld_epsilon(eps, delta=0.0, *, delta_g: float, interval: float, counts=None) -> float:
+def pld_epsilon(eps, delta=0.0, *, delta_g: float, interval: float, counts=None, k=None,
+                pessimistic: bool = True) -> float:
     """eps_g of the composition at ``delta_g`` from ``dp_accounting``'s PLD accountant.
 
-    ``eps``, ``delta`` and ``counts`` as for :func:`optcomp.epsilon_g` (grouped into the
-    multiset of :func:`optcomp._inputs.mechanisms`, so k identical mechanisms cost one
-    ``self_compose(k)``); ``interval`` is the accountant's value discretization interval.
-    Raises ``ImportError`` without ``dp_accounting`` (see :func:`available`).
+    ``eps``, ``delta``, ``k`` and ``counts`` as for :func:`optcomp.epsilon_g`, mechanism
+    objects of :mod:`optcomp.mechanisms` included (grouped into the multiset of
+    :func:`optcomp._inputs.mechanisms`, so k identical mechanisms cost one
+    ``self_compose(k)``): black boxes through ``from_privacy_parameters``, ``Laplace``,
+    ``Gaussian`` and ``DiscreteGaussian`` through dp_accounting's own mechanism PLDs
+    (connect-the-dots where it offers it); ``interval`` is the accountant's value
+    discretization interval, ``pessimistic`` its choice of estimate (black boxes are always
+    pessimistic there).  Raises ``ImportError`` without ``dp_accounting`` (see
+    :func:`available`), ``ValueError`` for a mechanism it has no PLD for.
     """
     from dp_accounting.pld import privacy_loss_distribution as pld
     from dp_accounting.pld.common import DifferentialPrivacyParameters
 
-    m = mechanisms(eps, delta, counts=counts)
-    composed = None
+    m = mechanisms(eps, delta, k, counts)
+    parts = []
     for e, d, count in zip(m.eps.tolist(), m.delta.tolist(), m.count.tolist()):
-        p = pld.from_privacy_parameters(DifferentialPrivacyParameters(e, d), value_discretization_interval=interval)
+        parts.append((pld.from_privacy_parameters(DifferentialPrivacyParameters(e, d),
+                                                  value_discretization_interval=interval), count))
+    for mech, count in m.others:
+        kind = type(mech).__name__
+        kw = dict(pessimistic_estimate=pessimistic, value_discretization_interval=interval)
+        if kind == "Laplace":
+            p = pld.from_laplace_mechanism(mech.scale, sensitivity=mech.sensitivity, **kw)
+        elif kind == "Gaussian":
+            p = pld.from_gaussian_mechanism(mech.sigma, sensitivity=mech.sensitivity, **kw)
+        elif kind == "DiscreteGaussian":
+            p = pld.from_discrete_gaussian_mechanism(mech.sigma, sensitivity=mech.sensitivity, **kw)
+        else:
+            raise ValueError(f"no dp_accounting PLD for {mech!r} here")
+        parts.append((p, count))
+    composed = None
+    for p, count in parts:
         if count > 1:
             p = p.self_compose(count)
         composed = p if composed is None else composed.compose(p)
