@@ -92,7 +92,7 @@ def test_json_round_trip_is_exact():
 @pytest.mark.parametrize("data, error, match", [
     ([], TypeError, "dict"),
     ({"format": "other"}, ValueError, "format"),
-    ({"mechanisms": [], "version": 2}, ValueError, "version"),
+    ({"mechanisms": [], "version": 3}, ValueError, "version"),
     ({"mechanisms": [], "extra": 1}, ValueError, "extra"),
     ({"mechanisms": "x"}, ValueError, "mechanisms must be a list"),
     ({"mechanisms": [{"eps": 0.1, "delta": 0.0, "cnt": 1}]}, ValueError, "cnt"),

@@ -6,7 +6,8 @@ of the composed mechanisms -- its distinct (eps, delta) pairs with their counts.
 identical mechanisms are one pair with count k (never a length-k array), so k = 10^12
 costs nothing; a list with repeats is grouped once, here.  The same type is the
 accountant's ledger (:meth:`Mechanisms.from_items`, :meth:`Mechanisms.plus`: items validated
-one by one, pairs listed in the order they first arrived) and calibrate's grouped weights.
+one by one -- (eps, delta) pairs or :mod:`optcomp.mechanisms` objects --, listed in the order
+they first arrived) and calibrate's grouped weights.
 Errors are ``ValueError`` (``TypeError`` for a value of the wrong type) with a message that
 names the offending parameter and its value.
 """
@@ -30,6 +31,7 @@ __all__ = [
     "check_delta_g",
     "check_pair",
     "check_item",
+    "check_entry",
     "check_probability",
     "check_eps_g",
     "check_k",
@@ -72,64 +74,129 @@ class Mechanisms:
     #: mechanisms known by more than (eps, delta) (:mod:`optcomp.mechanisms` objects that are
     #: not a black box), as ((mechanism, count), ...) in order of first arrival, equal ones merged
     others: tuple = ()
+    #: when each of ``others`` first arrived, on the clock of ``arrival`` (None with it)
+    others_arrival: tuple | None = field(default=None, repr=False)
 
     @classmethod
     def from_items(cls, items, *, name: str | None = None, max_count: int = MAX_K) -> "Mechanisms":
-        """The multiset of ``(eps, delta)`` or ``(eps, delta, count)`` items (:meth:`plus`
-        on the empty multiset): equal pairs merged, listed in order of first arrival."""
+        """The multiset of ``(eps, delta)`` or ``(eps, delta, count)`` items, where ``eps`` may
+        be a mechanism object (:meth:`plus` on the empty multiset): equal entries merged,
+        listed in order of first arrival."""
         empty = np.zeros(0)
-        return cls._read_only(empty, empty.copy(), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).plus(
-            items, name=name, max_count=max_count)
+        return cls._read_only(empty, empty.copy(), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                              (), ()).plus(items, name=name, max_count=max_count)
 
     def plus(self, items, *, name: str | None = None, max_count: int = MAX_K) -> "Mechanisms":
         """This multiset with more mechanisms: ``(eps, delta)`` or ``(eps, delta, count)``
-        items (a count of 1 when left out), each checked by :func:`check_item` in turn
+        items (a count of 1 when left out), each checked by :func:`check_entry` in turn
         (``name``: errors start with ``name[i]: ``, the bad item; ``max_count``: the largest
         count of one item, up to :data:`MAX_LEDGER` for a ledger's own record of merged
-        counts).  A pair already present gains the count; new pairs arrive after the
-        present ones, in the order of the items."""
-        eps, delta, count = [], [], []
+        counts).  ``eps`` may be an :mod:`optcomp.mechanisms` object (``delta`` then 0): one
+        that is exactly a black box joins as its (eps, delta) pair (as in :func:`mechanisms`),
+        the others join ``others``, equal objects merged.  A pair or object already present
+        gains the count; new ones arrive after the present ones, in the order of the items."""
+        eps, delta, count, stamps = [], [], [], []  # the pairs, with the index of their item
+        mechs = []  # (mechanism, count, item index)
         for i, item in enumerate(items):
             try:
-                e, d, n = check_item(*item, max_count=max_count)
+                e, d, n = check_entry(*item, max_count=max_count)
             except (TypeError, ValueError) as exc:
                 if name is None:
                     raise
                 raise type(exc)(f"{name}[{i}]: {exc}") from None
+            if _is_mechanism(e):
+                pair = e.black_box()
+                if pair is None:
+                    mechs.append((e, n, i))
+                    continue
+                e, d = pair[0] + 0.0, pair[1] + 0.0
             eps.append(e)
             delta.append(d)
             count.append(n)
-        if self.k + sum(count) > MAX_LEDGER:
-            raise ValueError(f"count: more than 2^63 - 1 mechanisms in all, got {self.k + sum(count)}")
+            stamps.append(i)
+        total = sum(count) + sum(n for _, n, _ in mechs)
+        if self.k + total > MAX_LEDGER:
+            raise ValueError(f"count: more than 2^63 - 1 mechanisms in all, got {self.k + total}")
+        start = self._next_stamp()
+        out = self._plus_pairs(eps, delta, count, [start + i for i in stamps] if start is not None else None)
+        if not mechs:
+            return out
+        others = dict(self.others)
+        when = None  # the arrival stamps of others, kept when this multiset keeps arrivals
+        if start is not None and (self.others_arrival is not None or not self.others):
+            when = dict(zip(others, self.others_arrival or ()))
+        for mech, n, i in mechs:
+            if mech in others:
+                others[mech] += n
+            else:
+                others[mech] = n
+                if when is not None:
+                    when[mech] = start + i
+        return self._read_only(out.eps, out.delta, out.count, out.arrival, tuple(others.items()),
+                               None if when is None else tuple(when[m] for m in others))
+
+    def _next_stamp(self) -> int | None:
+        """The next arrival stamp (None for a multiset built at once, without arrivals)."""
+        if self.arrival is None:
+            return None
+        last = [int(self.arrival.max())] if self.arrival.size else []
+        last += list(self.others_arrival or ())
+        return max(last) + 1 if last else 0
+
+    def _plus_pairs(self, eps, delta, count, stamps) -> "Mechanisms":
+        """This multiset with the checked pairs added (``stamps``: their arrival stamps)."""
+        if not eps:
+            return self
         if len(eps) == 1:
-            return self._plus_one(eps[0], delta[0], count[0])
+            return self._plus_one(eps[0], delta[0], count[0], None if stamps is None else stamps[0])
         e, d, c, first = _grouped(np.concatenate((self.eps, eps)), np.concatenate((self.delta, delta)),
                                   np.concatenate((self.count, np.array(count, dtype=np.int64))))
         arrival = None
         if self.arrival is not None:  # the present pairs come first: a merged pair keeps its arrival
-            start = int(self.arrival.max()) + 1 if self.arrival.size else 0
-            arrival = np.concatenate((self.arrival, np.arange(start, start + len(eps))))[first]
-        return self._read_only(e, d, c, arrival)
+            arrival = np.concatenate((self.arrival, np.array(stamps, dtype=np.int64)))[first]
+        return self._read_only(e, d, c, arrival, self.others, self.others_arrival)
 
-    def _plus_one(self, e: float, d: float, n: int) -> "Mechanisms":
-        """:meth:`plus` of one checked item, by binary search (a ledger grows one item at a time)."""
+    def _plus_one(self, e: float, d: float, n: int, stamp: int | None) -> "Mechanisms":
+        """:meth:`plus` of one checked pair, by binary search (a ledger grows one item at a time)."""
         eps, delta = self.eps, self.delta
         j = bisect.bisect_left(range(eps.size), (e, d), key=lambda i: (eps[i], delta[i]))  # sorted by (eps, delta)
         if j < eps.size and eps[j] == e and delta[j] == d:
             cnt = self.count.copy()
             cnt[j] += n
-            return self._read_only(eps, delta, cnt, self.arrival)
+            return self._read_only(eps, delta, cnt, self.arrival, self.others, self.others_arrival)
         arrival = None
         if self.arrival is not None:
-            arrival = _inserted(self.arrival, j, int(self.arrival.max()) + 1 if self.arrival.size else 0)
-        return self._read_only(_inserted(eps, j, e), _inserted(delta, j, d), _inserted(self.count, j, n), arrival)
+            arrival = _inserted(self.arrival, j, stamp)
+        return self._read_only(_inserted(eps, j, e), _inserted(delta, j, d), _inserted(self.count, j, n), arrival,
+                               self.others, self.others_arrival)
 
     def items(self) -> tuple[tuple[float, float, int], ...]:
         """``(eps, delta, count)`` per distinct pair as Python numbers, in order of arrival
-        (of (eps, delta) without one)."""
+        (of (eps, delta) without one); the pairs only (``others`` aside, see :meth:`entries`)."""
         e, d, c = self.eps.tolist(), self.delta.tolist(), self.count.tolist()
         order = range(len(e)) if self.arrival is None else np.argsort(self.arrival, kind="stable").tolist()
         return tuple((e[i], d[i], c[i]) for i in order)
+
+    def entries(self) -> tuple[tuple, ...]:
+        """Every distinct entry as an item :meth:`plus` takes back: ``(eps, delta, count)``
+        per pair and ``(mechanism, 0.0, count)`` per object of ``others``, in order of first
+        arrival (without arrivals: the pairs by (eps, delta), then ``others``)."""
+        pairs = self.items()
+        mechs = tuple((mech, 0.0, n) for mech, n in self.others)
+        if self.arrival is None or self.others_arrival is None or not mechs:
+            return pairs + mechs
+        order = sorted(self.arrival.tolist())
+        stamped = list(zip(order, pairs)) + list(zip(self.others_arrival, mechs))
+        return tuple(entry for _, entry in sorted(stamped, key=lambda t: t[0]))
+
+    def arguments(self) -> tuple:
+        """``(eps, delta, counts)`` that the public API (``optcomp.epsilon_g(eps, delta,
+        counts=counts, ...)``) reads back as this multiset: the arrays themselves without
+        ``others``, else lists with each mechanism object in ``eps`` (its delta 0)."""
+        if not self.others:
+            return self.eps, self.delta, self.count
+        return (self.eps.tolist() + [m for m, _ in self.others], self.delta.tolist() + [0.0] * len(self.others),
+                self.count.tolist() + [int(n) for _, n in self.others])
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Mechanisms):
@@ -140,11 +207,11 @@ class Mechanisms:
     __hash__ = None  # arrays
 
     @classmethod
-    def _read_only(cls, eps, delta, count, arrival=None, others=()) -> "Mechanisms":
+    def _read_only(cls, eps, delta, count, arrival=None, others=(), others_arrival=None) -> "Mechanisms":
         for arr in (eps, delta, count, arrival):
             if arr is not None:
                 arr.setflags(write=False)
-        return cls(eps, delta, count, arrival, tuple(others))
+        return cls(eps, delta, count, arrival, tuple(others), None if others_arrival is None else tuple(others_arrival))
 
     @property
     def k(self) -> int:
@@ -277,6 +344,18 @@ def check_item(eps, delta=0.0, count=1, *, max_count: int = MAX_K) -> tuple[floa
     :func:`check_count` does (an integer in [1, ``max_count``])."""
     e, d = check_pair(eps, delta)
     return e, d, _integer("count", count, 1, max_count)
+
+
+def check_entry(eps, delta=0.0, count=1, *, max_count: int = MAX_K) -> tuple:
+    """:func:`check_item`, where ``eps`` may also be an :mod:`optcomp.mechanisms` object:
+    then ``delta`` must be 0 (the object carries its own guarantee) and the entry is
+    ``(mechanism, 0.0, count)``."""
+    if not _is_mechanism(eps):
+        return check_item(eps, delta, count, max_count=max_count)
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or float(delta) != 0.0:
+        raise ValueError(f"delta must be 0 for a mechanism object ({_describe(eps)} carries its own guarantee), "
+                         f"got {_describe(delta)}")
+    return eps, 0.0, _integer("count", count, 1, max_count)
 
 
 _BAD_KINDS = {"b": "a boolean", "c": "a complex number", "U": "a string", "S": "bytes", "O": "an object"}

@@ -1,11 +1,14 @@
 """A privacy accountant: compose as you go, ask for the guarantee at any time.
 
 :class:`Accountant` is a ledger of the mechanisms run so far, held as a *multiset*:
-distinct (eps, delta) pairs with their counts, so a million identical steps are one
-entry.  Every question it answers is one call of the public API (:func:`optcomp.epsilon_g`,
-:func:`optcomp.delta_g`, :func:`optcomp.epsilon_bounds`, :func:`optcomp.delta_bounds`)
-with the grouped pairs and ``counts=``; the methods and their certificates are those of
-:data:`optcomp.METHODS`.  The method names follow Google's ``dp_accounting``
+distinct (eps, delta) pairs -- and mechanism objects of :mod:`optcomp.mechanisms`
+(``Laplace(10.0)``, ``Gaussian(5.0)``, ...) -- with their counts, so a million identical steps
+are one entry.  Every question it answers is one call of the public API
+(:func:`optcomp.epsilon_g`, :func:`optcomp.delta_g`, :func:`optcomp.epsilon_bounds`,
+:func:`optcomp.delta_bounds`) with the grouped entries and ``counts=``; the methods and their
+certificates are those of :data:`optcomp.METHODS` (the theorems about (eps, delta) pairs
+refuse a ledger holding mechanisms that are not black boxes, naming the method; ``auto`` and
+``approx`` compose them exactly as mechanisms).  The method names follow Google's ``dp_accounting``
 ``PrivacyAccountant`` (``compose``, ``get_epsilon``, ``get_delta``) where that fits.
 
 Setting (read this before using the accountant to decide what to run next): the
@@ -22,18 +25,61 @@ running it is within the setting.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import optcomp
 
-from ._inputs import (MAX_K, MAX_LEDGER, Mechanisms, ParameterTypeError, check_count, check_delta_g, check_eps_g,
-                      check_item, check_pair)
+from . import mechanisms as _mech
+from ._inputs import (MAX_K, MAX_LEDGER, Mechanisms, ParameterTypeError, _describe, check_count, check_delta_g,
+                      check_entry, check_eps_g, check_pair)
 from .methods import check_method
 
 __all__ = ["Accountant"]
 
 _FORMAT = "optcomp.Accountant"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 1  # a ledger of (eps, delta) pairs only (what every earlier version wrote)
+_FORMAT_VERSION_MECHANISMS = 2  # with mechanism entries (a reader of version 1 refuses it by its version)
+#: the classes a record may name (``{"mechanism": "Laplace", ...}``): optcomp.mechanisms', no other
+_CLASSES = {cls.__name__: cls for cls in (_mech.BlackBox, _mech.Laplace, _mech.Gaussian, _mech.Geometric,
+                                          _mech.DiscreteGaussian, _mech.Staircase, _mech.RandomizedResponse,
+                                          _mech.Pair, _mech.Profile)}
+
+
+def _mechanism_record(mech, count: int) -> dict:
+    """``{"mechanism": class name, field: value ..., "count": n}`` (tuples as JSON lists)."""
+
+    def plain(v):
+        return [plain(x) for x in v] if isinstance(v, tuple) else v
+
+    out = {"mechanism": type(mech).__name__}
+    out.update({f.name: plain(getattr(mech, f.name)) for f in dataclasses.fields(mech)})
+    out["count"] = count
+    return out
+
+
+def _mechanism_from_record(item: dict, i: int):
+    """The mechanism object of a record of :func:`_mechanism_record` (fields checked by name,
+    values by the class: ``ValueError`` naming ``mechanisms[i]`` and the field)."""
+    name = item["mechanism"]
+    cls = _CLASSES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f"mechanisms[{i}]: mechanism must name a class of optcomp.mechanisms "
+                         f"({', '.join(_CLASSES)}), got {_describe(name)}")
+    fields = dataclasses.fields(cls)
+    names = [f.name for f in fields]
+    extra = sorted(set(item) - set(names) - {"mechanism", "count"})
+    if extra:
+        raise ValueError(f"mechanisms[{i}]: unknown field {extra[0]!r} for {name} "
+                         f"(expected {', '.join(names)}, count)")
+    missing = [f.name for f in fields if f.name not in item
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ValueError(f"mechanisms[{i}]: {name} needs the field {missing[0]!r}")
+    try:
+        return cls(**{key: item[key] for key in names if key in item})
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"mechanisms[{i}]: {name}: {exc}") from None
 
 
 def _check_total(held: int, n: int, what: str) -> None:
@@ -50,26 +96,32 @@ def _check_total(held: int, n: int, what: str) -> None:
 
 
 class Accountant:
-    """A ledger of (eps_i, delta_i)-DP mechanisms and the guarantee of their composition.
+    """A ledger of mechanisms -- (eps_i, delta_i)-DP black boxes and mechanism objects of
+    :mod:`optcomp.mechanisms` -- and the guarantee of their composition.
 
     Example::
 
         acc = optcomp.Accountant().compose(0.1, count=100).compose(0.5, 1e-6)
+        acc.compose(Laplace(10.0), count=50)  # from optcomp.mechanisms import Laplace
         acc.get_epsilon(1e-5)               # least certified eps_g at delta_g = 1e-5
         acc.can_afford(0.2, eps_g=6.0, delta_g=1e-5)
 
-    The ledger is a multiset: composing a pair already present adds to its count.  Order
-    does not matter (composition is commutative), but the ledger lists pairs in the order
-    they first appeared.  The parameters must be fixed in advance (see the module
+    The ledger is a multiset: composing a pair (or an equal mechanism object) already present
+    adds to its count.  Order does not matter (composition is commutative), but the ledger
+    lists its entries in the order they first appeared.  A mechanism object that is exactly a
+    black box (``BlackBox(eps, delta)``, binary ``RandomizedResponse``, ``Geometric`` with
+    sensitivity 1 -- KOV Thm 4.4 --, a one-guarantee ``Profile``) is recorded as its
+    (eps, delta) pair, as :func:`optcomp.epsilon_g` reads it.  The parameters must be fixed in advance (see the module
     docstring: adaptively chosen parameters need a privacy filter, not provided here).
     """
 
     __slots__ = ("_ledger", "_queued")
 
     def __init__(self, mechanisms=()):
-        """Start empty, or from an iterable of ``(eps, delta)`` or ``(eps, delta, count)``."""
+        """Start empty, or from an iterable of ``(eps, delta)`` or ``(eps, delta, count)``
+        (``eps`` a number or a mechanism object, as :meth:`compose` takes)."""
         self._ledger = Mechanisms.from_items(mechanisms)  # the one multiset type (optcomp._inputs)
-        self._queued: list[tuple[float, float, int]] = []  # composed (checked), not yet merged in
+        self._queued: list[tuple] = []  # composed (checked), not yet merged in
 
     @property
     def _multiset(self) -> Mechanisms:
@@ -83,18 +135,24 @@ class Accountant:
     def compose(self, eps, delta=0.0, count=1) -> "Accountant":
         """Add ``count`` mechanisms, each (eps, delta)-DP; returns the accountant (chainable).
 
+        ``eps`` may be a mechanism object of :mod:`optcomp.mechanisms` (``compose(Laplace(10.0),
+        count=100)``): ``count`` copies of it, composed as that mechanism (``delta`` must then
+        be 0: the object carries its own guarantee).
+
         Raises ``ValueError``/``TypeError`` naming the parameter: eps finite and >= 0,
         delta in [0, 1), count an integer >= 1 (an integral float such as 2.0 is accepted).
         The ledger records any number of mechanisms; its questions are answered for up to
         10^12 in all (beyond that they raise ``ValueError`` saying so).
         """
-        self._queued.append(check_item(eps, delta, count))
+        self._queued.append(check_entry(eps, delta, count))
         return self
 
     @property
-    def mechanisms(self) -> tuple[tuple[float, float, int], ...]:
-        """The ledger: ``(eps, delta, count)`` per distinct pair, in order of first appearance."""
-        return self._multiset.items()
+    def mechanisms(self) -> tuple[tuple, ...]:
+        """The ledger: ``(eps, delta, count)`` per distinct pair and ``(mechanism, 0.0, count)``
+        per distinct mechanism object, in order of first appearance (each an item
+        :meth:`compose` and the constructor take back)."""
+        return self._multiset.entries()
 
     @property
     def k(self) -> int:
@@ -105,7 +163,8 @@ class Accountant:
         return self.k
 
     def __bool__(self) -> bool:
-        return self._multiset.groups > 0
+        m = self._multiset
+        return m.groups > 0 or bool(m.others)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Accountant):
@@ -118,9 +177,9 @@ class Accountant:
         ledger = self.mechanisms
         if not ledger:
             return "Accountant(k=0)"
-        items = [f"{n} x (eps={e!r}, delta={d!r})" for e, d, n in ledger[:6]]
+        items = [f"{n} x {e!r}" if _is_object(e) else f"{n} x (eps={e!r}, delta={d!r})" for e, d, n in ledger[:6]]
         if len(ledger) > 6:
-            items[-1] = f"... {len(ledger) - 5} more pairs"
+            items[-1] = f"... {len(ledger) - 5} more {'entries' if self._multiset.others else 'pairs'}"
         return f"Accountant(k={self.k}: {', '.join(items)})"
 
     def copy(self) -> "Accountant":
@@ -146,24 +205,32 @@ class Accountant:
 
         ``{"format": "optcomp.Accountant", "version": 1, "mechanisms": [{"eps": ...,
         "delta": ..., "count": ...}, ...]}`` -- the same ``mechanisms`` list the command
-        line reads with ``--file``.
+        line reads with ``--file``.  A mechanism object is recorded by its class and its
+        fields, ``{"mechanism": "Laplace", "scale": 10.0, "sensitivity": 1.0, "count": n}``,
+        and the record then has version 2 (a reader of version 1 refuses it by its version).
         """
+        entries = self.mechanisms
+        records = [_mechanism_record(e, n) if _is_object(e) else {"eps": e, "delta": d, "count": n}
+                   for e, d, n in entries]
         return {
             "format": _FORMAT,
-            "version": _FORMAT_VERSION,
-            "mechanisms": [{"eps": e, "delta": d, "count": n} for e, d, n in self.mechanisms],
+            "version": _FORMAT_VERSION_MECHANISMS if any(_is_object(e) for e, _, _ in entries) else _FORMAT_VERSION,
+            "mechanisms": records,
         }
 
     @classmethod
     def from_dict(cls, data) -> "Accountant":
         """Rebuild an accountant from :meth:`to_dict`'s record (validated: ``ValueError``
-        naming the bad field)."""
+        naming the bad field).  A ``{"mechanism": NAME, ...}`` entry is rebuilt through the
+        class NAME of :mod:`optcomp.mechanisms` (no other class) from its fields."""
         if not isinstance(data, dict):
             raise ParameterTypeError(f"from_dict expects a dict, got {type(data).__name__}")
         if data.get("format", _FORMAT) != _FORMAT:
             raise ValueError(f"format must be {_FORMAT!r}, got {data.get('format')!r}")
-        if data.get("version", _FORMAT_VERSION) != _FORMAT_VERSION:
-            raise ValueError(f"version must be {_FORMAT_VERSION}, got {data.get('version')!r}")
+        version = data.get("version", _FORMAT_VERSION)
+        if isinstance(version, bool) or version not in (_FORMAT_VERSION, _FORMAT_VERSION_MECHANISMS):
+            raise ValueError(f"version must be {_FORMAT_VERSION} or {_FORMAT_VERSION_MECHANISMS}, "
+                             f"got {data.get('version')!r}")
         unknown = sorted(set(data) - {"format", "version", "mechanisms"})
         if unknown:
             raise ValueError(f"unknown field {unknown[0]!r} (expected format, version, mechanisms)")
@@ -173,8 +240,12 @@ class Accountant:
 
         def records():  # checked in order, each before its values (Mechanisms.from_items)
             for i, item in enumerate(items):
+                if isinstance(item, dict) and "mechanism" in item:
+                    yield _mechanism_from_record(item, i), 0.0, item.get("count", 1)
+                    continue
                 if not isinstance(item, dict) or "eps" not in item:
-                    raise ValueError(f"mechanisms[{i}] must be an object with eps, delta, count, got {item!r}")
+                    raise ValueError(f"mechanisms[{i}] must be an object with eps, delta, count (or mechanism "
+                                     f"and its fields), got {item!r}")
                 extra = sorted(set(item) - {"eps", "delta", "count"})
                 if extra:
                     raise ValueError(f"mechanisms[{i}]: unknown field {extra[0]!r} (expected eps, delta, count)")
@@ -193,11 +264,11 @@ class Accountant:
         """
         delta_g = check_delta_g(delta_g)
         check_method(method, options)
-        if not self._multiset.groups:
+        if not self:
             return 0.0
         _check_total(self.k, 0, "get_epsilon")
-        m = self._multiset
-        return optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=delta_g, method=method, **options)
+        e, d, c = self._multiset.arguments()
+        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options)
 
     def get_delta(self, eps_g, method: str = "auto", **options) -> float:
         """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
@@ -207,11 +278,11 @@ class Accountant:
         """
         eps_g = check_eps_g(eps_g)
         check_method(method, options)
-        if not self._multiset.groups:
+        if not self:
             return 0.0
         _check_total(self.k, 0, "get_delta")
-        m = self._multiset
-        return optcomp.delta_g(m.eps, m.delta, counts=m.count, eps_g=eps_g, method=method, **options)
+        e, d, c = self._multiset.arguments()
+        return optcomp.delta_g(e, d, counts=c, eps_g=eps_g, method=method, **options)
 
     def bounds(self, delta_g=None, *, eps_g=None, **options):
         """The certified bracket on the optimum: exactly one of ``delta_g`` / ``eps_g``.
@@ -224,36 +295,38 @@ class Accountant:
             raise ValueError("give exactly one of delta_g= (bounds on eps_g) or eps_g= (bounds on delta_g)")
         from .lattice import Bounds
 
-        if not self._multiset.groups:
+        if not self:
             if delta_g is not None:
                 check_delta_g(delta_g)
             else:
                 check_eps_g(eps_g)
             return Bounds(0.0, 0.0)
         _check_total(self.k, 0, "bounds")
-        m = self._multiset
+        e, d, c = self._multiset.arguments()
         if delta_g is not None:
-            return optcomp.epsilon_bounds(m.eps, m.delta, counts=m.count, delta_g=delta_g, **options)
-        return optcomp.delta_bounds(m.eps, m.delta, counts=m.count, eps_g=eps_g, **options)
+            return optcomp.epsilon_bounds(e, d, counts=c, delta_g=delta_g, **options)
+        return optcomp.delta_bounds(e, d, counts=c, eps_g=eps_g, **options)
 
-    def _planned_epsilon(self, eps: float, delta: float, n: int, delta_g: float, method: str, options: dict) -> float:
+    def _planned_epsilon(self, eps, delta: float, n: int, delta_g: float, method: str, options: dict) -> float:
         """The one function behind :meth:`can_afford` and :meth:`remaining`: the eps_g
         ``method`` certifies at delta_g for the ledger plus ``n`` (eps, delta)-DP mechanisms
-        (``optcomp.epsilon_g`` of the extended multiset; inputs already validated)."""
-        m = self._multiset.plus([(eps, delta, n)])
-        return optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=delta_g, method=method, **options)
+        (``eps`` a number or a mechanism object; ``optcomp.epsilon_g`` of the extended
+        multiset; inputs already validated)."""
+        e, d, c = self._multiset.plus([(eps, delta, n)]).arguments()
+        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options)
 
     def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "auto", **options) -> bool:
         """Whether ``count`` more (eps, delta)-DP mechanisms keep the ledger within the
         budget (eps_g, delta_g) under ``method`` (certified: True only if the method
-        certifies the extended composition).
+        certifies the extended composition).  ``eps`` may be a mechanism object, as for
+        :meth:`compose`.
 
         The same test as :meth:`remaining` makes: ``can_afford(x, ...)`` is True at
         x = ``remaining(...)`` and False at the next float above it (both were evaluated
         by the search, through the same function), and False for every x when
         ``remaining`` is ``-inf``.
         """
-        e, d, n = check_item(eps, delta, count)
+        e, d, n = check_entry(eps, delta, count)
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
         check_method(method, options)
@@ -262,7 +335,9 @@ class Accountant:
 
     def remaining(self, eps_g, delta_g, *, delta=0.0, count=1, method: str = "auto", rtol: float = 0.0,
                   progress=None, **options) -> float:
-        """Largest eps such that ``count`` more (eps, delta)-DP mechanisms fit the budget.
+        """Largest eps such that ``count`` more (eps, delta)-DP mechanisms fit the budget
+        (black boxes; the ledger may hold mechanism objects.  For the least noise of a
+        Laplace, Gaussian ... mechanism see :func:`optcomp.calibrate.noise_for`).
 
         Certified: :meth:`can_afford` holds at the value returned -- it is the largest x
         at which the search (:mod:`optcomp.calibrate`'s, secant steps safeguarded by
@@ -297,3 +372,8 @@ class Accountant:
         x = _search(value_for, method, options, eps_g, max(eps_g, 1e-3) / n, rtol=rtol, progress=progress,
                     what=f"remaining under {method}")
         return -math.inf if x is None else x
+
+
+def _is_object(x) -> bool:
+    """A mechanism object of the ledger (an entry's first element that is not a number)."""
+    return isinstance(x, _mech.Mechanism)
