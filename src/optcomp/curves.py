@@ -8,7 +8,9 @@ divergence of MV Thm 1.5 / KOV Thm 3.3).  By KOV Thm 2.1 the same information is
 boundary is the *trade-off curve* beta(alpha), the least P_MD at P_FA = alpha
 (:mod:`optcomp.region`).
 
-:func:`privacy_curve` evaluates both for any method of :data:`optcomp.METHODS`:
+:func:`privacy_curve` evaluates both for any method of :data:`optcomp.METHODS`, for (eps, delta)
+pairs and for mechanism objects of :mod:`optcomp.mechanisms` (``privacy_curve(Laplace(10.0),
+k=100)``; the theorems about pairs refuse those, naming the method):
 
 * ``delta``: the certified delta at each eps_g (an upper bound: the composition *is*
   (eps_g, delta[i])-DP; for ``method="optimal"`` the optimum rounded up by a few ulps);
@@ -20,6 +22,10 @@ boundary is the *trade-off curve* beta(alpha), the least P_MD at P_FA = alpha
   (errs on the safe side).  For ``method="optimal"`` with identical mechanisms the default
   grid includes KOV Thm 3.3's corners (k - 2i) eps when there are at most ``num`` of them
   in range, and the region is then exactly the optimal one.
+
+The default ``method="auto"`` is decided once per curve: ``optimal`` where the exact
+computation is feasible -- for mechanism objects only Gaussians alone (their closed form) --,
+else ``approx``'s certified brackets at every point.
 
 Setting: as for every result of optcomp, the (eps_i, delta_i) are fixed in advance (the
 mechanisms may be adaptive); adaptively chosen parameters need a privacy filter, which
@@ -84,7 +90,10 @@ def certainly_one(eps, counts, grid) -> np.ndarray:
     1 - delta(x) <= 1 - H(x) = E_P0[min(1, e^{x - L})] <= 2 e^{lambda x} prod_i M_i(lambda)^{c_i}
     with log M_i(lambda) = log E[e^{-lambda L_i}] = K_i(-lambda), the cumulant generating
     function of the randomized response of MV Def. 3.1 (:func:`optcomp._cgf.cgf_terms`; the
-    delta_i only lower 1 - delta further).  The log of the bound is charged 1e-13 of the
+    delta_i only lower 1 - delta further).  Mechanisms composed beside the pairs (objects of
+    :mod:`optcomp.mechanisms`) are left out of the product, which only raises the bound: each
+    of their factors E_P[e^{-lambda L}] = E_P[(dQ/dP)^lambda] <= (E_P[dQ/dP])^lambda <= 1
+    (Jensen, lambda in [0, 1]; an infinite loss contributes 0), in either direction.  The log of the bound is charged 1e-13 of the
     magnitudes of K's arguments for float error (a few ulps each).  Costs O(#pairs x 129)
     -- it spares the exact evaluation of the points far below the bulk of the loss
     (k = 10^12: a binomial window of ~10^7 atoms each).
@@ -111,21 +120,23 @@ def certainly_one(eps, counts, grid) -> np.ndarray:
     return np.nanmin(np.where(np.isfinite(exponent), exponent, np.inf), axis=0) <= _LOG_ONE_MINUS
 
 
-def _multiset(eps, delta, k, counts):
-    """Distinct (eps, delta) pairs and counts, without expanding k identical mechanisms
-    (validated as by the public API: errors name the parameter)."""
-    m = mechanisms(eps, delta, k, counts)
-    return m.eps, m.delta, m.count
+_GRID_TOL = 1e-3  # certified gap of the approx evaluation placing the grid's right end (any upper bound will do)
 
 
-def default_grid(eps, delta, counts, method: str, num: int) -> np.ndarray:
+def default_grid(eps, delta, counts, method: str, num: int, *, others=()) -> np.ndarray:
     """The default eps_g grid: ``num`` equispaced points from 0 to where the curve ends.
 
     The right end is sum_i eps_i (basic composition's point) for ``"basic"``, otherwise
     the smaller of sum_i eps_i and the KOV bound's eps_g at delta~ = 1e-12 (beyond it the
     curve is below ~1e-12 above its floor).  For ``"optimal"`` with one distinct pair,
     KOV Thm 3.3's corners (k - 2i) eps in range are added when there are at most ``num``.
+    With mechanism objects (``others``: ((mechanism, count), ...) beside the pairs) the
+    right end is the eps_g ``method`` certifies at delta~ = 1e-12 (``approx`` with
+    tol = 1e-3 for ``approx``/``auto``; delta~ raised to 1e-6, 1e-3, 0.1 while nothing is
+    certified), or sum_i eps_i (1 without pairs) when none of them is.
     """
+    if len(others):
+        return np.linspace(0.0, _mechanism_end(eps, delta, counts, method, others), num)
     total = float(np.dot(eps, counts.astype(float)))
     upper = total
     if method != "basic" and total > 0:
@@ -145,14 +156,34 @@ def default_grid(eps, delta, counts, method: str, num: int) -> np.ndarray:
     return grid
 
 
-def _resolve_auto(e, d, c, options):
+def _mechanism_end(eps, delta, counts, method: str, others) -> float:
+    """The right end of :func:`default_grid` for pairs (eps, delta, counts) beside the
+    mechanism objects ``others``: where ``method`` certifies delta ~ 1e-12 above the floor."""
+    e = list(np.asarray(eps, dtype=float).tolist()) + [mech for mech, _ in others]
+    d = list(np.asarray(delta, dtype=float).tolist()) + [0.0] * len(others)
+    c = [int(n) for n in np.asarray(counts).tolist()] + [int(n) for _, n in others]
+    log_keep = float(np.dot(np.log1p(-np.asarray(delta, dtype=float)), np.asarray(counts, dtype=float)))
+    how = {"method": "approx", "tol": _GRID_TOL} if method in ("approx", "auto") else {"method": method}
+    for above in (1e-12, 1e-6, 1e-3, 0.1):
+        target = -math.expm1(math.log1p(-above) + log_keep)
+        if target < 1.0:
+            cap = optcomp.epsilon_g(e, d, counts=c, delta_g=target, **how)
+            if math.isfinite(cap) and cap > 0:
+                return cap
+    total = float(np.dot(np.asarray(eps, dtype=float), np.asarray(counts, dtype=float)))
+    return total if total > 0 else 1.0
+
+
+def _resolve_auto(args, options):
     """``method="auto"`` for a whole curve: ``optimal`` when the exact computation is
     feasible for these mechanisms (one probe at eps_g = 0, where the exact solvers do the
-    most work), else ``approx`` with ``tol`` = :data:`optcomp.auto.AUTO_TOL` (its certified
-    brackets: the curve then carries ``delta_lower`` too)."""
+    most work; mechanism objects other than Gaussians alone are refused at once), else
+    ``approx`` with ``tol`` = :data:`optcomp.auto.AUTO_TOL` (its certified brackets: the curve
+    then carries ``delta_lower`` too).  ``args``: (eps, delta, counts) for the public API."""
     from ._types import ExactTooLarge
     from .auto import AUTO_TOL
 
+    e, d, c = args
     try:
         optcomp.delta_g(e, d, counts=c, eps_g=0.0, method="optimal")
         return "optimal", {}  # auto's only option, tol, is the fallback's
@@ -166,14 +197,16 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
 
     Args:
         eps, delta, k, counts: the mechanisms, as for :func:`optcomp.epsilon_g` (a number
-            with ``k=``, or per-pair sequences with optional ``counts=``).
+            or a mechanism object with ``k=``, or per-entry sequences -- numbers and
+            mechanism objects of :mod:`optcomp.mechanisms` mixed -- with optional ``counts=``).
         eps_g: the grid of global eps values (finite, >= 0); default :func:`default_grid`
             with ``num`` points.
         num: number of grid points when ``eps_g`` is not given (an integer in [2, 10^6]).
         method: a name of :data:`optcomp.METHODS`; ``options`` are passed on to it.  The
             default ``"auto"`` is decided once per curve: ``"optimal"`` where the exact
-            computation is feasible, else ``"approx"`` with ``tol=1e-4`` (certified brackets);
-            the curve's ``method`` says which ran.
+            computation is feasible (with mechanism objects: Gaussians alone), else
+            ``"approx"`` with ``tol=1e-4`` (certified brackets); the curve's ``method`` says
+            which ran.
         num_alpha: equispaced false-alarm points of the trade-off curve (the kinks of
             every (eps_g, delta) pair are added; an integer in [2, 10^6]).
         progress: True for a status line on stderr once the curve has taken more than 2 s,
@@ -194,11 +227,15 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     num = _integer("num", num, 2, region.MAX_NUM)
     num_alpha = _integer("num_alpha", num_alpha, 2, region.MAX_NUM)
     check_method(method, options)
-    e, d, c = _multiset(eps, delta, k, counts)
+    m = mechanisms(eps, delta, k, counts)  # validated as by the public API: errors name the parameter
+    if m.others and method not in ("optimal", "approx", "auto"):
+        m.black_box_only(method)  # a theorem about (eps, delta) pairs: refused before any work
+    e, d, c = m.eps, m.delta, m.count  # the (eps, delta) pairs
+    args = m.arguments()  # every entry, as the public API reads it back
     if method == "auto":  # decided once for the whole curve: exact if feasible, else approx's brackets
-        method, options = _resolve_auto(e, d, c, options)
+        method, options = _resolve_auto(args, options)
     if eps_g is None:
-        grid = default_grid(e, d, c, method, num)
+        grid = default_grid(e, d, c, method, num, others=m.others)
     else:
         grid = np.atleast_1d(_as_vector("eps_g", eps_g))
         if grid.size < 1:
@@ -210,7 +247,7 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     bracket = method == "approx" and options.get("algorithm", "fast") == "fast"
     upper = np.empty(grid.size)
     lower = np.empty(grid.size) if bracket else None
-    one = certainly_one(e, c, grid)  # delta = 1.0 to the last bit: no evaluation needed
+    one = certainly_one(e, c, grid)  # delta = 1.0 to the last bit (the pairs alone show it): no evaluation needed
     from . import _progress
 
     callback = _progress.callback(progress, delayed=True)
@@ -224,11 +261,11 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
                     lower[i] = math.nextafter(1.0, 0.0)  # the optimum is >= 1 - 2^-54
                 continue
             if bracket:
-                b = optcomp.delta_bounds(e, d, counts=c, eps_g=x, **{key: v for key, v in options.items()
-                                                                       if key in _BRACKETING})
+                b = optcomp.delta_bounds(*args[:2], counts=args[2], eps_g=x,
+                                         **{key: v for key, v in options.items() if key in _BRACKETING})
                 lower[i], upper[i] = b.lower, b.upper
             else:
-                upper[i] = optcomp.delta_g(e, d, counts=c, eps_g=x, method=method, **options)
+                upper[i] = optcomp.delta_g(*args[:2], counts=args[2], eps_g=x, method=method, **options)
             done += 1
             if callback is not None:
                 callback(dict(stage=f"privacy curve under {method} ({done}/{todo} points)", evaluated=done,
