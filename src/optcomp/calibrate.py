@@ -18,8 +18,11 @@ Functions:
   weights (query i gets eps_i = c w_i);
 * :func:`laplace_scale` -- the Laplace scale per query for a given sensitivity;
 * :func:`kov_recipe` -- the closed-form recipe of KOV Corollary 4.1 / Theorem 4.2;
+* :func:`noise_for` -- mechanism-aware: the least noise of a Laplace, Gaussian, geometric,
+  staircase or discrete Gaussian mechanism whose k-fold composition, composed *as that
+  mechanism* (its privacy-loss distribution, not a black-box (eps, delta)), meets the budget;
 * :func:`noise_table` -- per-query eps and Laplace noise under basic / DRV / KOV /
-  optimal composition, with the KOV recipe beside them.
+  optimal composition, with the KOV recipe beside them (and mechanism-aware rows on request).
 
 How it is computed: a bracketing search over the public API (:func:`optcomp.epsilon_g`),
 which is nondecreasing in eps for every method -- regula falsi on log eps_g against log eps
@@ -56,8 +59,8 @@ import numpy as np
 import optcomp
 
 from . import _progress
-from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, check_count, check_delta_g,
-                      check_eps_g, check_k, check_probability, mechanisms)
+from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, _integer, check_count,
+                      check_delta_g, check_eps_g, check_k, check_probability, mechanisms)
 from .methods import METHOD_INFO, METHODS, check_method
 
 __all__ = [
@@ -71,6 +74,8 @@ __all__ = [
     "Recipe",
     "TABLE_METHODS",
     "largest_passing",
+    "noise_for",
+    "NOISE_MECHANISMS",
 ]
 
 _RTOL = 0.0  # bisect down to adjacent floats
@@ -521,32 +526,217 @@ def kov_recipe(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0
     return Recipe(eps, delta_g / (2 * k), scale, math.sqrt(2.0) * scale)
 
 
+# --------------------------------------------------------------------------- mechanism-aware noise
+
+#: the mechanisms :func:`noise_for` calibrates, by the name it takes
+NOISE_MECHANISMS = ("laplace", "gaussian", "geometric", "staircase", "discrete_gaussian")
+_CLASS_NAMES = {"laplace": "Laplace", "gaussian": "Gaussian", "geometric": "Geometric", "staircase": "Staircase",
+                "discrete_gaussian": "DiscreteGaussian"}
+_INTEGER_SENSITIVITY = ("geometric", "discrete_gaussian")
+_PURE = ("laplace", "geometric", "staircase")  # x is a pure-DP eps of the mechanism (times the sensitivity for geometric)
+_RESOLUTION = {"auto": 1e-4, "approx": 1e-3}  # the certified gap (absolute, in eps_g) of the methods' default tol
+
+
+class _NoNoise(ValueError):
+    """No finite noise of the mechanism meets the budget."""
+
+
+def _check_noise_mechanism(name, what: str = "mechanism") -> str:
+    if not isinstance(name, str) or name not in NOISE_MECHANISMS:
+        raise ValueError(f"{what} must be one of {', '.join(NOISE_MECHANISMS)}; got {_describe(name)}")
+    return name
+
+
+def _make(name: str, x: float, sensitivity):
+    """The mechanism of privacy parameter x > 0: Laplace / Gaussian / discrete Gaussian with
+    scale or sigma sensitivity / x, geometric or staircase with eps = x (the staircase with
+    Geng--Viswanath's variance-optimal gamma = 1/(1 + e^{x/2}))."""
+    from . import mechanisms as mech
+    from .kov_noise import staircase_gamma
+
+    if name == "laplace":
+        return mech.Laplace(sensitivity / x, sensitivity)
+    if name == "gaussian":
+        return mech.Gaussian(sensitivity / x, sensitivity)
+    if name == "discrete_gaussian":
+        return mech.DiscreteGaussian(sensitivity / x, sensitivity)
+    if name == "geometric":
+        return mech.Geometric(x, sensitivity)
+    return mech.Staircase(x, staircase_gamma(x), sensitivity)
+
+
+def _pure_eps(name: str, m) -> float | None:
+    """The pure-DP eps of a calibrated mechanism (None for the Gaussians)."""
+    if name == "laplace":
+        return m.sensitivity / m.scale
+    if name == "geometric":
+        return m.eps * m.sensitivity
+    if name == "staircase":
+        return m.eps
+    return None
+
+
+def _noise_std(m) -> float:
+    """The standard deviation of the mechanism's noise (the discrete Gaussian's summed
+    directly: its variance is a little below sigma^2)."""
+    var = getattr(m, "variance", None)
+    if var is not None:
+        return math.sqrt(var())
+    sigma = m.sigma
+    w = int(math.ceil(40.0 * sigma)) + 1
+    z = np.arange(-w, w + 1, dtype=float)
+    weights = np.exp(-(z * z) / (2.0 * sigma * sigma))
+    return math.sqrt(float(np.dot(z * z, weights) / weights.sum()))
+
+
+def _guide(name: str, k: int, delta_g: float, sensitivity) -> Callable[[float], float] | None:
+    """A cheap stand-in for the mechanism-aware eps_g as a function of x, to place the
+    search's first point: KOV's bound on k x-DP black boxes for the pure-DP mechanisms (it is
+    >= their optimum), the Gaussian closed form (method optimal) for the Gaussians."""
+    if name in _PURE:
+        scale = sensitivity if name == "geometric" else 1.0
+        return lambda x: optcomp.epsilon_g(x * scale, k=k, delta_g=delta_g, method="kov")
+    from .mechanisms import Gaussian
+
+    return lambda x: optcomp.epsilon_g(Gaussian(sensitivity / x, sensitivity), k=k, delta_g=delta_g,
+                                       method="optimal") if x > 0.0 else 0.0
+
+
+def noise_for(mechanism, k, eps_g, delta_g, *, sensitivity=1.0, method="auto", rtol=1e-6, progress=None):
+    """The least noise of a mechanism whose k copies meet (eps_g, delta_g), mechanism-aware.
+
+    ``mechanism`` is one of :data:`NOISE_MECHANISMS`: ``"laplace"``, ``"gaussian"``,
+    ``"geometric"``, ``"staircase"``, ``"discrete_gaussian"``.  Searched is the largest
+    privacy parameter x -- ``sensitivity / scale`` (Laplace), ``sensitivity / sigma``
+    (Gaussian, discrete Gaussian), ``eps`` (geometric, staircase; the staircase with its
+    variance-optimal gamma = 1/(1 + e^{eps/2})) -- such that
+
+        optcomp.epsilon_g(m, k=k, delta_g=delta_g, method=method) <= eps_g
+
+    for the mechanism object m of that x: the k copies composed *as that mechanism* (its
+    privacy-loss distribution), not as the black box (eps, delta) it also is.  The search is
+    :func:`_largest_below`'s (started from a cheap guide: KOV's black-box bound for the
+    pure-DP mechanisms, the Gaussian closed form for the Gaussians), to relative precision
+    ``rtol`` in x.
+
+    Args:
+        mechanism: the mechanism's name (above).
+        k: the number of queries, each answered by one copy (an integer in [1, 10^12]).
+        eps_g, delta_g: the global budget.
+        sensitivity: the query's sensitivity (> 0; a positive integer for ``"geometric"``
+            and ``"discrete_gaussian"``, whose noise is on the integers).
+        method: ``"auto"`` (default: the exact optimum for Gaussians -- their closed form --,
+            approx's certified upper bound otherwise), ``"approx"``, or ``"optimal"`` (Gaussians
+            only: else :class:`optcomp.ExactTooLarge`); the theorems about (eps, delta) pairs
+            refuse these mechanisms (``ValueError`` naming the method), except the geometric
+            mechanism with sensitivity 1, which *is* the black box (eps, 0) (KOV Thm 4.4).
+        rtol: relative precision of the search in x (0: to adjacent floats), never finer
+            than the method's own: where the values are approx's certified upper bounds
+            (method approx, and auto for all but the Gaussians) the search stops once the
+            bracket is within tol / eps_g (auto: tol = 1e-4, approx: 1e-3 absolute in eps_g)
+            -- finer steps would chase the lattice's rounding, not the optimum.
+        progress: True for a status line on stderr when the search takes more than 2 s, or a
+            callable receiving a status dict per evaluation.
+
+    Returns:
+        The mechanism object (``optcomp.mechanisms.Laplace(scale, sensitivity)``, ``Gaussian``,
+        ``Geometric``, ``Staircase``, ``DiscreteGaussian``), certified: the check above was
+        evaluated for exactly this object and passed, so its k copies are (eps_g, delta_g)-DP.
+
+    Raises:
+        ValueError: bad input (naming the parameter), or no finite noise meets the budget
+            (e.g. a Gaussian with delta_g = 0, or eps_g = delta_g = 0).
+    """
+    name = _check_noise_mechanism(mechanism)
+    k = check_k(k)
+    eps_g = check_eps_g(eps_g)
+    delta_g = check_delta_g(delta_g)
+    if name in _INTEGER_SENSITIVITY:
+        sensitivity = _integer("sensitivity", sensitivity, 1, 2**20)
+    else:
+        sensitivity = _check_sensitivity(sensitivity)
+    rtol = _check_rtol(rtol)
+    check_method(method, {})
+
+    def value(x: float) -> float:
+        if x == 0.0:  # infinite noise: no privacy loss at all
+            return 0.0
+        try:
+            m = _make(name, x, sensitivity)
+        except ValueError:  # no such mechanism (a scale rounding to 0 at huge x): nothing certified
+            return math.inf
+        return optcomp.epsilon_g(m, k=k, delta_g=delta_g, method=method)
+
+    # approx's values (auto's for all but the Gaussians) are upper bounds within its tolerance
+    # of the optimum, rounded on a lattice that moves with x: steps in x finer than that chase
+    # the rounding (k = 2 Laplace: 130 evaluations instead of 6), so the search stops there
+    # (the geometric mechanism with sensitivity 1 is the black box (x, 0): auto searches it as
+    # per_query_epsilon does, exactly where the optimum is feasible)
+    exact = method == "optimal" or (method == "auto" and (name == "gaussian" or (name == "geometric"
+                                                                                  and sensitivity == 1)))
+    resolution = 0.0 if exact else _RESOLUTION.get(method, 0.0)
+    if eps_g > 0.0:
+        rtol = max(rtol, resolution / eps_g)
+    start, slope = max(eps_g, 1e-3) / math.sqrt(k), 1.0
+    guide = _guide(name, k, delta_g, sensitivity)
+    try:
+        guess = _largest_below(guide, eps_g, start, rtol=1e-6)
+        if guess is not None and 0.0 < guess < _MAX / 2:
+            start = guess * (1.0 - min(rtol, 0.5))  # just below: the search starts from a passing point
+            a, b = guide(guess), guide(guess * 1.001)  # the local slope of log eps_g against log x
+            if 0.0 < a < b < math.inf:
+                slope = min(max(math.log(b / a) / math.log(1.001), 0.5), 4.0)
+    except ValueError:  # pragma: no cover - a first guess only
+        pass
+    x = _largest_below(value, eps_g, start, rtol=rtol, progress=progress, known={0.0: 0.0}, slope=slope,
+                       what=f"noise_for({name!r}) under {method}")
+    if x is None or x == 0.0:
+        raise _NoNoise(f"no finite {name} noise meets (eps_g={eps_g!r}, delta_g={delta_g!r}) for k={k} "
+                       f"queries under {method!r}")
+    return _make(name, x, sensitivity)
+
+
 class NoiseRow(NamedTuple):
     """One row of :func:`noise_table`.
 
-    ``eps``/``delta``: the per-query budget; ``laplace_scale``/``laplace_std``: the
-    Laplace noise per query (None where the method certifies no positive eps);
-    ``vs_optimal``: noise relative to the optimal row (None without one).
+    ``eps``/``delta``: the per-query budget (a mechanism-aware row: the mechanism's own eps
+    and 0 where it is pure DP, None for the Gaussians); ``laplace_scale``/``laplace_std``:
+    the Laplace noise per query (None where the method certifies no positive eps, and in the
+    rows of other mechanisms); ``vs_optimal``: noise relative to the optimal row (its
+    standard deviation; None without one); ``noise_std``: the standard deviation of the
+    row's noise per query; ``mechanism``: a mechanism-aware row's mechanism object (of
+    :func:`noise_for`), else None.
     """
 
     method: str
     theorem: str
-    eps: float
-    delta: float
+    eps: float | None
+    delta: float | None
     laplace_scale: float | None
     laplace_std: float | None
     vs_optimal: float | None
+    noise_std: float | None = None
+    mechanism: object | None = None
 
 
 def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0, delta: float = 0.0,
-                methods=TABLE_METHODS, recipe: bool = True, progress=None, **options) -> list[NoiseRow]:
+                methods=TABLE_METHODS, recipe: bool = True, mechanisms=(), progress=None,
+                **options) -> list[NoiseRow]:
     """What tighter accounting buys: per-query eps and Laplace noise under each method.
 
     One row per name in ``methods`` (:func:`per_query_epsilon` with per-query ``delta``,
     certified) and, with ``recipe=True`` and where it applies (eps_g <= 0.9, delta_g > 0),
     a row ``"kov_cor4.1"`` for KOV Corollary 4.1 (:func:`kov_recipe`, its per-query delta is
     delta_g/(2k)).  Options are passed to every method that accepts them.  A method that
-    certifies no positive eps gets eps 0.0 and no noise (None).  ``progress``: as for
+    certifies no positive eps gets eps 0.0 and no noise (None).
+
+    ``mechanisms``: names of :data:`NOISE_MECHANISMS` (e.g. ``("laplace", "gaussian")``), one
+    mechanism-aware row each, ``"laplace-aware"``, ``"gaussian-aware"`` ...: the least noise
+    of that mechanism whose k copies, composed as that mechanism, meet the budget
+    (:func:`noise_for` with method auto: the optimum where exact -- Gaussians --, else
+    approx's certified upper bound), with its standard deviation ``noise_std`` and the
+    ``mechanism`` object; no noise (None) where no finite noise fits.  (Each Laplace-aware
+    row runs a search over the mechanism engine: ~10 s at k = 10^4.)  ``progress``: as for
     :func:`per_query_epsilon`, for each row's search.
     """
     k = check_k(k)
@@ -563,6 +753,12 @@ def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.
             raise ValueError(f"methods[{i}] must be one of {', '.join(METHODS)}; got {_describe(m)}")
     if not isinstance(recipe, (bool, np.bool_)):
         raise ParameterTypeError(f"recipe must be True or False, got {_describe(recipe)}")
+    if isinstance(mechanisms, str):
+        mechanisms = (mechanisms,)
+    if not isinstance(mechanisms, (list, tuple)):
+        raise ParameterTypeError(f"mechanisms must be a mechanism name or a list of them, got {_describe(mechanisms)}")
+    for i, name in enumerate(mechanisms):
+        _check_noise_mechanism(name, f"mechanisms[{i}]")
     for key in options:
         if not any(key in METHOD_INFO[m].options for m in methods):
             raise ValueError(f"unknown option {key!r}: accepted by none of the methods {', '.join(methods)}")
@@ -572,13 +768,32 @@ def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.
         opts = {key: v for key, v in options.items() if key in info.options}
         eps = per_query_epsilon(k, eps_g, delta_g, delta=delta, method=m, progress=progress, **opts)
         scale = sensitivity / eps if eps > 0 and math.isfinite(sensitivity / eps) else None
-        rows.append(NoiseRow(m, info.theorem, eps, float(delta), scale,
-                             None if scale is None else math.sqrt(2.0) * scale, None))
+        std = None if scale is None else math.sqrt(2.0) * scale
+        rows.append(NoiseRow(m, info.theorem, eps, float(delta), scale, std, None, std))
     if recipe and 0.0 < eps_g <= 0.9 and delta_g > 0.0:
         r = kov_recipe(k, eps_g, delta_g, sensitivity=sensitivity)
         rows.append(NoiseRow("kov_cor4.1", "KOV Cor. 4.1 / Thm 4.2 (closed-form recipe, eps_g <= 0.9)",
-                             r.eps, r.delta, r.laplace_scale, r.laplace_std, None))
-    best = next((r.laplace_scale for r in rows if r.method == "optimal"), None)
+                             r.eps, r.delta, r.laplace_scale, r.laplace_std, None, r.laplace_std))
+    for name in mechanisms:
+        rows.append(_mechanism_row(name, k, eps_g, delta_g, sensitivity, progress))
+    best = next((r for r in rows if r.method == "optimal" and r.laplace_scale is not None), None)
     if best is not None:
-        rows = [r._replace(vs_optimal=None if r.laplace_scale is None else r.laplace_scale / best) for r in rows]
+        rows = [r._replace(vs_optimal=r.laplace_scale / best.laplace_scale if r.laplace_scale is not None
+                           else None if r.noise_std is None else r.noise_std / best.laplace_std) for r in rows]
     return rows
+
+
+def _mechanism_row(name: str, k: int, eps_g: float, delta_g: float, sensitivity: float, progress) -> NoiseRow:
+    """The mechanism-aware row of :func:`noise_table` for ``name`` (no noise where none fits)."""
+    cls = _CLASS_NAMES[name]
+    theorem = (f"{k} {cls} mechanisms composed as such (their privacy-loss distribution), least noise "
+               f"certified by method auto (exact for Gaussians, else approx's upper bound within 1e-4)")
+    sens = _integer("sensitivity", sensitivity, 1, 2**20) if name in _INTEGER_SENSITIVITY else sensitivity
+    try:
+        mech = noise_for(name, k, eps_g, delta_g, sensitivity=sens, progress=progress)
+    except _NoNoise:
+        return NoiseRow(f"{name}-aware", theorem, None, None, None, None, None, None, None)
+    pure = _pure_eps(name, mech)
+    scale = mech.scale if name == "laplace" else None
+    return NoiseRow(f"{name}-aware", theorem, pure, None if pure is None else 0.0, scale,
+                    None if scale is None else math.sqrt(2.0) * scale, None, _noise_std(mech), mech)
