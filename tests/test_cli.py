@@ -443,6 +443,19 @@ def test_bad_input_through_a_subprocess():
     fails("epsilon", "--eps", "0.1", "--k", "10", "--file", "-", "--delta-g", "1e-6", match="not both")
     fails("epsilon", "--file", "-", "--delta-g", "1e-6", stdin="eps,epsilon\n0.1,0.2\n", match="unknown column")
     fails("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "1e3.5", match="--k")
+    fails("epsilon", "--mechanism", "laplace:scale=-1", "--delta-g", "1e-6", match="scale must be finite and > 0")
+    fails("epsilon", "--file", "-", "--delta-g", "1e-6", stdin="mechanism\nlaplace:sigma=1\n",
+          match="line 2, mechanism 'laplace:sigma=1': unknown key 'sigma'")
+
+
+def test_mechanisms_through_a_subprocess():
+    """--mechanism end to end (the checks of its answers run in tests/test_toolkit_mechanisms.py):
+    one Laplace (a = 1/2) and one staircase, the library's value."""
+    rows = rows_json("epsilon", "--mechanism", "laplace:scale=2", "--mechanism", "staircase:eps=0.3,gamma=0.4",
+                     "--delta-g", "1e-6")
+    from optcomp.mechanisms import Laplace, Staircase
+
+    assert rows[0]["eps_g"] == optcomp.epsilon_g([Laplace(2.0), Staircase(0.3, 0.4)], counts=[1, 1], delta_g=1e-6)
 
 
 def test_in_process_main_prints_the_library_value(capsys):

@@ -355,7 +355,7 @@ def test_noise_table_mechanism_rows():
     assert opt.noise_std == opt.laplace_std and opt.mechanism is None and opt.vs_optimal == 1.0
     assert isinstance(lap.mechanism, Laplace) and lap.laplace_scale == lap.mechanism.scale
     assert lap.eps == 1.0 / lap.laplace_scale and lap.delta == 0.0
-    assert lap.noise_std == pytest.approx(math.sqrt(2.0) * lap.laplace_scale, rel=1e-15)
+    assert lap.noise_std == lap.laplace_std == math.sqrt(2.0) * lap.laplace_scale
     assert lap.vs_optimal <= 1.0 + 2e-4  # composed as Laplace: never more noise than the black box
     assert optcomp.epsilon_g(lap.mechanism, k=50, delta_g=1e-6) <= 0.5
     assert isinstance(gau.mechanism, Gaussian) and gau.eps is None and gau.laplace_scale is None
@@ -375,3 +375,147 @@ def test_discrete_gaussian_row_reports_its_true_standard_deviation():
     zs = range(-int(40 * m.sigma) - 1, int(40 * m.sigma) + 2)
     var = mp.fsum(z * z * mp.e ** (-z * z / s2) for z in zs) / mp.fsum(mp.e ** (-z * z / s2) for z in zs)
     assert abs(row.noise_std - mp.sqrt(var)) <= 1e-12 * row.noise_std
+
+
+# ------------------------------------------------------------------------------ the command line
+
+
+def cli_rows(*args) -> tuple[list[dict], dict]:
+    """``optcomp ARGS --json`` in this process: (rows, the whole record)."""
+    import contextlib
+    import io
+
+    from optcomp import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main([*args, "--json"]) == 0
+    data = json.loads(out.getvalue())
+    return data["rows"], data
+
+
+def cli_fails(args, match, capsys, stdin=None, monkeypatch=None) -> str:
+    import io
+    import sys
+
+    from optcomp import cli
+
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        status = cli.main(list(args))
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    assert status == 2 and out == "", (status, out)
+    assert len(err.splitlines()) == 1 and err.startswith("optcomp") and "Traceback" not in err, err
+    assert match in err, err
+    return err
+
+
+@pytest.mark.parametrize("m", ALL + [BlackBox(0.5, 1e-6), Staircase(0.5, 0.0)])
+def test_every_mechanism_spec_reads_back(m):
+    from optcomp import cli
+
+    assert cli._parse_mechanism(cli._spec(m)) == (m, None)
+
+
+def test_cli_epsilon_of_mechanisms_is_the_library_value():
+    rows, _ = cli_rows("epsilon", "--mechanism", "laplace:scale=2", "--delta-g", "1e-6")
+    assert rows[0]["eps_g"] == optcomp.epsilon_g(Laplace(2.0), k=1, delta_g=1e-6)
+    assert rows[0]["eps_g"] >= 0.5 + 2 * mp.log(1 - mp.mpf("1e-6"))  # one Laplace, closed form
+    rows, _ = cli_rows("delta", "--eps", "0.1,0.3", "--count", "2,1", "--mechanism", "gaussian:sigma=4,count=3",
+                       "--mechanism", "geometric:eps=0.2,sensitivity=2", "--eps-g", "1.5")
+    want = optcomp.delta_g([0.1, 0.3, Gaussian(4.0), Geometric(0.2, 2)], counts=[2, 1, 3, 1], eps_g=1.5)
+    assert rows[0]["delta_g"] == want
+    # --k counts a lone --mechanism; --count one per --mechanism
+    k, _ = cli_rows("epsilon", "--mechanism", "staircase:eps=0.3", "--k", "4", "--delta-g", "1e-6")
+    c, _ = cli_rows("epsilon", "--mechanism", "staircase:eps=0.3", "--count", "4", "--delta-g", "1e-6")
+    want = optcomp.epsilon_g(Staircase(0.3, 1 / (1 + math.exp(0.15))), k=4, delta_g=1e-6)
+    assert k == c and k[0]["eps_g"] == want
+
+
+def test_cli_files_with_a_mechanism_column_agree_with_inline(tmp_path):
+    inline, _ = cli_rows("epsilon", "--eps", "0.1", "--k", "5", "--mechanism", "laplace:scale=10,count=20",
+                         "--mechanism", "gaussian:sigma=5,sensitivity=2,count=3", "--delta-g", "1e-6")
+    csv_file = tmp_path / "m.csv"
+    csv_file.write_text('eps,delta,count,mechanism\n0.1,0,5,\n,,20,laplace:scale=10\n'
+                        ',,3,"gaussian:sigma=5,sensitivity=2"\n')
+    acc = Accountant().compose(0.1, count=5).compose(Laplace(10.0), count=20).compose(Gaussian(5.0, 2.0), count=3)
+    json_file = tmp_path / "m.json"
+    json_file.write_text(json.dumps(acc.to_dict()))
+    for path in (csv_file, json_file):
+        rows, data = cli_rows("epsilon", "--file", str(path), "--delta-g", "1e-6")
+        assert rows == inline
+    assert inline[0]["eps_g"] == acc.get_epsilon(1e-6)
+
+
+def test_cli_split_calibrates_mechanisms_and_its_specs_read_back():
+    rows, _ = cli_rows("split", "--eps-g", "1", "--delta-g", "1e-6", "--k", "20", "--method", "optimal",
+                       "--mechanism", "gaussian,laplace")
+    by = {r["method"]: r for r in rows}
+    assert list(by) == ["optimal", "gaussian-aware", "laplace-aware"]
+    assert by["laplace-aware"]["noise_vs_optimal"] <= 1.0 + 2e-4
+    for name in ("gaussian-aware", "laplace-aware"):
+        spec = by[name]["mechanism"]
+        back, _ = cli_rows("epsilon", "--mechanism", spec, "--k", "20", "--delta-g", "1e-6")
+        assert back[0]["eps_g"] <= 1.0  # the calibrated noise meets the budget
+    sigma = float(by["gaussian-aware"]["mechanism"].split("sigma=")[1].split(",")[0])
+    assert by["gaussian-aware"]["noise_std"] == sigma
+    assert ref_gauss_delta(mp.sqrt(20) / mp.mpf(sigma), 1) <= mp.mpf("1e-6")  # certified, closed form
+
+
+def test_cli_compare_and_curve_with_mechanisms():
+    rows, data = cli_rows("compare", "--mechanism", "laplace:scale=2,count=2", "--delta-g", "1e-6")
+    by = {r["method"]: r for r in rows}
+    assert by["kov"]["eps_g"] is None and "pairs only" in by["kov"]["note"]
+    assert by["optimal"]["eps_g"] is None and by["approx"]["eps_g"] == optcomp.epsilon_bounds(
+        Laplace(2.0), k=2, delta_g=1e-6).upper
+    rows, _ = cli_rows("curve", "--mechanism", "gaussian:sigma=2", "--k", "4", "--eps-g", "0,1,2")
+    for r in rows:
+        ref = ref_gauss_delta(1, r["eps_g"])
+        assert ref <= r["delta"] <= ref * (1 + 1e-9)
+    rows, data = cli_rows("epsilon", "--mechanism", "gaussian:sigma=1", "--delta-g", "0")
+    assert rows[0]["eps_g"] == "inf" and "Gaussian noise, needs delta_g > 0" in data["notes"][0]
+
+
+@pytest.mark.parametrize("args, match", [
+    (("--mechanism", "laplace:scale=-1"), "argument --mechanism: 'laplace:scale=-1': scale must be finite and > 0"),
+    (("--mechanism", "lap:scale=1"), "unknown mechanism 'lap'"),
+    (("--mechanism", "laplace:scal=1"), "unknown key 'scal' for laplace"),
+    (("--mechanism", "laplace"), "laplace needs scale=..."),
+    (("--mechanism", "laplace:scale"), "expected KEY=VALUE"),
+    (("--mechanism", "laplace:scale=1,scale=2"), "scale given twice"),
+    (("--mechanism", "laplace:scale=x"), "scale: expected a number"),
+    (("--mechanism", "laplace:scale=1,count=0"), "count: expected an integer"),
+    (("--mechanism", "geometric:eps=1,sensitivity=1.5"), "sensitivity must be an integer"),
+    (("--mechanism", "pair:p=0.5/0.5,q=1"), "q must have the length of p"),
+    (("--mechanism", "profile:eps=1/2,delta=0"), "delta has 1 values but eps has 2"),
+    (("--mechanism", "laplace:scale=1", "--mechanism", "gaussian:sigma=1", "--k", "3"), "--k goes with a single"),
+    (("--mechanism", "laplace:scale=1", "--count", "2,3"), "--count has 2 items but --mechanism is given 1"),
+    (("--mechanism", "laplace:scale=1,count=2", "--k", "3"), "count given twice"),
+    (("--mechanism", "laplace:scale=1", "--delta", "0.1"), "--delta goes with --eps"),
+    (("--mechanism", "laplace:scale=1", "--file", "m.csv"), "not both"),
+    (("--mechanism", "laplace:scale=1", "--method", "kov"), "'kov' composes (eps, delta) pairs only"),
+])
+def test_cli_bad_mechanisms_are_one_line_and_exit_2(args, match, capsys):
+    cli_fails(("epsilon", *args, "--delta-g", "1e-6"), match, capsys)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("eps,mechanism\n0.1,laplace:scale=1\n", "line 2: give eps or a mechanism, not both"),
+    ('mechanism,count\n"laplace:scale=1,count=2",3\n', "line 2: count given twice"),
+    ("mechanism\nlaplace:scale=0\n", "line 2, mechanism 'laplace:scale=0': scale must be finite and > 0"),
+    ("count,mechanism\n2,\n", "line 2: empty mechanism"),
+    ('[{"mechanism": "laplace", "scale": 1}]', "mechanism must name a class of optcomp.mechanisms"),
+    ('[{"mechanism": "Laplace", "scale": 1, "eps": 1}]', "unknown field 'eps' for Laplace"),
+])
+def test_cli_bad_mechanism_files_are_one_line_and_exit_2(text, match, capsys, monkeypatch):
+    cli_fails(("epsilon", "--file", "-", "--delta-g", "1e-6"), match, capsys, stdin=text, monkeypatch=monkeypatch)
+
+
+def test_cli_split_mechanism_errors(capsys):
+    base = ("split", "--eps-g", "1", "--delta-g", "1e-6")
+    cli_fails((*base, "--k", "5", "--mechanism", "laplace:scale=1"), "split takes mechanism names only", capsys)
+    cli_fails((*base, "--k", "5", "--mechanism", "cauchy"), "unknown mechanism 'cauchy'", capsys)
+    cli_fails((*base, "--weights", "1,2", "--mechanism", "laplace"), "--mechanism goes with --k", capsys)

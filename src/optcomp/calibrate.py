@@ -795,5 +795,6 @@ def _mechanism_row(name: str, k: int, eps_g: float, delta_g: float, sensitivity:
         return NoiseRow(f"{name}-aware", theorem, None, None, None, None, None, None, None)
     pure = _pure_eps(name, mech)
     scale = mech.scale if name == "laplace" else None
+    std = _noise_std(mech) if scale is None else math.sqrt(2.0) * scale  # Laplace: as the black-box rows
     return NoiseRow(f"{name}-aware", theorem, pure, None if pure is None else 0.0, scale,
-                    None if scale is None else math.sqrt(2.0) * scale, None, _noise_std(mech), mech)
+                    None if scale is None else std, None, std, mech)

@@ -8,8 +8,9 @@
     optcomp curve --eps 0.1 --k 100 --num 11 --csv
     optcomp methods
 
-Mechanisms come inline (``--eps`` with ``--k``, ``--count``, ``--delta``) or from a CSV/JSON
-file (``--file``; ``-`` reads stdin).  Output is an aligned table; ``--json`` and ``--csv``
+Mechanisms come inline (``--eps`` with ``--k``, ``--count``, ``--delta``; ``--mechanism
+laplace:scale=10,count=100``, repeatable, for mechanisms known by more than (eps, delta)) or
+from a CSV/JSON file (``--file``; ``-`` reads stdin; a ``mechanism`` column or field).  Output is an aligned table; ``--json`` and ``--csv``
 print the same rows for scripts, floats in shortest round-trip form, infinity as ``inf``
 (a JSON string), never NaN.  Notes a reader must see (why an answer is inf, what a ratio is
 relative to, a row left out) end the table's caption, form a JSON ``"notes"`` list, or go to
@@ -130,6 +131,109 @@ def _list_of(parse):
     return parse_list
 
 
+# the name of a --mechanism spec (lower case, '-' and '_' ignored) -> its class in optcomp.mechanisms
+_MECHANISM_NAMES = {"laplace": "Laplace", "gaussian": "Gaussian", "geometric": "Geometric",
+                    "discretegaussian": "DiscreteGaussian", "staircase": "Staircase",
+                    "randomizedresponse": "RandomizedResponse", "rr": "RandomizedResponse", "pair": "Pair",
+                    "profile": "Profile", "blackbox": "BlackBox"}
+_SPEC_NAMES = {"Laplace": "laplace", "Gaussian": "gaussian", "Geometric": "geometric",
+               "DiscreteGaussian": "discrete_gaussian", "Staircase": "staircase",
+               "RandomizedResponse": "randomized_response", "Pair": "pair", "Profile": "profile",
+               "BlackBox": "black_box"}
+_LIST_FIELDS = ("p", "q")  # Pair's pmfs; Profile's eps and delta lists: values joined by '/'
+
+
+def _parse_mechanism(text: str):
+    """(mechanism object, count or None) of a spec ``NAME[:KEY=VALUE,...]``; ValueError naming
+    the bad key (the object's own checks name its parameter)."""
+    import dataclasses
+
+    from . import mechanisms as mech
+
+    name, _, rest = text.strip().partition(":")
+    cls_name = _MECHANISM_NAMES.get(name.strip().lower().replace("-", "").replace("_", ""))
+    if cls_name is None:
+        raise ValueError(f"unknown mechanism {_show(name.strip())} (choose from {', '.join(_SPEC_NAMES.values())})")
+    cls = getattr(mech, cls_name)
+    spec = _SPEC_NAMES[cls_name]
+    keys = ["eps", "delta"] if cls is mech.Profile else [f.name for f in dataclasses.fields(cls)]
+    values: dict = {}
+    count = None
+    for item in rest.split(",") if rest.strip() else ():
+        key, eq, value = (part.strip() for part in item.partition("="))
+        key = key.lower()
+        if not eq or not key or not value:
+            raise ValueError(f"expected KEY=VALUE, got {_show(item.strip())}")
+        if key in values or (key == "count" and count is not None):
+            raise ValueError(f"{key} given twice")
+        try:
+            if key == "count":
+                count = _count(value)
+            elif key not in keys:
+                raise ValueError(f"unknown key {key!r} for {spec} (expected {', '.join(keys + ['count'])})")
+            elif key in _LIST_FIELDS or cls is mech.Profile:
+                values[key] = [_real(v.strip()) for v in value.split("/")]
+            else:
+                values[key] = _real(value)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+    if cls is mech.Profile:
+        eps, delta = values.pop("eps", None), values.pop("delta", None)
+        if eps is None:
+            raise ValueError("profile needs eps=E1/E2/.. (and delta=D1/D2/.., one per eps; default 0)")
+        delta = delta if delta is not None else [0.0] * len(eps)
+        if len(delta) != len(eps):
+            raise ValueError(f"profile: delta has {len(delta)} values but eps has {len(eps)}")
+        values["guarantees"] = list(zip(eps, delta))
+    if cls is mech.Staircase and "gamma" not in values and "eps" in values:
+        from .kov_noise import staircase_gamma
+
+        values["gamma"] = staircase_gamma(values["eps"])  # Geng-Viswanath's variance-optimal gamma
+    for f in dataclasses.fields(cls):
+        if f.name not in values and f.default is dataclasses.MISSING:
+            raise ValueError(f"{spec} needs {f.name}=...")
+    return cls(**values), count
+
+
+def _mechanism_arg(text: str):
+    """argparse type of --mechanism: (object, count or None, the spec as given)."""
+    try:
+        m, count = _parse_mechanism(text)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{_show(text)}: {_one_line(exc)}") from None
+    return m, count, text
+
+
+def _spec(m) -> str:
+    """The --mechanism spec of a mechanism object (what _parse_mechanism reads back)."""
+    import dataclasses
+
+    name = type(m).__name__
+    if name == "Profile":
+        eps = "/".join(repr(e) for e, _ in m.guarantees)
+        return f"profile:eps={eps},delta={'/'.join(repr(d) for _, d in m.guarantees)}"
+    parts = []
+    for f in dataclasses.fields(m):
+        v = getattr(m, f.name)
+        parts.append(f"{f.name}={'/'.join(repr(x) for x in v) if isinstance(v, tuple) else repr(v)}")
+    return f"{_SPEC_NAMES[name]}:{','.join(parts)}"
+
+
+def _noise_name(text: str) -> str:
+    """A mechanism name of split's --mechanism (the noise split calibrates)."""
+    from .calibrate import NOISE_MECHANISMS
+
+    if ":" in text:
+        raise argparse.ArgumentTypeError(f"split takes mechanism names only (their noise is what it finds), "
+                                         f"got {_show(text)}")
+    name = text.strip().lower().replace("-", "_")
+    if name.replace("_", "") == "discretegaussian":
+        name = "discrete_gaussian"
+    if name not in NOISE_MECHANISMS:
+        raise argparse.ArgumentTypeError(f"unknown mechanism {_show(text)} (choose from {', '.join(NOISE_MECHANISMS)})")
+    return name
+
+
 class _Once(argparse.Action):
     """Store a value; giving the same option twice is an error (two sources for one input)."""
 
@@ -164,9 +268,19 @@ def _add_mechanisms(p: argparse.ArgumentParser) -> None:
                    help="number of identical mechanisms, 1 to 10^12 (required with a single --eps value, unless --count)")
     g.add_argument("--count", type=_list_of(_count), action=_Once, metavar="N[,N...]",
                    help="multiplicity of each --eps item (integers, one per item)")
+    g.add_argument("--mechanism", type=_mechanism_arg, action="append", metavar="NAME[:KEY=V,...]",
+                   help="a mechanism known by more than (eps, delta), repeatable: laplace:scale=B[,sensitivity=S], "
+                        "gaussian:sigma=S[,sensitivity=S], geometric:eps=E[,sensitivity=N], "
+                        "discrete_gaussian:sigma=S[,sensitivity=N], staircase:eps=E[,gamma=G (default "
+                        "1/(1+e^(E/2)))][,sensitivity=S], randomized_response:eps=E[,values=K], pair:p=P1/P2/..,"
+                        "q=Q1/Q2/.., profile:eps=E1/E2/..,delta=D1/D2/.., black_box:eps=E[,delta=D]; count=N for "
+                        "N copies (or --k with one --mechanism, --count with one item per --mechanism when there is "
+                        "no --eps)")
     g.add_argument("--file", action=_Once, metavar="PATH",
-                   help="CSV (header eps,delta[,count]) or JSON ([{\"eps\":..,\"delta\":..,\"count\":..}] or an "
-                        "Accountant.to_dict record) with the mechanisms; '-' reads stdin")
+                   help="CSV (header eps,delta[,count][,mechanism]: a row gives eps[,delta] or a --mechanism spec in "
+                        "the mechanism column) or JSON ([{\"eps\":..,\"delta\":..,\"count\":..}, {\"mechanism\": "
+                        "\"Laplace\", \"scale\": 10, \"count\": 5}] or an Accountant.to_dict record) with the "
+                        "mechanisms; '-' reads stdin")
 
 
 def _add_options(p: argparse.ArgumentParser, *, method: bool = True, exact: bool = True) -> None:
@@ -229,6 +343,7 @@ def _parser() -> argparse.ArgumentParser:
                    "(inf: the method certifies nothing at this delta_g).",
                    ["optcomp epsilon --eps 0.1 --k 100 --delta-g 1e-6",
                     "optcomp epsilon --eps 0.1,0.2,0.5 --delta 1e-7 --delta-g 1e-5 --method kov",
+                    "optcomp epsilon --mechanism laplace:scale=10,count=100 --mechanism gaussian:sigma=5 --delta-g 1e-6",
                     "optcomp epsilon --file mech.csv --delta-g 1e-6 --method approx --tol 1e-4 --json"])
     _add_mechanisms(p)
     p.add_argument("--delta-g", type=_real, required=True, action=_Once, dest="delta_g",
@@ -279,6 +394,7 @@ def _parser() -> argparse.ArgumentParser:
                    "eps_i = c w_i with the largest common c.\n" + _SETTING,
                    ["optcomp split --eps-g 1 --delta-g 1e-6 --k 100",
                     "optcomp split --eps-g 1 --delta-g 1e-6 --k 100 --method optimal --sensitivity 2 --json",
+                    "optcomp split --eps-g 1 --delta-g 1e-6 --k 100 --mechanism laplace,gaussian",
                     "optcomp split --eps-g 1 --delta-g 1e-6 --weights 1,2,5 --count 10,10,2"])
     p.add_argument("--eps-g", type=_real, required=True, action=_Once, dest="eps_g",
                    help="global eps_g >= 0 (required)")
@@ -294,6 +410,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="per-query delta (default 0: pure DP, e.g. Laplace)")
     q.add_argument("--sensitivity", type=_real, action=_Once, default=1.0,
                    help="sensitivity of each query (default 1), for the Laplace scale")
+    q.add_argument("--mechanism", type=_list_of(_noise_name), action=_Once, metavar="NAME[,NAME...]",
+                   help="with --k: add a mechanism-aware row per name (laplace, gaussian, geometric, staircase, "
+                        "discrete_gaussian): the least noise of that mechanism whose k copies, composed as that "
+                        "mechanism, meet the budget (method auto; its standard deviation and --mechanism spec)")
     p.add_argument("--method", choices=METHODS, action=_Once,
                    help="one method only (default: basic, drv, kov, optimal and KOV Cor. 4.1; with --weights: "
                         "optimal)")
@@ -459,19 +579,27 @@ def _csv_accountant(text: str, name: str):
     line, header = rows[0]
     header = [h.strip().lower() for h in header]
     for h in header:
-        if h not in ("eps", "delta", "count"):
-            raise UsageError(f"--file {name}: unknown column {_show(h)} (expected eps, delta, count)")
+        if h not in ("eps", "delta", "count", "mechanism"):
+            raise UsageError(f"--file {name}: unknown column {_show(h)} (expected eps, delta, count, mechanism)")
     if len(set(header)) != len(header):
         raise UsageError(f"--file {name}: duplicate column in header {','.join(header)}")
-    if "eps" not in header:
-        raise UsageError(f"--file {name}: the header must name an eps column (got {','.join(header)})")
+    if "eps" not in header and "mechanism" not in header:
+        raise UsageError(f"--file {name}: the header must name an eps column or a mechanism column (got {','.join(header)})")
     acc = Accountant()
     for line, row in rows[1:]:
         if len(row) != len(header):
             raise UsageError(f"--file {name} line {line}: {len(row)} fields, the header has {len(header)}")
+        cells = {col: cell.strip() for col, cell in zip(header, row)}
+        spec = cells.pop("mechanism", "")
+        if spec:  # a mechanism: its spec gives its parameters, eps and delta stay empty
+            given = [col for col in ("eps", "delta") if cells.get(col)]
+            if given:
+                raise UsageError(f"--file {name} line {line}: give {given[0]} or a mechanism, not both")
+            cells = {col: cell for col, cell in cells.items() if col == "count"}
+        elif "eps" not in cells:
+            raise UsageError(f"--file {name} line {line}: empty mechanism")
         values = {}
-        for col, cell in zip(header, row):
-            cell = cell.strip()
+        for col, cell in cells.items():
             if not cell:
                 raise UsageError(f"--file {name} line {line}: empty {col}")
             try:
@@ -479,24 +607,66 @@ def _csv_accountant(text: str, name: str):
             except argparse.ArgumentTypeError as exc:
                 raise UsageError(f"--file {name} line {line}, {col}: {exc}") from None
         try:
-            acc.compose(values["eps"], values.get("delta", 0.0), values.get("count", 1))
+            if spec:
+                try:
+                    mech, count = _parse_mechanism(spec)
+                except (TypeError, ValueError) as exc:
+                    raise UsageError(f"--file {name} line {line}, mechanism {_show(spec)}: {_one_line(exc)}") from None
+                if count is not None and "count" in values:
+                    raise UsageError(f"--file {name} line {line}: count given twice (count column and count= in "
+                                     f"the mechanism)")
+                acc.compose(mech, count=count if count is not None else values.get("count", 1))
+            else:
+                acc.compose(values["eps"], values.get("delta", 0.0), values.get("count", 1))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"--file {name} line {line}: {exc}") from None
     return acc
 
 
 def _mechanisms(args):
+    specs = args.mechanism or []
     inline = [flag for flag, v in (("--eps", args.eps), ("--delta", args.delta), ("--k", args.k),
-                                   ("--count", args.count)) if v is not None]
+                                   ("--count", args.count), ("--mechanism", args.mechanism)) if v is not None]
     if args.file is not None:
         if inline:
             raise UsageError(f"give the mechanisms either inline ({', '.join(inline)}) or with --file, not both")
         return _accountant_from_file(args.file)
     if args.eps is None:
+        if specs:
+            return _accountant_from_specs(args, specs)
         if inline:
             raise UsageError(f"{inline[0]} needs --eps (the per-mechanism eps)")
-        raise UsageError("no mechanisms: give --eps (with --k or --count) or --file")
-    return _accountant_from_inline(args)
+        raise UsageError("no mechanisms: give --eps (with --k or --count), --mechanism or --file")
+    acc = _accountant_from_inline(args)
+    for m, count, _ in specs:  # beside --eps items (which --k/--count count): count= in the spec, else 1
+        acc.compose(m, count=1 if count is None else count)
+    return acc
+
+
+def _accountant_from_specs(args, specs):
+    """The --mechanism items without --eps: counted by count= in each, or --k (one item) or
+    --count (one per item)."""
+    from .accountant import Accountant
+
+    if args.delta is not None:
+        raise UsageError("--delta goes with --eps (a --mechanism carries its own guarantee)")
+    if args.k is not None and args.count is not None:
+        raise UsageError("give --k (identical mechanisms) or --count (multiplicities), not both")
+    counts = [None] * len(specs)
+    if args.k is not None:
+        if len(specs) != 1:
+            raise UsageError(f"--k goes with a single --mechanism (got {len(specs)}); use count= in each, or --count")
+        counts = [args.k]
+    elif args.count is not None:
+        if len(args.count) != len(specs):
+            raise UsageError(f"--count has {len(args.count)} items but --mechanism is given {len(specs)} times")
+        counts = args.count
+    acc = Accountant()
+    for (m, own, text), n in zip(specs, counts):
+        if own is not None and n is not None:
+            raise UsageError(f"--mechanism {_show(text)}: count given twice (count= and {'--k' if args.k else '--count'})")
+        acc.compose(m, count=own if own is not None else n if n is not None else 1)
+    return acc
 
 
 def _options(args, method: str | None = None) -> dict:
@@ -520,9 +690,18 @@ def _multiset(acc):
     return e, d, c
 
 
+def _objects(acc) -> list:
+    """The mechanism objects of the ledger (the entries that are not (eps, delta) pairs)."""
+    return [e for e, _, _ in acc.mechanisms if not isinstance(e, float)]
+
+
 def _describe(acc) -> str:
-    n = len(acc.mechanisms)
-    return f"{acc.k} mechanism{'s' if acc.k != 1 else ''} ({n} distinct (eps, delta) pair{'s' if n != 1 else ''})"
+    objects = len(_objects(acc))
+    n = len(acc.mechanisms) - objects
+    text = f"{acc.k} mechanism{'s' if acc.k != 1 else ''} ({n} distinct (eps, delta) pair{'s' if n != 1 else ''}"
+    if objects:
+        text += f", {objects} distinct mechanism object{'s' if objects != 1 else ''}"
+    return text + ")"
 
 
 def _decimal_down(x: float, above: float) -> str:
@@ -542,8 +721,9 @@ def _decimal_down(x: float, above: float) -> str:
 
 def _unattainable(acc, delta_g: float, method: str | None = None) -> str | None:
     """Why eps_g is inf at ``delta_g``: the delta events alone exceed delta_g (no method can
-    help), or (with ``method``) that method certifies nothing although the optimum is finite.
-    None when the budget is attainable and no method was named."""
+    help), or (with ``method``) that method certifies nothing although the optimum is finite;
+    with mechanism objects in the ledger, that their loss is unbounded or infinite beyond
+    delta_g.  None when the budget is attainable and no method was named."""
     from ._inputs import mechanisms
     from .loss import delta_event_bounds
 
@@ -552,6 +732,10 @@ def _unattainable(acc, delta_g: float, method: str | None = None) -> str | None:
     if delta_g < a_lo:
         return (f"unattainable: delta_g = {delta_g!r} < 1 - prod(1 - delta_i) = {_decimal_down(a_lo, delta_g)} "
                 f"(the chance of some mechanism's delta event): no eps_g is certified")
+    if _objects(acc):  # their losses, not only the pairs' delta events, decide what is attainable
+        return (f"no finite eps_g is certified at delta_g = {delta_g!r}: a mechanism's privacy loss exceeds every "
+                f"eps_g with probability above it (unbounded loss, e.g. Gaussian noise, needs delta_g > 0; an "
+                f"infinite loss needs delta_g above its mass)")
     if delta_g <= a_hi:
         return (f"unattainable: delta_g = {delta_g!r} is within rounding of 1 - prod(1 - delta_i), in "
                 f"[{a_lo!r}, {a_hi!r}]: no eps_g is certified")
@@ -657,10 +841,15 @@ def _cmd_compare(args):
     by_eps = args.delta_g is not None
     target = check_delta_g(args.delta_g) if by_eps else check_eps_g(args.eps_g)
     e, d, c = _multiset(acc)
+    objects = bool(_objects(acc))
     rows, notes = [], {}
     for m in methods:
         mine = {key: v for key, v in opts.items() if key in METHOD_INFO[m].options}
         lower = None
+        if objects and getattr(METHOD_INFO[m].epsilon, "pairs_only", None):
+            notes[m] = "the theorem composes (eps, delta) pairs only, not these mechanisms"
+            rows.append([m, None, None, _theorem(m, mine.get("algorithm", "fast"))])
+            continue
         try:
             if m == "approx" and mine.get("algorithm", "fast") == "fast":
                 bo = {key: v for key, v in mine.items() if key != "algorithm"}
@@ -706,6 +895,8 @@ def _cmd_split(args):
         raise UsageError("give the queries with --k (identical) or --weights (relative budgets), exactly one")
     if args.count is not None and args.weights is None:
         raise UsageError("--count goes with --weights (the number of queries of each weight)")
+    if args.mechanism is not None and args.weights is not None:
+        raise UsageError("--mechanism goes with --k (identical queries), not --weights")
     if args.weights is not None:
         method = args.method or "optimal"
         opts = _options(args, method)
@@ -730,14 +921,23 @@ def _cmd_split(args):
         for key in opts:
             if not any(key in METHOD_INFO[m].options for m in methods):
                 raise UsageError(f"--{key.replace('_', '-')} applies to none of {', '.join(methods)}")
+    names = list(dict.fromkeys(args.mechanism or ()))
     table = calibrate.noise_table(args.k, args.eps_g, args.delta_g, sensitivity=args.sensitivity, delta=args.delta,
-                                  methods=methods, recipe=args.method is None, progress=sys.stderr.isatty(), **opts)
+                                  methods=methods, recipe=args.method is None, mechanisms=names,
+                                  progress=sys.stderr.isatty(), **opts)
     cols = ["method", "eps", "delta", "laplace_scale", "laplace_std", "noise_vs_optimal", "theorem"]
     rows = [[r.method, r.eps, r.delta, r.laplace_scale, r.laplace_std, r.vs_optimal,
              _theorem(r.method, opts.get("algorithm", "fast")) if r.method in METHOD_INFO else r.theorem]
             for r in table]
+    if names:  # the noise of every row, and the mechanism a --mechanism spec reads back
+        cols[-1:-1] = ["noise_std", "mechanism"]
+        for row, r in zip(rows, table):
+            row[-1:-1] = [r.noise_std, None if r.mechanism is None else _spec(r.mechanism)]
     caption = (f"{args.k} queries within (eps_g={args.eps_g!r}, delta_g={args.delta_g!r}), sensitivity "
                f"{args.sensitivity!r}: largest certified per-query (eps, delta), Laplace noise per query")
+    if names:
+        caption += ("; NAME-aware rows: the least noise of that mechanism whose k copies, composed as that "
+                    "mechanism, meet the budget (noise_std: its standard deviation)")
     if any(r.laplace_scale is None for r in table):
         caption += "; '-': the method certifies no positive per-query eps within this budget"
     notes = []
