@@ -631,6 +631,12 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x)))."""
     info = info if info is not None else BracketInfo()
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+    if m.eps.size == 0 and all(type(mech).__name__ == "Gaussian" for mech, _ in others):
+        from .gdp import epsilon_bounds as gdp_epsilon, mu_bounds
+
+        info.path = "closed form (GDP)"
+        mu = mu_bounds([g.sigma for g, _ in others], [g.sensitivity for g, _ in others], [c for _, c in others])
+        return gdp_epsilon(mu.lower, mu.upper, delta_g)
     out = []
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
     n = sum(int(c) for _, c in others) + 1
@@ -658,6 +664,12 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     info = info if info is not None else BracketInfo()
 
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+    if m.eps.size == 0 and all(type(mech).__name__ == "Gaussian" for mech, _ in others):
+        from .gdp import delta_bounds as gdp_delta, mu_bounds
+
+        info.path = "closed form (GDP)"
+        mu = mu_bounds([g.sigma for g, _ in others], [g.sensitivity for g, _ in others], [c for _, c in others])
+        return gdp_delta(mu.lower, mu.upper, eps_g)
     out = []
     # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
     n = sum(int(c) for _, c in others) + 1
