@@ -190,7 +190,8 @@ class Accountant:
 
     def __getstate__(self):
         """Pickled as before the ledger was a :class:`~optcomp._inputs.Mechanisms`: the slot
-        ``_counts``, a dict (eps, delta) -> count in order of first appearance."""
+        ``_counts``, a dict (eps, delta) -> count in order of first appearance (a mechanism
+        object's key is (mechanism, 0.0), as :attr:`mechanisms` lists it)."""
         return None, {"_counts": {(e, d): n for e, d, n in self.mechanisms}}
 
     def __setstate__(self, state):
