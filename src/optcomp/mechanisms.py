@@ -846,8 +846,10 @@ class Gaussian(Mechanism):
                 rel = eta_b + (eta_a + eta_b) / np.abs(D) + (2 * LIBM_ULPS + 4) * u * (1.0 + np.abs(Lb))
                 cap = np.exp(Lb + eta_b) * (np.abs(D) + eta_a + eta_b) * (1.0 + 8.0 * u)
             rel = np.where(np.isfinite(rel), rel, np.inf)
-            m_hi = np.minimum(np.where(rel < 1.0, m * (1.0 + rel), np.inf), cap)
-            m_lo = np.where(rel < 1.0, m * (1.0 - rel), 0.0)
+            ok = rel < 1.0
+            r = np.where(ok, rel, 0.0)
+            m_hi = np.minimum(np.where(ok, m * (1.0 + r), np.inf), cap)
+            m_lo = np.where(ok, m * (1.0 - r), 0.0)
             return np.maximum(m_lo, 0.0), np.minimum(m_hi, 1.0)
 
         def masses(x0, x1):

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
+from .._types import ApproxTooCostly
 from . import leaves
 
 
@@ -35,7 +36,10 @@ def mechanism_leaf(mech, h: float, direction: str = "forward", tail: float = 1e-
     the side that matches the delta_m used with it) and delta_m enters as an independent
     delta event, exactly like a black box's delta_i: delta(x) = 1 - prod(1 - delta)(1 - H'(x))
     (:func:`inf_mass`)."""
-    data = mech.leaf_data(h, direction, tail=tail)
+    try:
+        data = mech.leaf_data(h, direction, tail=tail)
+    except ValueError as exc:  # too many cells or atoms at this step: a size limit, not bad input
+        raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}", None) from None
     if data[0] == "atoms":
         _, loss, perr, p_lo, p_hi, inf_lo, inf_hi = data
         p_lo, p_hi = np.asarray(p_lo, float), np.asarray(p_hi, float)
@@ -51,8 +55,10 @@ def inf_mass(mech, direction: str = "forward") -> tuple[float, float]:
     """Bracket (inf_lo, inf_hi) of one copy's P-mass at loss +inf, handled as a delta event
     (see :func:`mechanism_leaf`); (0, 0) for laws with a continuous part (their truncation
     tails stay in the leaf, charged to the upper side)."""
+    if hasattr(mech, "_continuous"):
+        return 0.0, 0.0
     data = mech.leaf_data(1.0, direction)
-    return (float(data[5]), float(data[6])) if data[0] == "atoms" else (0.0, 0.0)
+    return float(data[5]), float(data[6])
 
 
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
@@ -64,18 +70,16 @@ class Source:
 
     def __init__(self, mech, count: int, direction: str = "forward", tail: float = 1e-300):
         self.mech, self.count, self.direction, self.tail = mech, int(count), direction, tail
-        data = mech.leaf_data(1.0, direction, tail=tail)
+        data = mech.leaf_data(1.0, direction, tail=tail) if not hasattr(mech, "_continuous") else ("cells",)
         if data[0] == "atoms":
             loss, p = np.asarray(data[1], float), np.asarray(data[4], float)
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
             self.top_loss = math.nextafter(float(np.max(loss + np.asarray(data[2], float))), math.inf)
         else:
-            hg = 1.0
-            for _ in range(4):  # a step giving a few hundred cells over the law's range
-                if len(data[2]) >= 256:
-                    break
-                hg = 2.0 ** math.floor(math.log2(max((len(data[2]) + 1) * hg / GUIDE_CELLS, 2.0**-40)))
-                data = mech.leaf_data(hg, direction, tail=tail)
+            lo_loss, hi_loss = (float(v) for v in mech._continuous(tail)[:2])
+            # a step giving ~GUIDE_CELLS cells over the law's range
+            hg = 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / GUIDE_CELLS, 2.0**-40)))
+            data = mech.leaf_data(hg, direction, tail=tail)
             n0, m, pts = data[1], np.asarray(data[3], float), data[6]
             loss = np.concatenate([(np.arange(m.size) + n0 + 0.5) * hg, np.asarray(pts[0], float)])
             p = np.concatenate([m, np.asarray(pts[3], float)])
