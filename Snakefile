@@ -34,6 +34,7 @@ include: "rules/heterogeneous.smk"
 include: "rules/runtime.smk"
 include: "rules/budget.smk"
 include: "rules/hardness.smk"
+include: "rules/kov_section4.smk"
 include: "rules/notebooks.smk"
 
 

@@ -15,3 +15,52 @@ def test_a_value_keeps_its_colour_when_another_is_added():
     dg = delta_g_color([-10, -20, -30, -40])
     assert delta_g_color([-10, -15, -20, -30, -40])[-30] == dg[-30]
     assert len(set(dg.values())) == 4
+
+
+def test_kov_section4_figures_draw_every_mechanism_route_and_budget(tmp_path):
+    """KOV Section 4 figures, drawn from small synthetic tables (figures only read CSVs): the
+    noise figure has one line per (mechanism, route) in panel (a), one per (pure-DP mechanism,
+    budget) beside the Gaussian's reference in (b); the Thm 4.4 figure draws the points near an
+    atom apart from the others; the black-box figure one line per workload."""
+    import itertools
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from optcomp.experiments import io, kov_section4 as exp
+    from optcomp.figures import kov_section4 as fig
+
+    rows = []
+    for (eps_g, delta_g), k, m, route in itertools.product([(1.0, 1e-5), (0.5, 1e-6)], [1, 10, 100],
+                                                           exp.MECHANISMS, exp.ROUTES):
+        rows.append(dict(eps_g=eps_g, delta_g=delta_g, sensitivity=1, k=k, mechanism=m, route=route,
+                         stated_domain=True, noise_parameter="x", noise_value=1.0, gamma=float("nan"),
+                         eps_0=float("nan"), delta_0=float("nan"), variance=k * (2.0 + exp.ROUTES.index(route)),
+                         certified=True, delta_g_certified=float("nan"), variance_over_exact=1.5,
+                         variance_over_gaussian=0.5 + k / 100))
+    io.write_csv(pd.DataFrame(rows, columns=exp.NOISE_COLUMNS), tmp_path / "noise.csv")
+    f = fig.noise(tmp_path / "noise.csv")
+    a, b, c = f.axes
+    assert len(a.lines) == len(exp.MECHANISMS) * len(exp.ROUTES)
+    assert len(b.lines) == 3 * 2 + 1 and len(c.lines) == len(exp.MECHANISMS) * 2 + 1
+    plt.close(f)
+
+    region = pd.DataFrame([dict(eps=0.1, k=10, eps_g=x, atom_distance=0.0, near_atom=x in (0.0, 0.2), tol=1e-4,
+                                delta_lower=0.1 - x / 10, delta_upper=0.1 - x / 10, delta_optimal=0.1 - x / 10,
+                                contains=True, deviation=1e-9, relative_deviation=1e-8)
+                           for x in (0.0, 0.1, 0.2, 0.3)], columns=exp.GEOMETRIC_COLUMNS)
+    io.write_csv(region, tmp_path / "region.csv")
+    f = fig.geometric(tmp_path / "region.csv")
+    near = [line for line in f.axes[1].lines if line.get_marker() == "o" and line.get_markerfacecolor() == "none"]
+    assert sorted(len(line.get_xdata()) for line in near) == [0, 2]  # the legend's dummy and the two points
+    plt.close(f)
+
+    black = pd.DataFrame([dict(workload=w, mechanism="laplace", noise_parameter="scale", noise_value=10.0,
+                               sensitivity=1, eps_0=0.1, delta_g=1e-5, k=k, tol=1e-6, eps_g_black_box=0.1 * k,
+                               eps_g_lower=0.09 * k, eps_g_upper=0.095 * k, lower_over_black_box=0.9,
+                               upper_over_black_box=0.95) for w in ("a", "b") for k in (1, 10)],
+                         columns=exp.BLACK_BOX_COLUMNS)
+    io.write_csv(black, tmp_path / "black.csv")
+    f = fig.black_box(tmp_path / "black.csv")
+    assert [line.get_label() for line in f.axes[1].lines[:2]] == ["a", "b"]
+    plt.close(f)

@@ -162,6 +162,132 @@ def test_results_are_sound(pipeline):
     assert ratios.startswith("| eps | delta_g |") and "KOV bound / Optimal" in ratios
 
 
+# KOV Section 4 (rules kov_section4_*): references written from the mechanisms' definitions
+
+
+def _rr_delta(e, k, x):
+    """delta(x) of k-fold (e, 0) randomized response, i.e. of k geometric mechanisms (KOV Thm 3.3,
+    from the definition, 50 digits): sum over the loss atoms l = (k - 2i) e > x of
+    P0[L = l] (1 - e^{x - l}), P0[L = (k - 2i) e] = C(k, i) e^{(k - i) e} / (1 + e^e)^k."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        e, x = mpmath.mpf(e), mpmath.mpf(x)
+        z = (1 + mpmath.exp(e)) ** k
+        return sum((mpmath.binomial(k, i) * mpmath.exp((k - i) * e) / z * (1 - mpmath.exp(x - (k - 2 * i) * e))
+                    for i in range(k + 1) if (k - 2 * i) * e > x), mpmath.mpf(0))
+
+
+def _largest(ok, lo, hi, steps=80):
+    """The largest x in [lo, hi] with ok(x) (ok monotone: true below, false above), by bisection."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def test_kov_section4_least_noise_matches_references_from_the_definitions(pipeline):
+    """The exact (least certified) noise never lies below the true least noise and is within the
+    search's precision of it: the Gaussian at every k (k-fold Gaussian = mu-GDP, mu² = k/sigma²,
+    delta(eps) = Φ(mu/2 - eps/mu) - e^eps Φ(-mu/2 - eps/mu)), the geometric mechanism at every
+    k (k-fold randomized response), Laplace and staircase at k = 1 (their profiles); KOV's
+    variance is 8k log(e + eps/delta)/eps²; every route is certified within the budget."""
+    import math
+
+    import mpmath
+    import numpy as np
+
+    noise = io.read_csv(pipeline / "results/kov_section4/noise.csv")
+    cfg = merged_config()["kov_section4"]
+    slack = 5 * cfg["rtol"] + 5e-4  # the search's precision and auto's 1e-4 in eps_g, in variance
+    kov = noise[noise.route == "kov"]
+    assert noise["certified"].all() and (kov["delta_g_certified"] <= kov["delta_g"]).all()
+    checked = set()
+    for row in noise[noise.route == "exact"].itertuples():
+        eps, delta, k = row.eps_g, row.delta_g, int(row.k)
+        if row.mechanism == "gaussian":
+            def gdp(mu):
+                with mpmath.workdps(40):
+                    return (mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(-mu / 2 - eps / mu)) <= delta
+            mu = _largest(gdp, 1e-6, 50.0)
+            least = k / mu**2
+        elif row.mechanism == "geometric":
+            e = _largest(lambda e: _rr_delta(e, k, eps) <= delta, 1e-9, eps + 5.0, steps=60)
+            assert row.noise_value <= e * (1 + 1e-9) and row.noise_value >= e * (1 - slack), (k, row.noise_value, e)
+            r = math.exp(-e)
+            least = 2 * r / (1 - r) ** 2
+        elif row.mechanism == "laplace" and k == 1:  # delta(x) = 1 - e^{(x - a)/2} below a = 1/b
+            least = 2 / (eps - 2 * math.log1p(-delta)) ** 2
+        elif row.mechanism == "staircase" and k == 1:  # delta(x) = p (1 - e^{x - e}), gamma = 1/(1 + e^{e/2})
+            def stair(e):
+                g = 1 / (1 + math.exp(e / 2))
+                p = 0.5 + g * -math.expm1(-e) / (2 * (g + math.exp(-e) * (1 - g)))
+                return e <= eps or p * -math.expm1(eps - e) <= delta
+            e = _largest(stair, eps, eps + 1.0)
+            assert e * (1 - slack) <= row.noise_value <= e * (1 + 1e-9), (row.noise_value, e)
+            checked.add(row.mechanism)
+            continue
+        else:
+            continue
+        assert least * (1 - 1e-9) <= row.variance <= least * (1 + 2 * slack), (row.mechanism, k, row.variance, least)
+        checked.add(row.mechanism)
+    assert checked == {"gaussian", "geometric", "laplace", "staircase"}
+    kov = kov[kov.mechanism.isin(["gaussian", "laplace"])]
+    formula = 8 * kov["k"] * np.log(np.e + kov["eps_g"] / kov["delta_g"]) / kov["eps_g"] ** 2
+    assert np.allclose(kov["variance"], formula, rtol=1e-12, atol=0)
+
+
+def test_kov_section4_geometric_region_and_black_box_are_sound(pipeline):
+    """KOV Thm 4.4's table: the optimal delta is the k-fold randomized response's (from the
+    definition) and lies in every certified bracket; (c): the black-box eps_g is the exact optimum
+    of k (eps_0, 0) black boxes, and the mechanism-aware bracket is ordered and never above it
+    (a mechanism is at least as private as its black box)."""
+    region = io.read_csv(pipeline / "results/kov_section4/geometric_region.csv")
+    assert region["contains"].all() and (region["delta_lower"] <= region["delta_upper"]).all()
+    for row in region.iloc[:: max(1, len(region) // 8)].itertuples():
+        ref = float(_rr_delta(row.eps, int(row.k), row.eps_g))
+        assert row.delta_lower <= ref * (1 + 1e-12) and ref <= row.delta_upper * (1 + 1e-12), row
+        assert abs(row.delta_optimal - ref) <= 1e-12 * ref, (row.delta_optimal, ref)
+    summary = io.read_csv(pipeline / "results/kov_section4/geometric_summary.csv")
+    assert summary["all_contained"].all() and summary["points"].sum() == len(region)
+    black = io.read_csv(pipeline / "results/kov_section4/black_box.csv")
+    assert (black["eps_g_lower"] <= black["eps_g_upper"]).all()
+    assert (black["eps_g_lower"] <= black["eps_g_black_box"] * (1 + 1e-12)).all()
+    for row in black.itertuples():
+        delta_g, k, e = row.delta_g, int(row.k), row.eps_0
+        assert _rr_delta(e, k, row.eps_g_black_box) <= delta_g * (1 + 1e-12)
+        assert _rr_delta(e, k, row.eps_g_black_box * (1 - 1e-9)) > delta_g
+    claims = (pipeline / "results/kov_section4/claims.md").read_text()
+    assert claims.startswith("| KOV Section 4 claim |") and "nothing special about Gaussian" in claims
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"kov_section4": {"mechanisms": ["laplace", "staircase"]}}, "mechanisms"),  # the Gaussian reference
+    ({"kov_section4": {"budgets": [{"eps_g": 1.0}]}}, "budgets"),
+    ({"kov_section4": {"budgets": [{"eps_g": 1.0, "delta_g": 0.0}]}}, "delta_g"),
+    ({"kov_section4": {"sensitivity": 1.5}}, "sensitivity"),  # the geometric mechanism's is an integer
+    ({"kov_section4": {"geometric": {"points": 1}}}, "points"),
+    ({"kov_section4": {"black_box": {"workloads": [{"mechanism": "gaussian", "parameter": 1.0, "sensitivity": 1}]}}},
+     "workloads"),
+])
+def test_kov_section4_schema_rejects_bad_values_naming_the_key(override, key):
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    with pytest.raises(WorkflowError) as info:
+        validate(merged_config(override), str(ROOT / "config" / "schema.yaml"))
+    assert key in str(info.value) + "".join(str(a) for a in info.value.args)
+
+
+def test_kov_section4_k_grids_are_checked_before_any_job():
+    from optcomp.pipeline import config_problem
+
+    for override, key in (({"k": {"from": 100, "to": 10}}, "kov_section4.k"),
+                          ({"geometric": {"k": {"from": 30, "to": 3}}}, "kov_section4.geometric.k")):
+        problem = config_problem(merged_config({"kov_section4": override}), ROOT / "config" / "schema.yaml")
+        assert problem is not None and problem.startswith(f"config {key}: from = "), problem
+
+
 def test_second_run_has_nothing_to_do(pipeline):
     proc = snakemake(pipeline, "--cores", "2", "-n", *TEST_CONFIG)
     assert proc.returncode == 0, tail(proc)

@@ -395,6 +395,8 @@ def _cross_field_problem(cfg: dict) -> str | None:
         "runtime.exact_heterogeneous.bruteforce_k": runtime["exact_heterogeneous"]["bruteforce_k"],
         "runtime.exact_heterogeneous.optimal_k": runtime["exact_heterogeneous"]["optimal_k"],
         "runtime.exact_homogeneous.k": runtime["exact_homogeneous"]["k"],
+        "kov_section4.k": cfg["kov_section4"]["k"],
+        "kov_section4.geometric.k": cfg["kov_section4"]["geometric"]["k"],
     }
     for key, grid in grids.items():
         if isinstance(grid, dict) and grid["from"] > grid["to"]:

@@ -1,0 +1,186 @@
+"""KOV Section 4 checked exactly: noise for k queries, the geometric mechanism (Thm 4.4), black
+box vs mechanism-aware composition.  CSVs of :mod:`optcomp.experiments.kov_section4` in,
+Figures out; nothing is recomputed here."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
+
+from ..experiments.io import read_csv
+from .style import DOUBLE, OKABE_ITO, sci, use_style
+
+__all__ = ["noise", "geometric", "black_box", "MECHANISM_COLOR", "ROUTE_STYLE"]
+
+MECHANISM_COLOR = {"gaussian": OKABE_ITO["black"], "laplace": OKABE_ITO["vermillion"],
+                   "staircase": OKABE_ITO["blue"], "geometric": OKABE_ITO["green"]}
+# the three pure-DP mechanisms need nearly the same noise: hollow markers of different shapes
+# keep all of them visible where the lines coincide
+MECHANISM_MARKER = {"gaussian": None, "laplace": "o", "staircase": "s", "geometric": "^"}
+MECHANISM_LABEL = {"gaussian": "Gaussian", "laplace": "Laplace", "staircase": "staircase", "geometric": "geometric"}
+ROUTE_STYLE = {"exact": "solid", "kov": (0, (5, 2)), "black_box": (0, (1, 1.3))}
+ROUTE_LABEL = {"exact": "exact (least certified noise)", "kov": "KOV Thm 4.2/4.3, Cor. 4.1",
+               "black_box": "black box: per-query (eps_0, delta_0), optimal"}
+ROUTE_WIDTH = {"exact": 1.5, "kov": 1.1, "black_box": 1.3}
+_BUDGET_STYLE = ["solid", (0, (4, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2))]
+_K_COLOR = [OKABE_ITO["blue"], OKABE_ITO["vermillion"], OKABE_ITO["green"], OKABE_ITO["purple"], OKABE_ITO["orange"],
+            OKABE_ITO["sky_blue"], OKABE_ITO["black"]]
+_WORKLOAD_COLOR = [OKABE_ITO["vermillion"], OKABE_ITO["green"], OKABE_ITO["blue"], OKABE_ITO["purple"],
+                   OKABE_ITO["orange"], OKABE_ITO["sky_blue"]]
+
+
+def _marks(name: str, show: bool = True) -> dict:
+    marker = MECHANISM_MARKER.get(name) if show else None
+    return {"marker": marker, "ms": 3.2, "mfc": "none", "mew": 0.8} if marker else {}
+
+
+def _budget_label(eps_g: float, delta_g: float) -> str:
+    return rf"$\varepsilon_g$ = {eps_g:g}, $\delta_g$ = {sci(delta_g)}"
+
+
+def noise(noise_csv) -> plt.Figure:
+    """(a) Noise variance per query / k for the first budget: colour = mechanism, line style =
+    route (exact, KOV's sufficient noise, black box); (b) each mechanism's exact variance over
+    the Gaussian's, every budget (KOV: "nothing special about Gaussian"); (c) each route's
+    variance over the exact one of the same mechanism, first budget."""
+    df = read_csv(noise_csv)
+    names = [m for m in MECHANISM_COLOR if m in set(df["mechanism"])]
+    budgets = [tuple(b) for b in df[["eps_g", "delta_g"]].drop_duplicates().itertuples(index=False)]
+    eg0, dg0 = budgets[0]
+    first = df[(df["eps_g"] == eg0) & (df["delta_g"] == dg0)]
+    with use_style():
+        fig, (ax_a, ax_b, ax_c) = plt.subplots(1, 3, figsize=(DOUBLE, 2.9))
+        for name in names:
+            for route in ("kov", "black_box", "exact"):
+                g = first[(first["mechanism"] == name) & (first["route"] == route)]
+                ax_a.plot(g["k"], g["variance"] / g["k"], color=MECHANISM_COLOR[name], ls=ROUTE_STYLE[route],
+                          lw=ROUTE_WIDTH[route], **_marks(name, route == "exact"))
+        ax_a.set_xscale("log")
+        ax_a.set_yscale("log")
+        ax_a.set_xlabel(r"number of queries $k$ (sensitivity 1)")
+        ax_a.set_ylabel(r"noise variance per query / $k$")
+        ax_a.set_title(f"(a) {_budget_label(eg0, dg0)}")
+
+        for style, (eg, dg) in zip(_BUDGET_STYLE, budgets):
+            sub = df[(df["eps_g"] == eg) & (df["delta_g"] == dg) & (df["route"] == "exact")]
+            for name in names:
+                if name == "gaussian":
+                    continue
+                g = sub[sub["mechanism"] == name]
+                ax_b.plot(g["k"], g["variance_over_gaussian"], color=MECHANISM_COLOR[name], ls=style, lw=1.0,
+                          **_marks(name))
+        ax_b.axhline(1.0, color=MECHANISM_COLOR["gaussian"], lw=1.5)
+        ax_b.set_xscale("log")
+        ax_b.set_yscale("log")
+        ax_b.yaxis.set_major_locator(FixedLocator([0.125, 0.25, 0.5, 1.0, 2.0, 4.0]))
+        ax_b.yaxis.set_minor_locator(NullLocator())
+        ax_b.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax_b.set_xlabel(r"number of queries $k$")
+        ax_b.set_ylabel("exact variance / Gaussian's")
+        ax_b.set_title("(b) vs the Gaussian, all budgets")
+        budget_handles = [Line2D([], [], color="#555555", ls=s, label=_budget_label(eg, dg))
+                          for s, (eg, dg) in zip(_BUDGET_STYLE, budgets)]
+        ax_b.legend(handles=budget_handles, loc="lower right", title="line style = budget")
+
+        for name in names:
+            for route in ("kov", "black_box"):
+                g = first[(first["mechanism"] == name) & (first["route"] == route)]
+                ax_c.plot(g["k"], g["variance_over_exact"], color=MECHANISM_COLOR[name], ls=ROUTE_STYLE[route],
+                          lw=ROUTE_WIDTH[route], **_marks(name, route == "kov"))
+        ax_c.axhline(1.0, color="#555555", lw=0.8)
+        ax_c.set_xscale("log")
+        ax_c.set_yscale("log")
+        ax_c.set_xlabel(r"number of queries $k$")
+        ax_c.set_ylabel("variance / exact variance")
+        ax_c.set_title("(c) KOV, black box vs exact")
+
+        handles = [Line2D([], [], color=MECHANISM_COLOR[n], lw=1.8, label=MECHANISM_LABEL[n], **_marks(n))
+                   for n in names]
+        handles += [Line2D([], [], color="#555555", ls=ROUTE_STYLE[r], lw=ROUTE_WIDTH[r], label=ROUTE_LABEL[r])
+                    for r in ("exact", "kov", "black_box")]
+        fig.legend(handles=handles, loc="outside upper center", ncols=4,
+                   title="colour = mechanism, line style = route to a k-fold composition within the budget "
+                         "(panels a, c)")
+    return fig
+
+
+def geometric(region_csv) -> plt.Figure:
+    """KOV Thm 4.4: (a) delta(eps_g) of k-fold optimal composition of (eps, 0)-DP mechanisms
+    (lines) and the certified bracket on the k-fold geometric mechanism's delta from its own
+    privacy-loss distribution (markers: lower and upper ends), eps_g as a fraction of k·eps;
+    (b) the largest distance from the optimum to the bracket's ends, relative to the optimum,
+    beside the engine's relative tolerance (hollow: eps_g near an atom of the composed loss,
+    where the engine's tolerance is horizontal instead)."""
+    df = read_csv(region_csv)
+    pairs = [tuple(p) for p in df[["eps", "k"]].drop_duplicates().itertuples(index=False)]
+    with use_style():
+        fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(DOUBLE, 2.8))
+        for i, (eps, k) in enumerate(pairs):
+            g = df[(df["eps"] == eps) & (df["k"] == k)]
+            x = g["eps_g"] / (k * eps)
+            color = _K_COLOR[i % len(_K_COLOR)]
+            label = rf"$k$ = {k}, $\varepsilon$ = {eps:g}"
+            ax_a.plot(x, g["delta_optimal"], color=color, lw=1.2, label=label)
+            ax_a.plot(x, g["delta_upper"], ls="none", marker="^", ms=3, mfc="none", mec=color, mew=0.7)
+            ax_a.plot(x, g["delta_lower"], ls="none", marker="v", ms=3, mfc="none", mec=color, mew=0.7)
+            pos = g[g["delta_optimal"] > 0]
+            ax_b.plot(pos["eps_g"] / (k * eps), pos["relative_deviation"], color=color, lw=0.8, label=label)
+            off, near = pos[~pos["near_atom"]], pos[pos["near_atom"]]
+            ax_b.plot(off["eps_g"] / (k * eps), off["relative_deviation"], ls="none", color=color, marker="o", ms=2.4)
+            ax_b.plot(near["eps_g"] / (k * eps), near["relative_deviation"], ls="none", marker="o", ms=4.5,
+                      mfc="none", mec=color, mew=0.9)
+        for t in sorted(df["tol"].unique()):
+            ax_b.axhline(t, color="#555555", lw=0.8, ls=(0, (4, 2)))
+        ax_a.set_yscale("log")
+        ax_a.set_xlabel(r"$\varepsilon_g / (k\varepsilon)$")
+        ax_a.set_ylabel(r"$\delta(\varepsilon_g)$")
+        ax_a.set_title("(a) optimal (lines) vs geometric's bracket (markers)")
+        ax_a.legend(loc="lower left")
+        ax_b.set_yscale("log")
+        ax_b.set_xlabel(r"$\varepsilon_g / (k\varepsilon)$")
+        ax_b.set_ylabel("max |bracket end - optimal| / optimal")
+        ax_b.set_title("(b) distance to the optimum")
+        ax_b.plot([], [], ls="none", marker="o", ms=4.5, mfc="none", mec="#555555", label="near an atom of the loss")
+        ax_b.plot([], [], color="#555555", lw=0.8, ls=(0, (4, 2)), label="engine tolerance (relative)")
+        lo, hi = ax_b.get_ylim()
+        ax_b.set_ylim(lo, hi * (hi / lo) ** 0.45)  # headroom for the legend above the data
+        ax_b.legend(loc="upper right", ncols=2)
+    return fig
+
+
+def black_box(black_box_csv) -> plt.Figure:
+    """(a) eps_g saved by knowing the mechanism: black-box eps_g (each query's pure eps_0
+    composed optimally, exact) minus the mechanism-aware certified upper bound; (b)
+    mechanism-aware over black box (line: the bracket's upper end, band: down to its lower
+    end)."""
+    df = read_csv(black_box_csv)
+    workloads = list(df["workload"].drop_duplicates())
+    delta_g = df["delta_g"].iloc[0]
+    eps0 = sorted(df["eps_0"].unique())
+    same_eps0 = len(eps0) == 1
+    with use_style():
+        fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(DOUBLE, 2.8))
+        for i, w in enumerate(workloads):
+            g = df[df["workload"] == w]
+            color = _WORKLOAD_COLOR[i % len(_WORKLOAD_COLOR)]
+            label = w if same_eps0 else rf"{w} ({g['eps_0'].iloc[0]:g}-DP)"
+            ax_a.plot(g["k"], g["eps_g_black_box"] - g["eps_g_upper"], color=color, lw=1.2, marker="o", ms=2.2,
+                      label=label)
+            ax_b.fill_between(g["k"], g["lower_over_black_box"], g["upper_over_black_box"], color=color, alpha=0.3,
+                              lw=0)
+            ax_b.plot(g["k"], g["upper_over_black_box"], color=color, lw=1.2, marker="o", ms=2.2, label=label)
+        ax_a.axhline(0.0, color="#555555", lw=0.8, ls=(0, (4, 2)))
+        ax_b.axhline(1.0, color="#555555", lw=0.8, ls=(0, (4, 2)))
+        ax_a.set_xscale("log")
+        ax_a.set_xlabel(r"number of queries $k$")
+        ax_a.set_ylabel(rf"black-box $\varepsilon_g$ $-$ mechanism-aware (upper)")
+        ax_a.set_title(rf"(a) $\varepsilon_g$ saved at $\delta_g$ = {sci(delta_g)}")
+        ax_b.set_xscale("log")
+        ax_b.set_xlabel(r"number of queries $k$")
+        ax_b.set_ylabel(r"mechanism-aware $\varepsilon_g$ / black-box $\varepsilon_g$")
+        ax_b.set_title("(b) relative to the black box")
+        handles, labels = ax_b.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper center", ncols=min(len(workloads), 3),
+                   title="workload: k identical queries" + (f", each {eps0[0]:g}-DP" if same_eps0 else ""))
+    return fig
