@@ -261,3 +261,14 @@ def test_vectorised_cells_hold_the_mpmath_cells(mech, h):
         assert np.all(f_lo[big] <= s_lo[big] * (1 + 1e-25)) and np.all(s_hi[big] <= f_hi[big] * (1 + 1e-25))
         assert np.all(f_hi - f_lo <= 1e-8 * f_hi + 1e-300)
     assert fast[8] >= slow[8] * (1 - 1e-12) and fast[7] >= slow[7] * (1 - 1e-12)
+
+
+def test_above_the_largest_loss_delta_is_zero():
+    """Above k a (the largest loss of k Laplace mechanisms, exact) delta is 0, not the
+    uninformative 1 (the leaf's top is the law's exact end, not a lattice edge)."""
+    assert optcomp.delta_g(Laplace(1.000024), k=1, eps_g=1.0) == 0.0
+    assert optcomp.delta_bounds(Laplace(1.000024), k=3, eps_g=3.0).upper == 0.0
+    d = optcomp.delta_g(Laplace(1.000024), k=1, eps_g=0.99)
+    a = 1 / mp.mpf(1.000024)
+    ref = 1 - mp.e ** ((mp.mpf(0.99) - a) / 2)
+    assert ref <= d <= ref * (1 + 1e-3)

@@ -15,12 +15,14 @@ cost of a pass depends on them, never its bounds."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 from scipy.special import expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
+from .._rounding import exact_dir
 from .._types import ApproxTooCostly
 from . import leaves
 
@@ -76,7 +78,8 @@ class Source:
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
             self.top_loss = math.nextafter(float(np.max(loss + np.asarray(data[2], float))), math.inf)
         else:
-            lo_loss, hi_loss = (float(v) for v in mech._continuous(tail)[:2])
+            lo_exact, hi_exact = mech._continuous(tail)[:2]
+            lo_loss, hi_loss = float(lo_exact), float(hi_exact)
             # a step giving ~GUIDE_CELLS cells over the law's range
             hg = 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / GUIDE_CELLS, 2.0**-40)))
             data = mech.leaf_data(hg, direction, tail=tail)
@@ -84,9 +87,9 @@ class Source:
             loss = np.concatenate([(np.arange(m.size) + n0 + 0.5) * hg, np.asarray(pts[0], float)])
             p = np.concatenate([m, np.asarray(pts[3], float)])
             self.inf_mass = float(data[8])
-            # a bounded law (no tail above the cells): its largest loss is at most the top
-            # cell's upper edge (an integer times a power of two: exact) or a point mass's end
-            tops = [float(n0 + m.size) * hg] + [l + e for l, e in zip(pts[0], pts[1])]
+            # a bounded law (no tail above the cells): its largest loss is the continuous part's
+            # upper end (exact, rounded up) or a point mass's end
+            tops = [exact_dir(Fraction(hi_exact), True)] + [l + e for l, e in zip(pts[0], pts[1])]
             self.top_loss = math.nextafter(max(tops), math.inf) if self.inf_mass == 0.0 else math.inf
         keep = p > 0
         self.loss, self.logp = loss[keep], np.log(p[keep])
