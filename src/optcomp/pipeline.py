@@ -498,6 +498,7 @@ README_QUOTES = {
     "bench-scale": "benchmarks/results/bench_scale.md",
     "bench-exact": "benchmarks/results/bench_exact.md",
     "bench-approx": "benchmarks/results/bench_approx.md",
+    "bench-mechanisms": "benchmarks/results/bench_mechanisms.md",
     "kov-section4-claims": "results/kov_section4/claims.md",
 }
 
