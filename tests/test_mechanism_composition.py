@@ -16,6 +16,8 @@ References are written from the definitions, independently of the engine, in mpm
 from __future__ import annotations
 
 
+import math
+
 import mpmath as mp
 import numpy as np
 import pytest
@@ -272,3 +274,60 @@ def test_above_the_largest_loss_delta_is_zero():
     a = 1 / mp.mpf(1.000024)
     ref = 1 - mp.e ** ((mp.mpf(0.99) - a) / 2)
     assert ref <= d <= ref * (1 + 1e-3)
+
+
+# ----------------------------------------------------------------------------- the whole domain (Hypothesis)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from optcomp.mechanisms import DiscreteGaussian, Staircase  # noqa: E402
+
+
+def _log(lo, hi):
+    return st.floats(math.log10(lo), math.log10(hi)).map(lambda e: 10.0**e)
+
+
+def _pmf(n):
+    return st.lists(st.integers(0, 20), min_size=n, max_size=n).filter(lambda v: sum(v) > 0).map(
+        lambda v: tuple(x / sum(v) for x in v))
+
+
+MECHANISMS = st.one_of(
+    _log(1e-3, 1e4).map(Laplace),
+    st.tuples(_log(1e-2, 1e4), _log(1e-3, 1e3)).map(lambda a: Gaussian(a[0], a[1])),
+    st.tuples(_log(1e-4, 20.0), st.integers(2, 5)).map(lambda a: Geometric(a[0], a[1])),
+    st.tuples(_log(1e-3, 20.0), st.floats(0.0, 1.0)).map(lambda a: Staircase(a[0], a[1])),
+    st.tuples(_log(1e-4, 20.0), st.sampled_from([3, 10, 1000])).map(lambda a: RandomizedResponse(a[0], a[1])),
+    st.tuples(_log(0.5, 30.0), st.integers(1, 3)).map(lambda a: DiscreteGaussian(a[0], a[1])),
+    st.tuples(_pmf(4), _pmf(4)).map(lambda a: Pair(*a)),
+    st.lists(st.tuples(_log(1e-3, 5.0), st.sampled_from([0.0, 1e-12, 1e-6, 1e-3])), min_size=1, max_size=4).map(
+        Profile),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mech=MECHANISMS, x=st.one_of(_log(1e-6, 60.0), st.just(0.0)), t=_log(1e-300, 0.5), beside=st.booleans())
+def test_one_mechanism_over_the_domain(mech, x, t, beside):
+    """k = 1 over the whole domain on log scales (every mechanism family, eps_g from 0 to 60,
+    delta_g down to 1e-300), alone or beside a randomized response of eps 1e-9 (forcing the
+    lattice path): the delta bracket meets the mechanism's exact profile (closed forms and
+    direct sums of optcomp.mechanisms, written from the definitions), and the eps_g returned
+    is never below the optimum -- no NaN, no crash, inf only where delta_g is unattainable."""
+    eps = [mech, 1e-9] if beside else [mech]
+    prof = mech.profile_bounds(x)
+    try:
+        d = optcomp.delta_bounds(eps, eps_g=x, tol=1e-3)
+    except optcomp.ApproxTooCostly as exc:  # a size limit: its bracket must still hold the truth
+        d = exc.bounds
+    assert not math.isnan(d.lower) and not math.isnan(d.upper)
+    assert d.upper >= prof.lower * (1 - 1e-9) - 1e-300, (mech, x, d, prof)  # an upper bound never below the truth
+    if not beside:
+        assert d.lower <= prof.upper * (1 + 1e-9) + 1e-300, (mech, x, d, prof)
+    e = optcomp.epsilon_g(eps, delta_g=t)
+    assert not math.isnan(e) and e >= 0.0
+    if math.isfinite(e):
+        at = mech.profile_bounds(e)  # delta at the answer: certified <= t (the RR beside adds <= 1e-9 of loss)
+        assert at.lower <= t * (1 + 1e-9) + 1e-300, (mech, t, e, at)
+    else:  # unattainable: delta stays above t at every finite eps (a mass at +inf, or beyond floats)
+        assert mech.profile_bounds(1e6).upper >= t * (1 - 1e-6), (mech, t)

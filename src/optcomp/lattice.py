@@ -652,8 +652,29 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
         elif t_high == 0.0 and math.isfinite(top):  # H(x) <= 0 exactly from the largest loss on
             out.append(Bounds(0.0, top))
         else:
-            out.append(_lattice_epsilon(work, t_low, t_high, tol, top, **kw))
-    return Bounds(max(b.lower for b in out), max(b.upper for b in out))
+            out.append(_attempt(lambda: _lattice_epsilon(work, t_low, t_high, tol, top, **kw), top))
+    return _worst_direction(out)
+
+
+def _attempt(run, top: float):
+    """A direction's bracket, or the ApproxTooCostly it raised (its bracket, or [0, top])."""
+    try:
+        return run()
+    except ApproxTooCostly as exc:
+        return exc if exc.bounds is not None else ApproxTooCostly(str(exc), Bounds(0.0, top))
+
+
+def _worst_direction(out) -> Bounds:
+    """The larger of the global directions' brackets (every direction is evaluated before a
+    size limit is reported: raising on the first would report a bracket of that direction
+    only, possibly below the other's -- an under-report)."""
+    bounds = [b.bounds if isinstance(b, ApproxTooCostly) else b for b in out]
+    worst = Bounds(max(b.lower for b in bounds), max(b.upper for b in bounds))
+    failed = [b for b in out if isinstance(b, ApproxTooCostly)]
+    if failed and worst.gap > 0.0 and not math.isinf(worst.lower):
+        raise ApproxTooCostly(str(failed[0]).split("; best bounds")[0] + f"; best bounds {worst.lower!r} <= ... "
+                              f"<= {worst.upper!r} (the larger of the two global directions)", worst)
+    return worst
 
 
 def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, max_points: int = MAX_POINTS,
@@ -684,8 +705,8 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
         if eps_g >= work.top_bound():  # above every finite loss: H = 0, only the delta events
             out.append(to_delta(0.0, 0.0))
         else:
-            out.append(_lattice_delta(work, eps_g, tol, to_delta, **kw))
-    return Bounds(max(b.lower for b in out), max(b.upper for b in out))
+            out.append(_attempt(lambda: _lattice_delta(work, eps_g, tol, to_delta, **kw), 1.0))
+    return _worst_direction(out)
 
 
 # --------------------------------------------------------------------------- commensurable eps: exact lattice

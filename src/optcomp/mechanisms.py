@@ -557,7 +557,8 @@ class Profile(Mechanism):
                     atoms.append(_atom(cur[0], m, merr))
                 cur, a0, a0_err = nxt, a1, a1_err
             inf_mass = 1 - f0
-            return atoms, inf_mass, mpf_err(1, inf_mass, bits=4)
+            # exact when some delta_j is 0 (f0 = 1 exactly): a pure-DP profile has no mass at +inf
+            return atoms, inf_mass, (mpf_err(1, inf_mass, bits=4) if inf_mass != 0 else mpmath.mpf(0))
 
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
