@@ -329,5 +329,9 @@ def test_one_mechanism_over_the_domain(mech, x, t, beside):
     if math.isfinite(e):
         at = mech.profile_bounds(e)  # delta at the answer: certified <= t (the RR beside adds <= 1e-9 of loss)
         assert at.lower <= t * (1 + 1e-9) + 1e-300, (mech, t, e, at)
-    else:  # unattainable: delta stays above t at every finite eps (a mass at +inf, or beyond floats)
-        assert mech.profile_bounds(1e6).upper >= t * (1 - 1e-6), (mech, t)
+    elif mech.profile_bounds(1e6).upper < t * (1 - 1e-6):
+        # attainable, yet inf: only as auto's fallback when the certified bracket hit a size
+        # limit (a known limit at delta_g far below the float range of a leaf's masses, e.g.
+        # a Gaussian beside another mechanism at delta_g ~ 1e-285): documented, and safe
+        with pytest.raises(optcomp.ApproxTooCostly):
+            optcomp.epsilon_bounds(eps, delta_g=t, tol=1e-4)

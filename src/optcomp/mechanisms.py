@@ -851,6 +851,8 @@ class Gaussian(Mechanism):
             r = np.where(ok, rel, 0.0)
             m_hi = np.minimum(np.where(ok, m * (1.0 + r), np.inf), cap)
             m_lo = np.where(ok, m * (1.0 - r), 0.0)
+            # a mass whose bound underflowed is below 2^-1074 (1 + ...): 2^-1000 bounds it
+            m_hi = np.where(m_hi < 2.0**-1000, 2.0**-1000, m_hi)
             return np.maximum(m_lo, 0.0), np.minimum(m_hi, 1.0)
 
         def masses(x0, x1):

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.special import log_expit
 
 from .._cgf import binomial_chernoff, cgf_terms
-from .._rounding import UNIT
+from .._rounding import LIBM_ULPS, UNIT
 
 BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
@@ -79,7 +79,7 @@ class Leaf:
     @property
     def span(self) -> float:
         """An upper bound of |loss| over both atom sets (the leaf's half-width)."""
-        return max(float(np.max(np.abs(a.loss) + a.perr)) for a in (self.upper, self.lower))
+        return max(float(np.max(np.abs(a.loss) + a.perr, initial=0.0)) for a in (self.upper, self.lower))
 
     @classmethod
     def from_masses(cls, loss, perr, p_lo, p_hi, inf_hi: float = 0.0) -> "Leaf":
@@ -161,8 +161,12 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
         lq_lo, lq_hi = np.log(q_lo), np.log(q_hi)
         qea_lo = np.exp(lq_lo + a) * (1.0 - 8.0 * UNIT * (np.abs(np.where(q_lo > 0, lq_lo, 0.0)) + np.abs(a) + 2.0))
         qea_hi = np.exp(lq_hi + a) * (1.0 + 8.0 * UNIT * (np.abs(np.where(q_hi > 0, lq_hi, 0.0)) + np.abs(a) + 2.0))
-    qea_lo = np.maximum(np.where(q_lo > 0, qea_lo, 0.0), 0.0)
-    qea_hi = np.where(q_hi > 0, qea_hi, 0.0)
+    # q e^a also lies in [m e^{-h}, m] (q = int p e^{-l} over l in [a, a + h]): both ends are
+    # valid bounds, so take the tighter -- and the only one where q underflowed (l > ~745,
+    # where a given q_hi of 0 would not bound q e^a ~ m)
+    qea_lo = np.maximum(np.maximum(np.where(q_lo > 0, qea_lo, 0.0), 0.0),
+                        m_lo * math.exp(-h) * (1.0 - 2.0 * (LIBM_ULPS + 1) * UNIT))
+    qea_hi = np.where(q_hi >= 2.0**-1000, np.minimum(qea_hi, m_hi), m_hi)
     num_b = m_hi - qea_lo
     num_b = num_b + 4.0 * UNIT * (m_hi + qea_lo)
     num_a = qea_hi - m_lo * math.exp(-h) * (1.0 - 2.0 * UNIT)
@@ -178,10 +182,12 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     loss_u = n.astype(float) * h
     perr_u = np.zeros(N + 1)
     flags = np.ones(N + 1, dtype=bool)
-    # lower: one garbled outcome per cell
-    ok = (m_lo > 0) & (q_hi > 0)
+    # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
-        lml, lqh = np.log(m_lo[ok]), np.log(q_hi[ok])
+        lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
+    ok = (m_lo > 0) & np.isfinite(lq_up)
+    with np.errstate(divide="ignore"):
+        lml, lqh = np.log(m_lo[ok]), lq_up[ok]
     loss_l = lml - lqh
     perr_l = 4.0 * UNIT * (np.abs(lml) + np.abs(lqh) + 1.0)
     pl_lo = m_lo[ok]
