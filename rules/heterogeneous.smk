@@ -4,7 +4,9 @@
 
 
 rule heterogeneous_chunk:
-    """Every method at a share of the k grid (round-robin, to balance the cost; kept)."""
+    """Every method at a share of the k grid (round-robin, to balance the cost; kept), for one
+    instance: one distribution and seed of the eps_i (optcomp.experiments.heterogeneous.chunks).
+    """
     output:
         "results/chunks/heterogeneous/{chunk}.csv",
     log:
@@ -13,7 +15,8 @@ rule heterogeneous_chunk:
         chunk=r"\d+",
     conda:
         "envs/optcomp.yaml"
-    # config/paper.yaml (k to 10^5, 30 chunks): <= 350 MiB and 1 CPU-minute per job (sacct)
+    # config/paper.yaml (k to 10^5, 3 distributions x 3 seeds x 4 chunks = 36 jobs):
+    # <= 346 MiB and 22 CPU-s per job (sacct on the local SLURM)
     threads: 1
     resources:
         mem_mb=1000,
@@ -27,13 +30,13 @@ rule heterogeneous_chunk:
         ),
         chunk=True,
     message:
-        "heterogeneous: chunk {wildcards.chunk} of the k grid, every method"
+        "heterogeneous: job {wildcards.chunk} (a distribution, a seed, a share of the k grid)"
     script:
         "scripts/sweep.py"
 
 
 rule heterogeneous_merge:
-    """One tidy table, rows sorted by k and method."""
+    """One tidy table, rows sorted by instance (config order), k and method."""
     input:
         expand("results/chunks/heterogeneous/{chunk}.csv", chunk=HETEROGENEOUS_CHUNKS),
     output:
@@ -70,7 +73,7 @@ rule heterogeneous_mechanisms:
 
 
 rule heterogeneous_figure:
-    """Heterogeneous comparison (two panels)."""
+    """Heterogeneous comparison (three panels; with several distributions, a column each)."""
     input:
         "results/heterogeneous/eps_g.csv",
         "results/heterogeneous/mechanisms.csv",

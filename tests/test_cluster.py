@@ -13,7 +13,7 @@ of the workflow and with ``--cores 2`` in another; the tests then check that
 Those four (marker ``cluster``) need a scheduler that answers (``sinfo`` and ``sacct``): ``workflow/cluster/local-slurm.sh up``
 brings up a single-node one on this machine.  Without one the tests are skipped, saying why;
 with ``OPTCOMP_REQUIRE_CLUSTER=1`` (as ``.ci/run`` sets after ``up``) that is a failure instead.
-About 6 minutes on 2 cores.
+About 5 minutes on 2 cores (4 min 46 s at load 2).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def test_every_job_ran_as_a_slurm_job_and_sacct_reports_it(cluster_runs):
     work, first, second, _ = cluster_runs
     jobs = submitted(first) | submitted(second)
     assert len(jobs) >= 15, tail(first)
-    assert {"homogeneous_family", "heterogeneous_chunk", "timing", "hardness", "notebook"} <= set(jobs.values())
+    assert {"homogeneous_family", "heterogeneous_chunk", "timing", "hardness_instance", "notebook"} <= set(jobs.values())
     proc = run(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", ",".join(jobs)])
     assert proc.returncode == 0, proc.stdout
     states = dict(line.split("|", 1) for line in proc.stdout.splitlines() if line.strip())
@@ -201,13 +201,15 @@ def slurm_rules() -> dict[str, str]:
 
 def test_every_cluster_rule_declares_threads_memory_and_runtime():
     rules = slurm_rules()
-    assert {"homogeneous_family", "heterogeneous_chunk", "hardness", "timing", "notebook"} <= rules.keys()
+    assert {"homogeneous_family", "heterogeneous_chunk", "hardness_instance", "timing", "notebook"} <= rules.keys()
     for name, block in rules.items():
         for key in ("threads:", "mem_mb=", "runtime="):
             assert key in block, f"rule {name} (a SLURM job) declares no {key.rstrip(':=')}"
 
 
 def test_paper_config_splits_into_at_least_50_slurm_jobs(tmp_path):
+    import yaml
+
     work = workflow_copy(tmp_path)
     proc = snakemake(work, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", timeout=300)
     assert proc.returncode == 0, tail(proc)
@@ -215,9 +217,14 @@ def test_paper_config_splits_into_at_least_50_slurm_jobs(tmp_path):
     jobs = {rule: n for rule, n in stats.items() if rule in slurm_rules()}
     assert sum(jobs.values()) >= 50, stats
     assert jobs["heterogeneous_chunk"] >= 30 and jobs["homogeneous_family"] >= 16, jobs
+    # one job per (distribution, seed, share of the k grid) and one per hardness instance, to k = 24
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    het, hard = paper["heterogeneous"], paper["hardness"]
+    assert jobs["heterogeneous_chunk"] == len(het["distribution"]) * len(het["seed"]) * het["chunks"], jobs
+    assert len(het["distribution"]) >= 2 and len(het["seed"]) >= 2 and het["k"]["to"] >= 10**5
+    assert jobs["hardness_instance"] == sum(len(ks) for ks in hard["families"].values()), jobs
+    assert max(k for ks in hard["families"].values() for k in ks) == 24
     # the rules' declared requests reach the scheduler: the profile overrides none of them
-    import yaml
-
     profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())
     for rule, res in (profile.get("set-resources") or {}).items():
         assert not {"mem_mb", "runtime", "threads", "cpus_per_task"} & set(res), (rule, res)

@@ -17,6 +17,54 @@ def test_a_value_keeps_its_colour_when_another_is_added():
     assert len(set(dg.values())) == 4
 
 
+def _heterogeneous_tables(tmp_path, distributions, seeds):
+    """A small sweep (k = 1, 4, 16) of the heterogeneous experiment, written as the pipeline
+    writes it: (eps_g.csv, mechanisms.csv)."""
+    from optcomp.experiments import heterogeneous as H
+    from optcomp.experiments import io
+
+    cfg = {"distribution": distributions, "seed": seeds, "delta": 0.0, "delta_g_log2": -25, "k": [1, 4, 16],
+           "methods": ["basic", "kov", "approx", "optimal"], "eta": 0.001, "paper_eta": 0.1, "paper_max_k": 16,
+           "optimal_max_k": 4, "chunks": 1}
+    df = H.sort_rows(__import__("pandas").concat([H.sweep(s) for s in H.chunks(cfg)], ignore_index=True))
+    io.write_csv(df, tmp_path / "eps_g.csv")
+    io.write_csv(H.mechanisms_table(cfg), tmp_path / "mechanisms.csv")
+    return tmp_path / "eps_g.csv", tmp_path / "mechanisms.csv"
+
+
+def test_several_distributions_get_one_column_of_panels_each(tmp_path):
+    """Several instances: a column per distribution (config order), eps_g on top with one
+    line per seed, the ratios below on one shared axis; one instance: the three panels."""
+    import matplotlib.pyplot as plt
+
+    from optcomp.figures.heterogeneous import comparison
+    from optcomp.figures.style import COLOR
+
+    dists = [{"name": "loguniform", "low": 0.001, "high": 0.1}, {"name": "uniform", "low": 0.005, "high": 0.1},
+             {"name": "choice", "values": [0.01, 0.1]}]
+    fig = comparison(*_heterogeneous_tables(tmp_path, dists, [1, 2]))
+    grid = fig.axes
+    assert len(grid) == 6
+    def place(ax):
+        spec = ax.get_subplotspec()
+        return spec.rowspan.start, spec.colspan.start
+
+    top = sorted((ax for ax in grid if place(ax)[0] == 0), key=place)
+    bottom = [ax for ax in grid if place(ax)[0] == 1]
+    assert [ax.get_title(loc="left").split(") ", 1)[1] for ax in top] == [
+        "loguniform 0.001..0.1", "uniform 0.005..0.1", "choice 0.01|0.1"]
+    assert all(sum(line.get_color() == COLOR["basic"] and line.get_linestyle() != "None" for line in ax.get_lines())
+               == 2 for ax in top)  # a line per seed
+    assert len({ax.get_ylim() for ax in bottom}) == 1  # the ratios on one scale
+    assert [len(ax.child_axes) for ax in top] == [1, 1, 1]  # an inset: the histogram of the eps_i drawn
+    plt.close(fig)
+    one = tmp_path / "one"
+    one.mkdir()
+    fig = comparison(*_heterogeneous_tables(one, dists[1], 1))
+    assert len(fig.axes) == 3 and "distribution" not in " ".join(ax.get_title(loc="left") for ax in fig.axes)
+    plt.close(fig)
+
+
 def test_kov_section4_figures_draw_every_mechanism_route_and_budget(tmp_path):
     """KOV Section 4 figures, drawn from small synthetic tables (figures only read CSVs): the
     noise figure has one line per (mechanism, route) in panel (a), one per (pure-DP mechanism,

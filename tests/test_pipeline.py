@@ -354,6 +354,35 @@ def test_console_is_quiet_and_a_new_value_reruns_only_its_own_job(pipeline, tmp_
     assert params_lines and all(len(line.split("Params have changed")[1]) < 200 for line in params_lines), params_lines
 
 
+def test_several_distributions_and_seeds_run_as_jobs_of_their_own(pipeline, tmp_path):
+    """Two distributions x two seeds: 4 chunk jobs (test config: chunks 1), the tables gain
+    distribution and seed columns, the figure gets a column per distribution, and the
+    instance of the single-value run (the config's distribution and seed) has its rows."""
+    work = tmp_path / "work"
+    shutil.copytree(pipeline, work, symlinks=True)  # with .snakemake: the params trigger sees the change
+    extra = tmp_path / "several.yaml"
+    extra.write_text("heterogeneous:\n  distribution:\n    - {name: uniform, low: 0.005, high: 0.1}\n"
+                     "    - {name: loguniform, low: 0.001, high: 0.1}\n  seed: [20160109, 3]\n")
+    targets = ["results/heterogeneous/eps_g.csv", "results/heterogeneous/mechanisms.csv", "figures/heterogeneous.png"]
+    proc = snakemake(work, *targets, "--cores", "2", *TEST_CONFIG, str(extra))
+    assert proc.returncode == 0, tail(proc)
+    assert re.search(r"heterogeneous_chunk\s+4\b", proc.stdout.split("Job stats:")[1]), tail(proc)
+    het = io.read_csv(work / "results/heterogeneous/eps_g.csv")
+    assert list(het.columns[:3]) == ["distribution", "seed", "delta"]
+    cases = list(dict.fromkeys(zip(het["distribution"], het["seed"])))
+    assert cases == [("uniform 0.005..0.1", 20160109), ("uniform 0.005..0.1", 3),
+                     ("loguniform 0.001..0.1", 20160109), ("loguniform 0.001..0.1", 3)]
+    single = (pipeline / "results/heterogeneous/eps_g.csv").read_text()
+    first = het[(het["distribution"] == cases[0][0]) & (het["seed"] == cases[0][1])].drop(columns=["distribution", "seed"])
+    assert io.format_frame(first.reset_index(drop=True)) == single
+    mech = io.read_csv(work / "results/heterogeneous/mechanisms.csv")
+    assert len(mech) == 4 * 60 and list(mech.columns[:2]) == ["distribution", "seed"]
+    from PIL import Image
+
+    width, height = Image.open(work / "figures/heterogeneous.png").size
+    assert width > 1000 and height > 600
+
+
 # ------------------------------------------------------------------------- configuration
 
 
@@ -376,6 +405,12 @@ def merged_config(*overrides: dict) -> dict:
     ({"regions": {"kov_figure2": {"delta": [0.0, 1.5]}}}, "delta"),
     ({"runtime": {"approx_vs_k": {"k": []}}}, "approx_vs_k"),
     ({"heterogeneous": {"distribution": {"name": "gamma", "low": 0.1, "high": 0.2}}}, "distribution"),
+    ({"heterogeneous": {"distribution": [{"name": "uniform", "low": 0.1, "high": 0.2}, {"name": "gamma"}]}},
+     "distribution"),
+    ({"heterogeneous": {"distribution": []}}, "distribution"),
+    ({"heterogeneous": {"seed": [1, 2, 1]}}, "seed"),
+    ({"heterogeneous": {"seed": [-1]}}, "seed"),
+    ({"hardness": {"families": {"random": [2, 25]}}}, "random"),
     ({"budget": {"methods": ["basic", "kov"]}}, "methods"),  # the optimal reference is required
     ({"notebooks": {"timeout_seconds": "long"}}, "timeout_seconds"),
 ])
@@ -387,6 +422,35 @@ def test_schema_rejects_bad_values_naming_the_key(override, key):
     with pytest.raises(WorkflowError) as info:
         validate(merged_config(override), str(ROOT / "config" / "schema.yaml"))
     assert key in str(info.value) + "".join(str(a) for a in info.value.args)
+
+
+@pytest.mark.parametrize("distribution, message", [
+    ([{"name": "uniform", "low": 0.01, "high": 0.1}, {"name": "loguniform", "low": 0.2, "high": 0.1}],
+     "config heterogeneous.distribution[1]: low = 0.2 > high = 0.1"),
+    ({"name": "choice", "values": [0.1, 0.2], "p": [0.5]},
+     "config heterogeneous.distribution.p: 1 probabilities for 2 values"),
+    ([{"name": "choice", "values": [0.1, 0.2], "p": [0.5, 0.6]}],
+     "config heterogeneous.distribution[0].p: the probabilities sum to 1.1, not 1"),
+])
+def test_cross_field_checks_name_the_distribution(distribution, message):
+    from optcomp.pipeline import config_problem
+
+    cfg = merged_config()
+    assert config_problem(cfg, ROOT / "config" / "schema.yaml") is None
+    cfg["heterogeneous"]["distribution"] = distribution
+    assert config_problem(cfg, ROOT / "config" / "schema.yaml") == message
+
+
+def test_several_distributions_and_seeds_and_hardness_to_24_are_valid():
+    from optcomp.pipeline import config_problem
+
+    several = {"heterogeneous": {"distribution": [{"name": "uniform", "low": 0.01, "high": 0.1},
+                                                  {"name": "choice", "values": [0.01, 0.1], "p": [0.9, 0.1]}],
+                                 "seed": [1, 2]},
+               "hardness": {"families": {"random": [24], "ones": [24]}}}
+    assert config_problem(merged_config(several), ROOT / "config" / "schema.yaml") is None
+    one = merged_config({"heterogeneous": {"seed": [5]}})  # a list of one is the list form
+    assert config_problem(one, ROOT / "config" / "schema.yaml") is None and one["heterogeneous"]["seed"] == [5]
 
 
 def test_schema_fills_defaults():
@@ -443,6 +507,135 @@ def test_config_readme_lists_every_key_with_its_default():
     quoted = text.split("<!-- config-keys:start -->\n")[1].split("<!-- config-keys:end -->")[0]
     assert quoted == config_reference(ROOT / "config" / "schema.yaml"), \
         "config/README.md is stale: python -m optcomp.pipeline config-reference"
+
+
+# ------------------------------------------------- several instances, one job per instance
+
+
+HET_DISTS = [{"name": "uniform", "low": 0.005, "high": 0.1},
+             {"name": "choice", "values": [0.01, 0.1], "p": [0.9, 0.1]}]
+
+
+def het_section(**changes) -> dict:
+    cfg = dict(merged_config()["heterogeneous"], k=[1, 3, 9, 27], chunks=2, methods=["basic", "kov", "approx", "optimal"])
+    return dict(cfg, **changes)
+
+
+def test_the_single_value_form_keeps_its_job_specs():
+    """The default config's jobs (and so their rerun hashes and tables) are those of one
+    instance: no case key, scalar distribution and seed, no extra columns."""
+    from optcomp.experiments import heterogeneous as H
+
+    cfg = het_section()
+    specs = H.chunks(cfg)
+    assert len(specs) == 2 and not H.several(cfg)
+    assert [s["k"] for s in specs] == [[1, 9], [3, 27]]
+    keys = {"seed", "distribution", "delta", "delta_g_log2", "methods", "eta", "paper_eta", "paper_max_k",
+            "optimal_max_k", "k_max", "k"}
+    assert all(set(s) == keys and s["seed"] == cfg["seed"] and s["distribution"] == cfg["distribution"]
+               for s in specs)
+    assert list(H.sweep(specs[0]).columns) == H.COLUMNS
+    assert list(H.mechanisms_table(cfg).columns) == ["i", "eps", "delta"]
+
+
+def test_several_instances_are_the_single_value_sweeps_side_by_side(tmp_path):
+    """distribution x seed lists: one job per (distribution, seed, share of k); the merged
+    table is, instance by instance and in config order, the single-value form's table of that
+    distribution and seed, after two leading columns naming it."""
+    from optcomp.experiments import heterogeneous as H
+
+    multi = het_section(distribution=HET_DISTS, seed=[7, 20160109])
+    specs = H.chunks(multi)
+    assert len(specs) == 2 * 2 * 2
+    assert [(s["case"]["distribution"], s["case"]["seed"]) for s in specs[::2]] == [
+        ("uniform 0.005..0.1", 7), ("uniform 0.005..0.1", 20160109),
+        ("choice 0.01|0.1 p 0.9|0.1", 7), ("choice 0.01|0.1 p 0.9|0.1", 20160109)]
+    for i, spec in enumerate(specs):  # as the jobs and the merge rule do: CSVs, read back in job order
+        io.write_csv(H.sweep(spec), tmp_path / f"{i:03d}.csv")
+    merged = H.sort_rows(pd_concat([io.read_csv(tmp_path / f"{i:03d}.csv") for i in range(len(specs))]))
+    assert list(merged.columns) == H.CASE_COLUMNS + H.COLUMNS
+    mech = H.mechanisms_table(multi)
+    blocks = []
+    for dist in HET_DISTS:
+        for seed in (7, 20160109):
+            single = het_section(distribution=dist, seed=seed)
+            expect = H.sort_rows(pd_concat([H.sweep(s) for s in H.chunks(single)]))
+            label = H.distribution_label(dist)
+            got = merged[(merged["distribution"] == label) & (merged["seed"] == seed)].drop(columns=H.CASE_COLUMNS)
+            assert io.format_frame(got.reset_index(drop=True)) == io.format_frame(expect)
+            blocks.append(label)
+            m = mech[(mech["distribution"] == label) & (mech["seed"] == seed)].drop(columns=H.CASE_COLUMNS)
+            assert io.format_frame(m.reset_index(drop=True)) == io.format_frame(H.mechanisms_table(single))
+    assert list(dict.fromkeys(merged["distribution"])) == list(dict.fromkeys(blocks))  # config order
+    # the draw is the definition: seeded PCG64, uniform on [low, high) / choice with p
+    import numpy as np
+
+    rng = np.random.Generator(np.random.PCG64(7))
+    first = mech[(mech["distribution"] == "choice 0.01|0.1 p 0.9|0.1") & (mech["seed"] == 7)]["eps"].to_numpy()
+    assert first.tolist() == rng.choice([0.01, 0.1], size=27, p=[0.9, 0.1]).tolist()
+
+
+def pd_concat(frames):
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_distribution_labels_are_exact_and_csv_safe():
+    from optcomp.experiments.heterogeneous import distribution_label
+
+    assert distribution_label({"name": "uniform", "low": 0.005, "high": 0.1}) == "uniform 0.005..0.1"
+    assert distribution_label({"name": "loguniform", "low": 1e-05, "high": 1}) == "loguniform 1e-05..1"
+    assert distribution_label({"name": "choice", "values": [0.1, 0.30000000000000004]}) == \
+        "choice 0.1|0.30000000000000004"
+    assert "," not in distribution_label({"name": "choice", "values": [0.1, 0.2], "p": [0.25, 0.75]})
+
+
+HARDNESS = {"eps_total": 1.0, "seed": 1606, "z_max": 50, "walkthrough": [1, 2, 3, 6],
+            "families": {"random": [2, 6], "planted": [4, 6], "powers": [4], "ones": [1, 3]}}
+
+
+def test_hardness_instance_jobs_collect_into_the_whole_sweep(tmp_path):
+    """One job per instance (run here in reverse order), collected: the same instance and
+    walkthrough tables, field for field, as the sweep that runs every instance itself."""
+    from optcomp.experiments import hardness as H
+
+    whole = H.sweep(HARDNESS)
+    paths = []
+    for family, k, _ in reversed(H.instances(HARDNESS)):
+        row, timing = H.instance_sweep(H.instance_spec(HARDNESS, family, k))
+        for df, path in ((row, tmp_path / f"{family}-{k}.csv"), (timing, tmp_path / "timing" / f"{family}-{k}.csv")):
+            path.parent.mkdir(exist_ok=True)
+            io.write_csv(df, path)
+            paths.append(path)
+    collected = H.sweep(HARDNESS, inputs=paths)
+    assert io.format_frame(collected[0]) == io.format_frame(whole[0])
+    assert io.format_frame(collected[1]) == io.format_frame(whole[1])
+    assert collected[2][["family", "k"]].values.tolist() == whole[2][["family", "k"]].astype(str).values.tolist()
+    assert (whole[0]["recovered_count"] == whole[0]["true_count"]).all() and len(whole[0]) == 7
+    with pytest.raises(ValueError, match="not the config's"):
+        H.sweep(HARDNESS, inputs=paths[2:])
+    # a job's spec is its own instance: another family's sizes do not change it
+    other = dict(HARDNESS, families={"random": [2, 6, 8]})
+    assert H.instance_spec(other, "random", 6) == H.instance_spec(HARDNESS, "random", 6)
+    with pytest.raises(ValueError, match="k must be in 1..24"):
+        H.instance_sweep(dict(H.instance_spec(HARDNESS, "ones", 1), k=25))
+
+
+def test_hardness_requests_cover_the_measured_peaks():
+    """Measured on this machine (peak RSS, one instance): planted k = 24 4596 MiB, k = 23
+    2452 MiB, random k = 22 1212 MiB; random k = 24 took 533 s wall on a busy machine; the
+    requests are above them, grow with k and z_max, and ones (no oracle call) asks for little."""
+    from optcomp.experiments.hardness import resources
+
+    measured = {("planted", 24): 4596, ("planted", 23): 2452, ("random", 22): 1212}
+    for (family, k), peak in measured.items():
+        assert resources(family, k)["mem_mb"] >= 1.1 * peak, (family, k)
+    assert resources("random", 24)["runtime"] * 60 >= 2 * 533
+    ks = range(1, 25)
+    mems = [resources("random", k)["mem_mb"] for k in ks]
+    assert mems == sorted(mems) and resources("random", 24, z_max=10**6)["mem_mb"] > mems[-1]
+    assert resources("ones", 24) == {"mem_mb": 1000, "runtime": 10}
 
 
 # ----------------------------------------------------------------------- reproducibility
@@ -512,7 +705,8 @@ def readme_block(name: str) -> str:
     return readme.split(f"<!-- {name}:start -->")[1].split(f"<!-- {name}:end -->")[0]
 
 
-@pytest.mark.parametrize("block", ["ratios", "timing-summary", "command-times", "bench-scale", "bench-exact"])
+@pytest.mark.parametrize("block", ["ratios", "timing-summary", "command-times", "bench-scale", "bench-exact",
+                                   "cluster-paper"])
 def test_readme_quotes_the_committed_generated_files(block):
     """Every number the README quotes in these blocks is a copy of a generated file
     (``python -m optcomp.pipeline update-readme`` copies them)."""

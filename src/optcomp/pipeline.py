@@ -142,14 +142,19 @@ def _logged(smk):
 
 
 def sweep(smk) -> None:
-    """Call ``params.function(spec, log)``; write the DataFrame(s) it returns to the rule's
-    outputs, in order (machine-dependent tables also get the load before and after)."""
+    """Call ``params.function(spec, log)`` -- with ``inputs=`` the rule's input paths if the
+    function takes them (a sweep collecting per-instance jobs) --; write the DataFrame(s) it
+    returns to the rule's outputs, in order (machine-dependent tables also get the load
+    before and after)."""
+    import inspect
+
     from .experiments import io
 
     with _logged(smk) as log:
         fn = resolve(smk.params.function)
         before = machine()["load_average_1_5_15_min"] if smk.params.get("machine", False) else None
-        result = fn(_smk_spec(smk), log)
+        extra = {"inputs": list(smk.input)} if "inputs" in inspect.signature(fn).parameters else {}
+        result = fn(_smk_spec(smk), log, **extra)
         frames = result if isinstance(result, tuple) else (result,)
         if len(frames) != len(smk.output):
             raise ValueError(f"{smk.params.function} returned {len(frames)} tables for {len(smk.output)} outputs")
@@ -401,9 +406,16 @@ def _cross_field_problem(cfg: dict) -> str | None:
     for key, grid in grids.items():
         if isinstance(grid, dict) and grid["from"] > grid["to"]:
             return f"config {key}: from = {grid['from']} > to = {grid['to']}"
-    dist = cfg["heterogeneous"]["distribution"]
-    if dist["name"] != "choice" and dist["low"] > dist["high"]:
-        return f"config heterogeneous.distribution: low = {dist['low']} > high = {dist['high']}"
+    dists = cfg["heterogeneous"]["distribution"]
+    for i, dist in enumerate(dists if isinstance(dists, list) else [dists]):
+        key = "heterogeneous.distribution" + (f"[{i}]" if isinstance(dists, list) else "")
+        if dist["name"] != "choice" and dist["low"] > dist["high"]:
+            return f"config {key}: low = {dist['low']} > high = {dist['high']}"
+        if dist["name"] == "choice" and dist.get("p") is not None:
+            if len(dist["p"]) != len(dist["values"]):
+                return f"config {key}.p: {len(dist['p'])} probabilities for {len(dist['values'])} values"
+            if abs(sum(dist["p"]) - 1) > 1e-8:
+                return f"config {key}.p: the probabilities sum to {sum(dist['p'])!r}, not 1"
     brute = runtime["exact_heterogeneous"]["bruteforce_k"]
     if max(brute if isinstance(brute, list) else [brute["to"]]) > 24:
         return "config runtime.exact_heterogeneous.bruteforce_k: the 2^k brute force is limited to k <= 24"
@@ -455,7 +467,7 @@ def config_reference(schema_path: str | os.PathLike = "config/schema.yaml") -> s
     def kind(node):
         node = deref(node)
         if "oneOf" in node:
-            return " or ".join(kind(n) for n in node["oneOf"])
+            return " or ".join(dict.fromkeys(kind(n) for n in node["oneOf"]))
         if "enum" in node:
             return "one of " + ", ".join(f"`{v}`" for v in node["enum"])
         if "const" in node:
@@ -499,6 +511,9 @@ README_QUOTES = {
     "bench-exact": "benchmarks/results/bench_exact.md",
     "bench-approx": "benchmarks/results/bench_approx.md",
     "bench-mechanisms": "benchmarks/results/bench_mechanisms.md",
+    # config/paper.yaml through the local SLURM: sacct's CPU time and peak memory per rule
+    # (workflow/cluster/job-report.py)
+    "cluster-paper": "benchmarks/results/cluster_paper.md",
     "kov-section4-claims": "results/kov_section4/claims.md",
 }
 
