@@ -87,14 +87,7 @@ def DGauss(monkeypatch):
 
 def mp_root(f, target, lo, hi, n=200):
     """x in [lo, hi] with f(x) = target for a nonincreasing f, by bisection (to ~2^-n)."""
-    lo, hi = mp.mpf(lo), mp.mpf(hi)
-    for _ in range(n):
-        mid = (lo + hi) / 2
-        if f(mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return ref.decreasing_root(f, target, lo, hi, n)
 
 
 def gauss_delta(mu, eps):

@@ -621,6 +621,17 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     return out
 
 
+def _gaussians_alone(m: Mechanisms, others, info: BracketInfo):
+    """The certified mu bracket (:func:`optcomp.gdp.mu_bounds`) when the multiset is Gaussian
+    mechanisms only -- they compose exactly to one Gaussian, a closed form -- else None."""
+    if m.eps.size or not all(type(mech).__name__ == "Gaussian" for mech, _ in others):
+        return None
+    from .gdp import mu_bounds
+
+    info.path = "closed form (GDP)"
+    return mu_bounds([g.sigma for g, _ in others], [g.sensitivity for g, _ in others], [c for _, c in others])
+
+
 def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_points: int = MAX_POINTS,
                      info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
     """Certified (lower, upper) on the optimal eps_g of the black-box pairs ``m`` composed with
@@ -631,11 +642,10 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x)))."""
     info = info if info is not None else BracketInfo()
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
-    if m.eps.size == 0 and all(type(mech).__name__ == "Gaussian" for mech, _ in others):
-        from .gdp import epsilon_bounds as gdp_epsilon, mu_bounds
+    mu = _gaussians_alone(m, others, info)
+    if mu is not None:
+        from .gdp import epsilon_bounds as gdp_epsilon
 
-        info.path = "closed form (GDP)"
-        mu = mu_bounds([g.sigma for g, _ in others], [g.sensitivity for g, _ in others], [c for _, c in others])
         return gdp_epsilon(mu.lower, mu.upper, delta_g)
     out = []
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
@@ -685,11 +695,10 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     info = info if info is not None else BracketInfo()
 
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
-    if m.eps.size == 0 and all(type(mech).__name__ == "Gaussian" for mech, _ in others):
-        from .gdp import delta_bounds as gdp_delta, mu_bounds
+    mu = _gaussians_alone(m, others, info)
+    if mu is not None:
+        from .gdp import delta_bounds as gdp_delta
 
-        info.path = "closed form (GDP)"
-        mu = mu_bounds([g.sigma for g, _ in others], [g.sensitivity for g, _ in others], [c for _, c in others])
         return gdp_delta(mu.lower, mu.upper, eps_g)
     out = []
     # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
