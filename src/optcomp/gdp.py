@@ -68,7 +68,7 @@ from ._pairs import PRECISIONS, mpf_err, settle
 from ._rounding import exact_dir, mpf_exact
 from ._types import Bounds
 
-__all__ = ["mu_bounds", "delta_bounds", "epsilon_bounds", "profile"]
+__all__ = ["mu_bounds", "split_gaussians", "composed_mu", "gaussians_alone", "delta_bounds", "epsilon_bounds", "profile"]
 
 _FAR = 39  # |a| beyond this: delta within 2^-1090 of 0 or of 1 (module docstring)
 _ONE_BELOW = 1.0 - 2.0**-53  # the float just below 1
@@ -80,6 +80,30 @@ _EXACT_TERMS = 16  # up to this many distinct mechanisms, mu² is summed exactly
 
 # ---------------------------------------------------------------------------------------------
 # mu from the mechanisms
+
+def split_gaussians(others) -> tuple[list, list]:
+    """((Gaussian, count) pairs, the other pairs) of ``others``, ((mechanism, count), ...) of
+    :mod:`optcomp.mechanisms` objects (recognised by class name: this layer does not import
+    that module)."""
+    gauss = [(mech, c) for mech, c in others if type(mech).__name__ == "Gaussian"]
+    return gauss, [(mech, c) for mech, c in others if type(mech).__name__ != "Gaussian"]
+
+
+def composed_mu(gaussians) -> Bounds:
+    """:func:`mu_bounds` of (Gaussian, count) pairs: the one Gaussian they compose to."""
+    return mu_bounds([g.sigma for g, _ in gaussians], [g.sensitivity for g, _ in gaussians],
+                     [c for _, c in gaussians])
+
+
+def gaussians_alone(m, others) -> Bounds | None:
+    """The composed mu bracket when the black-box multiset ``m`` (an
+    :class:`optcomp._inputs.Mechanisms`) adds nothing -- no pair with eps or delta above 0 --
+    and ``others`` are Gaussian mechanisms only; else None (no closed form)."""
+    gauss, rest = split_gaussians(others)
+    if rest or not gauss or bool((m.eps > 0).any() or (m.delta > 0).any()):
+        return None
+    return composed_mu(gauss)
+
 
 def mu_bounds(sigmas, sensitivities=1.0, counts=None) -> Bounds:
     """Certified floats ``Bounds(mu_lo, mu_hi)`` around mu = sqrt(Σ_i counts_i·Δ_i²/sigma_i²),

@@ -59,6 +59,11 @@ One refine loop (:func:`_refine`) serves both directions:
   gap and its measured order in h; the tilt is re-aimed at the bracket.  ``max_points``
   caps the lattice (:class:`ApproxTooCostly` carries the best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
   (binomial atoms with their pmf error charged both ways), upward and downward.
+
+Length (~710 lines): one refine loop (:func:`_refine`) serves both directions, for black
+boxes and for mechanisms (:func:`mechanism_bounds`); the drivers share its step control and
+the exact splits (big eps, negligible eps), and split into modules they would import each
+other, which the layer rule forbids for drivers.
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ from ._lattice.commensurable import commensurable_bounds, commensurable_excess_b
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass, lattice_pass
 from ._lattice.workload import GaussianSource, Source, Workload, inf_mass
+from .gdp import composed_mu, gaussians_alone, split_gaussians
+from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
 from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
@@ -594,13 +601,10 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     to the upper side)."""
     vals, cnts = m.positive()
     dirs = ("forward",) if all(mech.symmetric for mech, _ in others) else ("forward", "reverse")
-    gauss = [(mech, c) for mech, c in others if type(mech).__name__ == "Gaussian"]
-    rest = [(mech, c) for mech, c in others if type(mech).__name__ != "Gaussian"]
+    gauss, rest = split_gaussians(others)
     merged = ()
     if gauss:  # all Gaussians as one (exact composition; symmetric)
-        from .gdp import mu_bounds
-
-        mu = mu_bounds([g.sigma for g, _ in gauss], [g.sensitivity for g, _ in gauss], [c for _, c in gauss])
+        mu = composed_mu(gauss)
         merged = (GaussianSource(mu.lower, mu.upper, tail),)
     out = []
     for d in dirs:
@@ -621,17 +625,6 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     return out
 
 
-def _gaussians_alone(m: Mechanisms, others, info: BracketInfo):
-    """The certified mu bracket (:func:`optcomp.gdp.mu_bounds`) when the multiset is Gaussian
-    mechanisms only -- they compose exactly to one Gaussian, a closed form -- else None."""
-    if m.eps.size or not all(type(mech).__name__ == "Gaussian" for mech, _ in others):
-        return None
-    from .gdp import mu_bounds
-
-    info.path = "closed form (GDP)"
-    return mu_bounds([g.sigma for g, _ in others], [g.sensitivity for g, _ in others], [c for _, c in others])
-
-
 def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_points: int = MAX_POINTS,
                      info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
     """Certified (lower, upper) on the optimal eps_g of the black-box pairs ``m`` composed with
@@ -642,10 +635,9 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x)))."""
     info = info if info is not None else BracketInfo()
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
-    mu = _gaussians_alone(m, others, info)
-    if mu is not None:
-        from .gdp import epsilon_bounds as gdp_epsilon
-
+    mu = gaussians_alone(m, others)
+    if mu is not None:  # Gaussians alone: the closed form
+        info.path = "closed form (GDP)"
         return gdp_epsilon(mu.lower, mu.upper, delta_g)
     out = []
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
@@ -695,19 +687,20 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     info = info if info is not None else BracketInfo()
 
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
-    mu = _gaussians_alone(m, others, info)
-    if mu is not None:
-        from .gdp import delta_bounds as gdp_delta
-
+    mu = gaussians_alone(m, others)
+    if mu is not None:  # Gaussians alone: the closed form
+        info.path = "closed form (GDP)"
         return gdp_delta(mu.lower, mu.upper, eps_g)
     out = []
     # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
     n = sum(int(c) for _, c in others) + 1
-    guess = _workloads(m, others)[0][0]
-    theta = guess.tilt_for(eps_g)
-    est = math.exp(min(0.0, guess.cgf(theta)[0] - theta * eps_g))
+    works = _workloads(m, others)
+    theta = works[0][0].tilt_for(eps_g)
+    est = math.exp(min(0.0, works[0][0].cgf(theta)[0] - theta * eps_g))
     tail = min(1e-30, max(1e-300, est * 2.0**-44 / n))
-    for work, m_up, m_lo in _workloads(m, others, tail):
+    for work, m_up, m_lo in works:
+        for source in work.sources:  # the leaves' truncation (the guides, estimates only, keep theirs)
+            source.tail = tail
         def to_delta(lo: float, hi: float, m_up=m_up, m_lo=m_lo) -> Bounds:
             return Bounds(delta_from_excess(m_lo, lo, round_up=False), delta_from_excess(m_up, hi))
 

@@ -58,12 +58,11 @@ def _exact_mechanisms(direction: str, m, target):
     from . import gdp
     from ._types import ExactTooLarge
 
-    gauss = [(mech, c) for mech, c in m.others if type(mech).__name__ == "Gaussian"]
-    if len(gauss) < len(m.others) or bool((m.eps > 0).any() or (m.delta > 0).any()):
+    mu = gdp.gaussians_alone(m, m.others)
+    if mu is None:
         names = sorted({type(mech).__name__ for mech, _ in m.others})
         raise ExactTooLarge(f"no exact composition of {', '.join(names)} mechanisms (mixed with others) is implemented "
                             "(closed form: Gaussians alone); use method='approx' or 'auto' for certified bounds")
-    mu = gdp.mu_bounds([g.sigma for g, _ in gauss], [g.sensitivity for g, _ in gauss], [c for _, c in gauss])
     if direction == "epsilon":
         return gdp.epsilon_bounds(mu[0], mu[1], target).upper
     return gdp.delta_bounds(mu[0], mu[1], target).upper
