@@ -45,6 +45,10 @@ parameters are fixed in advance, before any query runs; the queries themselves m
 adaptively.  Choosing the parameters adaptively (e.g. spending more on a query because of
 an earlier answer) needs a privacy filter (Rogers et al. 2016; Whitehouse et al. 2023),
 which optcomp does not provide.
+
+Length (~800 lines): every inverse problem here -- per-query eps, weighted scales, the
+noise of one mechanism family, the tables -- runs the one certified search
+(:func:`_largest_below`) and shares its validation; apart they would repeat both.
 """
 
 from __future__ import annotations

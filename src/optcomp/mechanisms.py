@@ -27,8 +27,9 @@ both directions have the same privacy loss distribution (PLD).  For an asymmetri
 *global* directions (every mechanism sees the same two datasets).  (The method is
 ``profile``, not ``delta``: ``BlackBox(eps, delta).delta`` is its parameter.)
 
-Length (~720 lines): nine parallel sibling classes, one per mechanism, each with its
-privacy-loss distribution, exact profile and certified discrete pairs -- wide, not deep
+Length (~940 lines): nine parallel sibling classes, one per mechanism, each with its
+privacy-loss distribution, exact profile, certified discrete pairs and leaf data (the two
+continuous laws with their vectorised cell masses and error derivations) -- wide, not deep
 (one concept per class, none reading another's internals).
 """
 
