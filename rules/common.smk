@@ -6,7 +6,7 @@
 # Snakemake's console lines stay short; optcomp.pipeline recomputes the share from the config.
 
 import optcomp
-from optcomp.experiments import heterogeneous, homogeneous
+from optcomp.experiments import heterogeneous, homogeneous, kov_section4
 from optcomp.pipeline import spec_hash
 
 # config checks (schema and cross-field): optcomp.pipeline.validate_config, run by the Snakefile
@@ -15,6 +15,15 @@ HOMOGENEOUS_FAMILIES = homogeneous.family_ids(config["homogeneous"])
 HETEROGENEOUS_CHUNKS = [
     f"{i:03d}" for i in range(len(heterogeneous.chunks(config["heterogeneous"])))
 ]
+# KOV Section 4: a job per (budget, mechanism, share of k), per (eps, k), per (workload, share)
+KOV_SECTION4_JOBS = {
+    part: [f"{i:03d}" for i in range(len(chunks(config["kov_section4"])))]
+    for part, chunks in (
+        ("noise", kov_section4.noise_chunks),
+        ("geometric", kov_section4.geometric_chunks),
+        ("black_box", kov_section4.black_box_chunks),
+    )
+}
 
 # timing experiments (functions of optcomp.experiments.runtime); the first four get slopes
 TIMING_EXPERIMENTS = [

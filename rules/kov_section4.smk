@@ -28,45 +28,107 @@ ALL_TARGETS.extend(
 )
 
 
+rule kov_section4_noise_chunk:
+    """(a) Noise variance per route, k share, for one budget and one mechanism."""
+    output:
+        "results/chunks/kov_section4/noise/{chunk}.csv",
+    log:
+        "results/logs/kov_section4_noise_chunk/{chunk}.log",
+    wildcard_constraints:
+        chunk=r"\d+",
+    conda:
+        "envs/optcomp.yaml"
+    # config/paper.yaml (8 budgets x 4 mechanisms x 2 shares of k to 10^6 = 64 jobs): the
+    # heaviest (staircase, eps_g = 2, delta_g = 1e-10, k to 10^6) 129 s and 1.1 GiB alone
+    threads: 1
+    resources:
+        mem_mb=2500,
+        runtime=10,
+    params:
+        function="optcomp.experiments.kov_section4.noise_rows",
+        section="kov_section4",
+        spec="optcomp.experiments.kov_section4.noise_chunk_spec",
+        spec_sha256=params_hash(
+            "kov_section4", "optcomp.experiments.kov_section4.noise_chunk_spec"
+        ),
+        chunk=True,
+    message:
+        "KOV Section 4 (a): job {wildcards.chunk} (a budget, a mechanism, a share of the k grid)"
+    script:
+        "scripts/sweep.py"
+
+
 rule kov_section4_noise:
-    """(a) Noise variance per mechanism, route (exact, KOV, black box), k and budget."""
+    """(a) One tidy table: rows by budget, k, mechanism and route, with the variance ratios."""
+    input:
+        expand(
+            "results/chunks/kov_section4/noise/{chunk}.csv",
+            chunk=KOV_SECTION4_JOBS["noise"],
+        ),
     output:
         "results/kov_section4/noise.csv",
     log:
         "results/logs/kov_section4_noise.log",
+    localrule: True
     conda:
         "envs/optcomp.yaml"
-    # config/config.yaml (2 budgets, k to 10^4): measured in README's pipeline section
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=30,
     params:
         function="optcomp.experiments.kov_section4.sweep_noise",
+        sort="optcomp.experiments.kov_section4.noise_table",
         section="kov_section4",
         spec="optcomp.experiments.kov_section4.noise_spec",
         spec_sha256=params_hash(
             "kov_section4", "optcomp.experiments.kov_section4.noise_spec"
         ),
+    script:
+        "scripts/merge.py"
+
+
+rule kov_section4_geometric_chunk:
+    """(b) KOV Thm 4.4 for one (eps, k): the geometric mechanism's delta(eps_g) bracket vs the
+    optimal one."""
+    output:
+        "results/chunks/kov_section4/geometric/{chunk}.csv",
+    log:
+        "results/logs/kov_section4_geometric_chunk/{chunk}.log",
+    wildcard_constraints:
+        chunk=r"\d+",
+    conda:
+        "envs/optcomp.yaml"
+    # config/paper.yaml (3 eps x 4 k = 12 jobs): eps 0.5 at k = 10^4 ~10 s per point (81
+    # points, ~14 min); eps 0.01 at k = 10^4 74 s and 628 MiB
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=45,
+    params:
+        function="optcomp.experiments.kov_section4.geometric_rows",
+        section="kov_section4",
+        spec="optcomp.experiments.kov_section4.geometric_chunk_spec",
+        spec_sha256=params_hash(
+            "kov_section4", "optcomp.experiments.kov_section4.geometric_chunk_spec"
+        ),
+        chunk=True,
     message:
-        "KOV Section 4 (a): noise variance for k queries, exact vs KOV vs black box"
+        "KOV Section 4 (b): job {wildcards.chunk} (one eps, one k; Thm 4.4)"
     script:
         "scripts/sweep.py"
 
 
 rule kov_section4_geometric:
-    """(b) KOV Thm 4.4: the geometric mechanism's delta(eps_g) bracket vs the optimal one."""
+    """(b) The region rows of every (eps, k), concatenated in config order."""
+    input:
+        expand(
+            "results/chunks/kov_section4/geometric/{chunk}.csv",
+            chunk=KOV_SECTION4_JOBS["geometric"],
+        ),
     output:
         "results/kov_section4/geometric_region.csv",
-        "results/kov_section4/geometric_summary.csv",
     log:
         "results/logs/kov_section4_geometric.log",
+    localrule: True
     conda:
         "envs/optcomp.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=20,
     params:
         function="optcomp.experiments.kov_section4.sweep_geometric",
         section="kov_section4",
@@ -74,35 +136,80 @@ rule kov_section4_geometric:
         spec_sha256=params_hash(
             "kov_section4", "optcomp.experiments.kov_section4.geometric_spec"
         ),
+    script:
+        "scripts/merge.py"
+
+
+rule kov_section4_geometric_summary:
+    """(b) Per (eps, k): points, containment and the largest deviations from the optimum."""
+    input:
+        "results/kov_section4/geometric_region.csv",
+    output:
+        csv="results/kov_section4/geometric_summary.csv",
+    log:
+        "results/logs/kov_section4_geometric_summary.log",
+    localrule: True
+    conda:
+        "envs/optcomp.yaml"
+    params:
+        function="optcomp.experiments.kov_section4.geometric_summary",
+    script:
+        "scripts/table.py"
+
+
+rule kov_section4_black_box_chunk:
+    """(c) eps_g of one workload at a share of the k grid: black box vs mechanism-aware."""
+    output:
+        "results/chunks/kov_section4/black_box/{chunk}.csv",
+    log:
+        "results/logs/kov_section4_black_box_chunk/{chunk}.log",
+    wildcard_constraints:
+        chunk=r"\d+",
+    conda:
+        "envs/optcomp.yaml"
+    # config/paper.yaml (4 workloads x 2 shares = 8 jobs): Laplace at k = 10^6 28 s and 2.0 GiB
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    params:
+        function="optcomp.experiments.kov_section4.black_box_rows",
+        section="kov_section4",
+        spec="optcomp.experiments.kov_section4.black_box_chunk_spec",
+        spec_sha256=params_hash(
+            "kov_section4", "optcomp.experiments.kov_section4.black_box_chunk_spec"
+        ),
+        chunk=True,
     message:
-        "KOV Section 4 (b): the k-fold geometric mechanism against the optimal region (Thm 4.4)"
+        "KOV Section 4 (c): job {wildcards.chunk} (a workload, a share of the k grid)"
     script:
         "scripts/sweep.py"
 
 
 rule kov_section4_black_box:
-    """(c) eps_g of Laplace and geometric workloads: black box vs mechanism-aware."""
+    """(c) One tidy table: rows by workload (config order), then k."""
+    input:
+        expand(
+            "results/chunks/kov_section4/black_box/{chunk}.csv",
+            chunk=KOV_SECTION4_JOBS["black_box"],
+        ),
     output:
         "results/kov_section4/black_box.csv",
     log:
         "results/logs/kov_section4_black_box.log",
+    localrule: True
     conda:
         "envs/optcomp.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=20,
     params:
         function="optcomp.experiments.kov_section4.sweep_black_box",
+        sort="optcomp.experiments.kov_section4.black_box_table",
         section="kov_section4",
         spec="optcomp.experiments.kov_section4.black_box_spec",
         spec_sha256=params_hash(
             "kov_section4", "optcomp.experiments.kov_section4.black_box_spec"
         ),
-    message:
-        "KOV Section 4 (c): black-box vs mechanism-aware eps_g"
     script:
-        "scripts/sweep.py"
+        "scripts/merge.py"
 
 
 rule kov_section4_claims:

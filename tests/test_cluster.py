@@ -201,7 +201,8 @@ def slurm_rules() -> dict[str, str]:
 
 def test_every_cluster_rule_declares_threads_memory_and_runtime():
     rules = slurm_rules()
-    assert {"homogeneous_family", "heterogeneous_chunk", "hardness_instance", "timing", "notebook"} <= rules.keys()
+    assert {"homogeneous_family", "heterogeneous_chunk", "hardness_instance", "timing", "notebook",
+            "kov_section4_noise_chunk", "kov_section4_geometric_chunk", "kov_section4_black_box_chunk"} <= rules.keys()
     for name, block in rules.items():
         for key in ("threads:", "mem_mb=", "runtime="):
             assert key in block, f"rule {name} (a SLURM job) declares no {key.rstrip(':=')}"
@@ -224,6 +225,13 @@ def test_paper_config_splits_into_at_least_50_slurm_jobs(tmp_path):
     assert len(het["distribution"]) >= 2 and len(het["seed"]) >= 2 and het["k"]["to"] >= 10**5
     assert jobs["hardness_instance"] == sum(len(ks) for ks in hard["families"].values()), jobs
     assert max(k for ks in hard["families"].values() for k in ks) == 24
+    # KOV Section 4: a job per (budget, mechanism, share of k), per (eps, k) and per (workload, share)
+    kov = paper["kov_section4"]
+    mechanisms = len(kov.get("mechanisms", ["gaussian", "laplace", "staircase", "geometric"]))
+    assert jobs["kov_section4_noise_chunk"] == len(kov["budgets"]) * mechanisms * kov["chunks"] >= 50, jobs
+    assert jobs["kov_section4_geometric_chunk"] == len(kov["geometric"]["eps"]) * len(kov["geometric"]["k"]), jobs
+    assert jobs["kov_section4_black_box_chunk"] == len(kov["black_box"]["workloads"]) * kov["chunks"], jobs
+    assert max(kov["k"]) >= 10**6 and len(kov["budgets"]) >= 4
     # the rules' declared requests reach the scheduler: the profile overrides none of them
     profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())
     for rule, res in (profile.get("set-resources") or {}).items():

@@ -575,6 +575,58 @@ def test_several_instances_are_the_single_value_sweeps_side_by_side(tmp_path):
     assert first.tolist() == rng.choice([0.01, 0.1], size=27, p=[0.9, 0.1]).tolist()
 
 
+def test_kov_section4_jobs_merge_to_the_same_tables_for_any_split(tmp_path):
+    """KOV Section 4 as independent jobs: part (a) one per (budget, mechanism, share of k), (b)
+    one per (eps, k), (c) one per (workload, share of k), each grid point in exactly one job.
+    Run in reverse order, written as CSVs and merged as the rules do, they give the bytes of the
+    one-process sweep for every ``chunks``; each variance over its own exact route is 1 and the
+    Gaussian's exact over itself is 1."""
+    import itertools
+
+    from optcomp.experiments import kov_section4 as K
+
+    base = dict(merged_config()["kov_section4"], budgets=[{"eps_g": 1.0, "delta_g": 1e-5},
+                                                          {"eps_g": 0.5, "delta_g": 1e-6}],
+                k=[1, 3, 10], mechanisms=["gaussian", "geometric"], rtol=1e-3, gaussian_delta_split=[0.5],
+                geometric={"eps": [0.1, 0.2], "k": [4, 8], "points": 5, "tol": 1e-4},
+                black_box={"delta_g": 1e-5, "rtol": 1e-3,
+                           "workloads": [{"mechanism": "geometric", "parameter": 0.1, "sensitivity": 1},
+                                         {"mechanism": "geometric", "parameter": 0.05, "sensitivity": 2}]})
+
+    def merged(cfg, part, chunks, rows, table=None):
+        specs = chunks(cfg)
+        for i, spec in reversed(list(enumerate(specs))):
+            io.write_csv(rows(spec), tmp_path / f"{part}-{i:03d}.csv")
+        frame = pd_concat([io.read_csv(tmp_path / f"{part}-{i:03d}.csv") for i in range(len(specs))])
+        return io.format_frame(table(frame) if table else frame), specs
+
+    whole_noise = io.format_frame(K.sweep_noise(base))
+    region, summary = K.sweep_geometric(base)
+    whole_black = io.format_frame(K.sweep_black_box(base))
+    for n in (1, 2, 3):
+        cfg = dict(base, chunks=n)
+        noise, specs = merged(cfg, f"noise{n}", K.noise_chunks, K.noise_rows, K.noise_table)
+        assert len(specs) == 2 * 2 * min(n, 3) and noise == whole_noise
+        points = [(s["eps_g"], s["delta_g"], s["mechanism"], k) for s in specs for k in s["k"]]
+        every = {(e, d, m, k) for (e, d), m, k in itertools.product([(1.0, 1e-5), (0.5, 1e-6)],
+                                                                    ["gaussian", "geometric"], [1, 3, 10])}
+        assert len(points) == len(set(points)) and set(points) == every
+        black, specs = merged(cfg, f"black{n}", K.black_box_chunks, K.black_box_rows, K.black_box_table)
+        assert len(specs) == 2 * min(n, 3) and black == whole_black
+    geo, specs = merged(base, "geometric", K.geometric_chunks, K.geometric_rows)
+    assert [(s["eps"], s["k"]) for s in specs] == [(0.1, 4), (0.1, 8), (0.2, 4), (0.2, 8)]
+    assert geo == io.format_frame(region)
+    assert io.format_frame(K.geometric_summary(io.read_csv(tmp_path / "geometric-000.csv"))) == \
+        io.format_frame(summary.iloc[:1])
+    table = io.read_csv(tmp_path / "noise1-000.csv")
+    assert "variance_over_exact" not in table  # the ratios are the merge's, across jobs
+    noise = K.sweep_noise(base)
+    assert (noise[noise.route == "exact"]["variance_over_exact"] == 1.0).all()
+    gauss = noise[(noise.route == "exact") & (noise.mechanism == "gaussian")]
+    assert (gauss["variance_over_gaussian"] == 1.0).all() and len(gauss) == 2 * 3
+    assert list(dict.fromkeys(zip(noise["eps_g"], noise["delta_g"]))) == [(1.0, 1e-5), (0.5, 1e-6)]
+
+
 def pd_concat(frames):
     import pandas as pd
 

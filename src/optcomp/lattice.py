@@ -337,9 +337,38 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
             b,
         )
 
-    return _refine(work, h, log_slack, tol, lambda: work.tilt_for(aim["x"]), evaluate, finished,
-                   lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points, info=info, workers=workers,
-                   progress=progress)
+    def chernoff() -> float:
+        return work.chernoff_epsilon(t_low, work.tilt_for(x_est), _chernoff_step(work, h))
+
+    return _chernoff_fallback(
+        lambda: _refine(work, h, log_slack, tol, lambda: work.tilt_for(aim["x"]), evaluate, finished,
+                        lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points, info=info,
+                        workers=workers, progress=progress),
+        chernoff, "eps_g", Bounds(0.0, top))
+
+
+def _chernoff_step(work: Workload, h: float) -> float:
+    """The step the Chernoff fallback builds mechanism leaves at: h, or coarser so that the
+    widest leaf has at most ~2^12 cells (any step gives a certified bound)."""
+    widest = max((s.width for s in work.sources), default=0.0)
+    return max(h, _step_below(widest / 4096.0)) if widest > 0.0 else h
+
+
+def _chernoff_fallback(run, chernoff, quantity: str, trivial: Bounds) -> Bounds:
+    """``run()``; if it raises :class:`ApproxTooCostly`, the bracket it carries (``trivial``
+    if none: a leaf too large to build) with its upper end lowered to the certified Chernoff
+    bound ``chernoff()`` when that is smaller (a size limit then still reports a useful
+    bound: e.g. delta ~1e-400, below float, as 2^-1074 instead of 1)."""
+    try:
+        return run()
+    except ApproxTooCostly as exc:
+        b = exc.bounds if exc.bounds is not None else trivial
+        c = chernoff()
+        if not c < b.upper:
+            raise
+        lowered = Bounds(min(b.lower, c), c)
+        raise ApproxTooCostly(f"{str(exc).split('; best bounds')[0]}; best bounds {lowered.lower!r} <= {quantity} "
+                              f"<= {lowered.upper!r} (the upper end a certified Chernoff bound)", lowered) from None
 
 
 def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
@@ -580,9 +609,12 @@ def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_po
         return to_delta(*lp.excess_bounds(eps_g))
 
     best = to_delta(0.0, 1.0)  # certified before any pass: 0 <= H <= 1
-    return _refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
-                   lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points, info=info,
-                   workers=workers, progress=progress)
+    return _chernoff_fallback(
+        lambda: _refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
+                        lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points,
+                        info=info, workers=workers, progress=progress),
+        lambda: to_delta(0.0, work.chernoff_delta(eps_g, theta, _chernoff_step(work, h))).upper, "delta_g",
+        to_delta(0.0, 1.0))
 
 
 # --------------------------------------------------------------------------- mechanisms (issue 18)
@@ -674,8 +706,9 @@ def _worst_direction(out) -> Bounds:
     worst = Bounds(max(b.lower for b in bounds), max(b.upper for b in bounds))
     failed = [b for b in out if isinstance(b, ApproxTooCostly)]
     if failed and worst.gap > 0.0 and not math.isinf(worst.lower):
+        chernoff = "; its upper end a certified Chernoff bound" if "Chernoff" in str(failed[0]) else ""
         raise ApproxTooCostly(str(failed[0]).split("; best bounds")[0] + f"; best bounds {worst.lower!r} <= ... "
-                              f"<= {worst.upper!r} (the larger of the two global directions)", worst)
+                              f"<= {worst.upper!r} (the larger of the two global directions{chernoff})", worst)
     return worst
 
 

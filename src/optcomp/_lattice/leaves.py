@@ -537,13 +537,36 @@ def leaf_mgf(leaf: Leaf, S: np.ndarray, h: float, extra: float = 0.0) -> np.ndar
     2h of it: lo and hi are chosen outside the atom's position interval), times e^extra for
     the masses being evaluated at the far end of that interval and their rounding
     (``extra`` bounds the log of the row's total mass over the exact refined one)."""
+    K = _lumped_cgf(leaf, S) + np.abs(S) * 2.0 * h + extra
+    return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
+
+
+def _lumped_cgf(leaf: Leaf, S: np.ndarray) -> np.ndarray:
+    """log of the upper atoms' MGF with the lumped mass at its atom (floats, before slack)."""
     K = leaf.cgf(S) if leaf.cgf is not None else _atoms_cgf(leaf.upper, S)
     if leaf.log_lump > -math.inf:
         li = leaf.lump_index
         l_lump = float(leaf.upper.loss[li]) + np.where(S >= 0.0, 1.0, -1.0) * float(leaf.upper.perr[li])
         K = np.logaddexp(K, leaf.log_lump + S * l_lump)
-    K = K + np.abs(S) * 2.0 * h + extra
+    return K
+
+
+def upper_mgf(leaf: Leaf, S: np.ndarray) -> np.ndarray:
+    """Upper bounds on log E_P[e^{s L}; L finite] of the leaf's upper pair (its lumped mass
+    included) at the tilts S: :func:`leaf_mgf` without the refinement, for Chernoff bounds on
+    the composition the upper pairs dominate."""
+    K = _lumped_cgf(leaf, S)
     return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
+
+
+def group_mgf(items, S: np.ndarray) -> np.ndarray:
+    """Upper bounds on the log-MGF of randomized-response groups ``items`` ((eps, c) pairs)
+    at the tilts S: :func:`_group_cgf` with the slack of :func:`upper_mgf`, plus its float
+    error (each of the n = sum c terms log(p e^{s eps} + q e^{-s eps}) within 8 ulps of
+    2 + |s| eps, |log p| <= log 2)."""
+    K = _group_cgf(items)(S)
+    n = float(sum(c for _, c in items))
+    return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 4e-15 * n * (2.0 + np.abs(S) * max(e for e, _ in items))
 
 
 def leaf_plan(vals: np.ndarray, cnts: np.ndarray) -> list:

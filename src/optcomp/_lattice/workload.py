@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
-from .._rounding import exact_dir
+from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
 from .._types import ApproxTooCostly
 from . import leaves
 
@@ -166,6 +166,47 @@ class Workload:
     def top(self) -> float:
         """An estimate of the largest finite composed loss."""
         return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.width for s in self.sources)
+
+    # ---- certified Chernoff bounds (the fallback bracket of the drivers)
+    def _mgf_bound(self, theta: float, h: float) -> tuple[float, float]:
+        """Certified (K, I) at theta >= 0 for the composition of the leaves' upper pairs at
+        step h (which dominates the workload's): log E_P[e^{theta L}; L finite] <= K, and
+        P[some leaf at +inf] <= I (union bound)."""
+        S = np.array([float(theta)])
+        terms = [float(leaves.group_mgf(items, S)[0]) for items in self.rr_plan]
+        inf = []
+        for s in self.sources:
+            leaf = s.leaf(h)
+            terms.append(s.count * float(leaves.upper_mgf(leaf, S)[0]))
+            if leaf.log_inf > -math.inf:
+                inf.append(up(s.count * up(math.exp(leaf.log_inf), LIBM_ULPS), 1))
+        mag = sum(abs(t) for t in terms)
+        K = math.fsum(terms) + (len(terms) + 4) * 2.0 * UNIT * mag  # each c K rounded once, fsum exact
+        return K, (sum_up(inf) if inf else 0.0)
+
+    def chernoff_delta(self, x: float, theta: float, h: float) -> float:
+        """A certified upper bound of H(x) = E_P[(1 - e^{x - L})_+]: H(x) <= P[L > x] <= I +
+        e^{K - theta x} (Markov at theta >= 0; :meth:`_mgf_bound`), at most 1."""
+        K, inf = self._mgf_bound(theta, h)
+        tx = theta * x
+        e = K - tx + 2.0 * UNIT * (abs(K) + abs(tx)) + 1e-300
+        if e >= 0.0 or inf >= 1.0:
+            return 1.0
+        tail = math.ulp(0.0) if e < -745.2 else up(math.exp(e), LIBM_ULPS)  # e^-745.2 < 2^-1074
+        return min(1.0, up(inf + tail, 1))
+
+    def chernoff_epsilon(self, t: float, theta: float, h: float) -> float:
+        """A certified x >= 0 with H(x) <= t (so eps_g <= x), from I + e^{K - theta x} <= t at
+        theta > 0; inf when there is none (t <= I, or theta = 0)."""
+        if not theta > 0.0 or not t > 0.0:
+            return math.inf
+        K, inf = self._mgf_bound(theta, h)
+        room = down(t - inf, 1)
+        if not room > 0.0:
+            return math.inf
+        num = K - down(math.log(room), LIBM_ULPS)
+        num = num + 2.0 * UNIT * abs(num) + 1e-300
+        return max(0.0, up(num / theta, 1))
 
     # ---- estimates (floats): K, K', K'' of the composed loss under P
     def cgf(self, theta: float) -> tuple[float, float, float]:

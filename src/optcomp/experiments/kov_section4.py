@@ -77,8 +77,10 @@ from .io import Progress
 
 __all__ = ["MECHANISMS", "ROUTES", "NOISE_COLUMNS", "GEOMETRIC_COLUMNS", "GEOMETRIC_SUMMARY_COLUMNS",
            "BLACK_BOX_COLUMNS", "CLAIM_COLUMNS", "KOV_EPS_MAX", "OPTIMAL_RTOL", "NEAR_ATOM", "noise_spec", "geometric_spec",
-           "black_box_spec", "sweep_noise", "noise_rows", "sweep_geometric", "geometric_grid", "geometric_summary",
-           "sweep_black_box", "workload_mechanism", "claims", "claims_markdown"]
+           "black_box_spec", "noise_chunks", "geometric_chunks", "black_box_chunks", "noise_chunk_spec",
+           "geometric_chunk_spec", "black_box_chunk_spec", "sweep_noise", "noise_rows", "noise_table",
+           "sweep_geometric", "geometric_rows", "geometric_grid", "geometric_summary", "sweep_black_box",
+           "black_box_rows", "black_box_table", "workload_mechanism", "claims", "claims_markdown"]
 
 MECHANISMS = ("gaussian", "laplace", "staircase", "geometric")
 ROUTES = ("exact", "kov", "black_box")
@@ -140,7 +142,8 @@ _NOISE_KEYS = ("budgets", "k", "mechanisms", "sensitivity", "rtol", "gaussian_de
 
 
 def noise_spec(cfg: dict) -> dict:
-    """The keys of the ``kov_section4`` section that part (a) reads (its rerun trigger)."""
+    """The keys of the ``kov_section4`` section that part (a)'s table depends on (its rerun
+    trigger; ``chunks`` splits the work, it does not change a byte)."""
     return {key: cfg[key] for key in _NOISE_KEYS}
 
 
@@ -152,6 +155,57 @@ def geometric_spec(cfg: dict) -> dict:
 def black_box_spec(cfg: dict) -> dict:
     """The keys part (c) reads."""
     return {"k": cfg["k"], "black_box": cfg["black_box"]}
+
+
+def _shares(ks: list[int], chunks: int) -> list[list[int]]:
+    """The k grid in ``chunks`` shares, round-robin (the cost grows with k: this balances it)."""
+    n = max(1, min(int(chunks), len(ks)))
+    return [ks[i::n] for i in range(n)]
+
+
+def noise_chunks(cfg: dict) -> list[dict]:
+    """Part (a) as independent jobs: one spec per (budget, mechanism, share of the k grid),
+    budgets and mechanisms in config order; :func:`noise_table` merges them."""
+    base = {"sensitivity": int(cfg["sensitivity"]), "rtol": float(cfg["rtol"]),
+            "gaussian_delta_split": [float(f) for f in cfg["gaussian_delta_split"]]}
+    shares = _shares(int_grid(cfg["k"]), cfg["chunks"])
+    return [dict(base, eps_g=float(b["eps_g"]), delta_g=float(b["delta_g"]), mechanism=str(name), k=share)
+            for b in cfg["budgets"] for name in cfg["mechanisms"] for share in shares]
+
+
+def geometric_chunks(cfg: dict) -> list[dict]:
+    """Part (b) as independent jobs: one spec per (eps, k) of the geometric grid."""
+    g = cfg["geometric"]
+    return [{"eps": float(e), "k": int(k), "points": int(g["points"]), "tol": float(g["tol"])}
+            for e in g["eps"] for k in int_grid(g["k"])]
+
+
+def black_box_chunks(cfg: dict) -> list[dict]:
+    """Part (c) as independent jobs: one spec per (workload, share of the k grid)."""
+    bb = cfg["black_box"]
+    return [{"workload": dict(w), "delta_g": float(bb["delta_g"]), "rtol": float(bb["rtol"]), "k": share}
+            for w in bb["workloads"] for share in _shares(int_grid(cfg["k"]), cfg["chunks"])]
+
+
+def noise_chunk_spec(cfg: dict, chunk: str) -> dict:
+    """The spec of job number ``chunk`` of :func:`noise_chunks`."""
+    return noise_chunks(cfg)[int(chunk)]
+
+
+def geometric_chunk_spec(cfg: dict, chunk: str) -> dict:
+    """The spec of job number ``chunk`` of :func:`geometric_chunks`."""
+    return geometric_chunks(cfg)[int(chunk)]
+
+
+def black_box_chunk_spec(cfg: dict, chunk: str) -> dict:
+    """The spec of job number ``chunk`` of :func:`black_box_chunks`."""
+    return black_box_chunks(cfg)[int(chunk)]
+
+
+def _first_seen(values) -> list[int]:
+    """Each value's rank in order of first appearance (the merge reads jobs in config order)."""
+    rank = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return [rank[v] for v in values]
 
 
 # ------------------------------------------------------------------------ (a) noise for k queries
@@ -198,54 +252,53 @@ def _black_box(name, k, eps_g, delta_g, sens, rtol, splits):
 
 
 def noise_rows(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
-    """Every k, mechanism and route for one budget ``spec`` (eps_g, delta_g, k, mechanisms,
-    sensitivity, rtol, gaussian_delta_split)."""
-    eps_g, delta_g, sens = spec["eps_g"], spec["delta_g"], spec["sensitivity"]
-    ks, names = spec["k"], spec["mechanisms"]
-    progress = Progress(len(ks) * len(names), f"noise eps_g={eps_g:g} delta_g={delta_g:g}", log)
+    """Every route at each k of one job of :func:`noise_chunks` (a budget, a mechanism, a share
+    of the k grid): the :data:`NOISE_COLUMNS` but the two ratios, which :func:`noise_table` adds."""
+    eps_g, delta_g, sens, name = spec["eps_g"], spec["delta_g"], spec["sensitivity"], spec["mechanism"]
+    progress = Progress(len(spec["k"]), f"noise {name} eps_g={eps_g:g} delta_g={delta_g:g}", log)
     rows = []
-    for k in ks:
-        for name in names:
-            routes = {
-                "exact": _exact(name, k, eps_g, delta_g, sens, spec["rtol"]) + (True,),
-                "kov": _kov(name, k, eps_g, delta_g, sens),
-                "black_box": _black_box(name, k, eps_g, delta_g, sens, spec["rtol"], spec["gaussian_delta_split"])
-                + (True,),
-            }
-            for route in ROUTES:
-                m, eps_0, delta_0, in_domain = routes[route]
-                parameter, value, gamma = _noise_value(m)
-                if route == "kov":  # KOV's claim, checked: a certified upper bound on delta(eps_g)
-                    bound = optcomp.delta_g(m, k=k, eps_g=eps_g)
-                    certified = bool(bound <= delta_g)
-                else:  # certified by construction (noise_for's check; the black box's guarantee)
-                    bound, certified = math.nan, True
-                rows.append((eps_g, delta_g, sens, k, name, route, bool(in_domain), parameter, value, gamma, eps_0,
-                             delta_0, m.variance(), certified, bound))
-            progress.step()
-    df = pd.DataFrame(rows, columns=NOISE_COLUMNS[:-2])
-    key = ["k", "mechanism"]
-    exact = df[df["route"] == "exact"].set_index(key)["variance"]
-    df["variance_over_exact"] = df["variance"].to_numpy() / exact.reindex(pd.MultiIndex.from_frame(df[key])).to_numpy()
-    if "gaussian" in names:
-        gauss = df[(df["route"] == "exact") & (df["mechanism"] == "gaussian")].set_index("k")["variance"]
-        df["variance_over_gaussian"] = df["variance"] / df["k"].map(gauss)
-    else:
-        df["variance_over_gaussian"] = math.nan
+    for k in spec["k"]:
+        routes = {
+            "exact": _exact(name, k, eps_g, delta_g, sens, spec["rtol"]) + (True,),
+            "kov": _kov(name, k, eps_g, delta_g, sens),
+            "black_box": _black_box(name, k, eps_g, delta_g, sens, spec["rtol"], spec["gaussian_delta_split"])
+            + (True,),
+        }
+        for route in ROUTES:
+            m, eps_0, delta_0, in_domain = routes[route]
+            parameter, value, gamma = _noise_value(m)
+            if route == "kov":  # KOV's claim, checked: a certified upper bound on delta(eps_g)
+                bound = optcomp.delta_g(m, k=k, eps_g=eps_g)
+                certified = bool(bound <= delta_g)
+            else:  # certified by construction (noise_for's check; the black box's guarantee)
+                bound, certified = math.nan, True
+            rows.append((eps_g, delta_g, sens, k, name, route, bool(in_domain), parameter, value, gamma, eps_0,
+                         delta_0, m.variance(), certified, bound))
+        progress.step()
+    return pd.DataFrame(rows, columns=NOISE_COLUMNS[:-2])
+
+
+def noise_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The merged part (a): rows ordered by budget and mechanism (config order), k and route,
+    with each variance over the exact one of its (budget, k, mechanism) and over the exact
+    Gaussian's of its (budget, k) (NaN without a Gaussian)."""
+    budget = _first_seen(list(zip(df["eps_g"], df["delta_g"])))
+    df = df.assign(_b=budget, _m=_first_seen(list(df["mechanism"])), _r=df["route"].map(ROUTES.index))
+    df = df.sort_values(["_b", "k", "_m", "_r"], kind="stable").reset_index(drop=True)
+    exact = df[df["route"] == "exact"].set_index(["_b", "k", "mechanism"])["variance"]
+    keys = pd.MultiIndex.from_frame(df[["_b", "k", "mechanism"]])
+    df["variance_over_exact"] = df["variance"].to_numpy() / exact.reindex(keys).to_numpy()
+    gauss = df[(df["route"] == "exact") & (df["mechanism"] == "gaussian")].set_index(["_b", "k"])["variance"]
+    df["variance_over_gaussian"] = df["variance"].to_numpy() / gauss.reindex(
+        pd.MultiIndex.from_frame(df[["_b", "k"]])).to_numpy()
     return df[NOISE_COLUMNS]
-
-
-def _noise_specs(cfg: dict) -> list[dict]:
-    return [{"eps_g": float(b["eps_g"]), "delta_g": float(b["delta_g"]), "k": int_grid(cfg["k"]),
-             "mechanisms": list(cfg["mechanisms"]), "sensitivity": int(cfg["sensitivity"]),
-             "rtol": float(cfg["rtol"]), "gaussian_delta_split": [float(f) for f in cfg["gaussian_delta_split"]]}
-            for b in cfg["budgets"]]
 
 
 def sweep_noise(cfg: dict, log: IO[str] | None = None) -> pd.DataFrame:
     """(a) The noise variance per route, mechanism, k and budget of the config's
-    ``kov_section4`` section (one row per (budget, k, mechanism, route))."""
-    return pd.concat([noise_rows(spec, log) for spec in _noise_specs(cfg)], ignore_index=True)
+    ``kov_section4`` section (one row per (budget, k, mechanism, route)): every job of
+    :func:`noise_chunks` in one process, merged."""
+    return noise_table(pd.concat([noise_rows(spec, log) for spec in noise_chunks(cfg)], ignore_index=True))
 
 
 # --------------------------------------------------------------- (b) KOV Thm 4.4, geometric
@@ -262,12 +315,15 @@ def geometric_grid(eps: float, k: int, points: int) -> list[float]:
     return sorted({float(round(x, 6)) for x in grid})
 
 
-def _geometric_rows(eps: float, k: int, spec: dict, progress: Progress) -> list[tuple]:
+def geometric_rows(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """The region rows of one job of :func:`geometric_chunks` (one eps, one k)."""
+    eps, k, tol = spec["eps"], spec["k"], spec["tol"]
+    grid = geometric_grid(eps, k, spec["points"])
+    progress = Progress(len(grid), f"KOV Thm 4.4 eps={eps:g} k={k}", log)
     empty = _inputs.Mechanisms(eps=np.zeros(0), delta=np.zeros(0), count=np.zeros(0, dtype=np.int64))
     mech = Geometric(eps)
-    tol = spec["tol"]
     rows = []
-    for eps_g in geometric_grid(eps, k, spec["points"]):
+    for eps_g in grid:
         j = min(max(round((k * eps - eps_g) / (2 * eps)), 0), k)
         atom_distance = abs(eps_g - (k - 2 * j) * eps)
         b = lattice.mechanism_delta_bounds(empty, [(mech, k)], eps_g, tol)
@@ -279,7 +335,7 @@ def _geometric_rows(eps: float, k: int, spec: dict, progress: Progress) -> list[
         rows.append((eps, k, eps_g, atom_distance, bool(atom_distance <= NEAR_ATOM * 2 * eps), tol, b.lower, b.upper,
                      opt, contains, deviation, rel))
         progress.step()
-    return rows
+    return pd.DataFrame(rows, columns=GEOMETRIC_COLUMNS)
 
 
 def geometric_summary(region: pd.DataFrame) -> pd.DataFrame:
@@ -298,13 +354,9 @@ def geometric_summary(region: pd.DataFrame) -> pd.DataFrame:
 
 
 def sweep_geometric(cfg: dict, log: IO[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(b) KOV Thm 4.4 on the config's ``kov_section4.geometric`` grid: (region rows, summary)."""
-    spec = {"eps": [float(e) for e in cfg["geometric"]["eps"]], "k": int_grid(cfg["geometric"]["k"]),
-            "points": int(cfg["geometric"]["points"]), "tol": float(cfg["geometric"]["tol"])}
-    pairs = [(e, k) for e in spec["eps"] for k in spec["k"]]
-    progress = Progress(sum(len(geometric_grid(e, k, spec["points"])) for e, k in pairs), "KOV Thm 4.4", log)
-    rows = [r for e, k in pairs for r in _geometric_rows(e, k, spec, progress)]
-    region = pd.DataFrame(rows, columns=GEOMETRIC_COLUMNS)
+    """(b) KOV Thm 4.4 on the config's ``kov_section4.geometric`` grid: (region rows, summary),
+    every job of :func:`geometric_chunks` in one process (their rows concatenated in order)."""
+    region = pd.concat([geometric_rows(spec, log) for spec in geometric_chunks(cfg)], ignore_index=True)
     return region, geometric_summary(region)
 
 
@@ -325,26 +377,37 @@ def workload_mechanism(w: dict):
     return label, m, _PARAMETER[name], eps_0
 
 
-def sweep_black_box(cfg: dict, log: IO[str] | None = None) -> pd.DataFrame:
-    """(c) eps_g of k identical queries at ``black_box.delta_g``: black box (exact optimal
-    composition of the pure eps_0) vs mechanism-aware (certified bracket of width
-    tol = ``black_box.rtol`` x the black-box eps_g)."""
-    bb = cfg["black_box"]
-    ks, delta_g, rtol = int_grid(cfg["k"]), float(bb["delta_g"]), float(bb["rtol"])
-    progress = Progress(len(ks) * len(bb["workloads"]), f"black box vs mechanism, delta_g={delta_g:g}", log)
+def black_box_rows(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """(c) One job of :func:`black_box_chunks`: eps_g of k identical queries of one workload at
+    ``delta_g``, black box (exact optimal composition of the pure eps_0) vs mechanism-aware
+    (certified bracket of width tol = ``rtol`` x the black-box eps_g), at each k of the share."""
+    w, delta_g, rtol = spec["workload"], spec["delta_g"], spec["rtol"]
+    label, m, parameter, eps_0 = workload_mechanism(w)
+    value = m.scale if isinstance(m, Laplace) else m.eps
+    progress = Progress(len(spec["k"]), f"black box vs mechanism, {label}, delta_g={delta_g:g}", log)
     rows = []
-    for w in bb["workloads"]:
-        label, m, parameter, eps_0 = workload_mechanism(w)
-        value = m.scale if isinstance(m, Laplace) else m.eps
-        for k in ks:
-            black = optcomp.epsilon_g(eps_0, k=k, delta_g=delta_g, method="optimal")
-            tol = float(f"{rtol * black:.2g}")  # a short, deterministic number for the table
-            b = optcomp.epsilon_bounds(m, k=k, delta_g=delta_g, tol=tol)
-            rows.append((label, w["mechanism"], parameter, value, m.sensitivity, eps_0, delta_g, k, tol, black,
-                         b.lower, b.upper, b.lower / black if black > 0 else math.nan,
-                         b.upper / black if black > 0 else math.nan))
-            progress.step()
+    for k in spec["k"]:
+        black = optcomp.epsilon_g(eps_0, k=k, delta_g=delta_g, method="optimal")
+        tol = float(f"{rtol * black:.2g}")  # a short, deterministic number for the table
+        b = optcomp.epsilon_bounds(m, k=k, delta_g=delta_g, tol=tol)
+        rows.append((label, w["mechanism"], parameter, value, m.sensitivity, eps_0, delta_g, k, tol, black,
+                     b.lower, b.upper, b.lower / black if black > 0 else math.nan,
+                     b.upper / black if black > 0 else math.nan))
+        progress.step()
     return pd.DataFrame(rows, columns=BLACK_BOX_COLUMNS)
+
+
+def black_box_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The merged part (c): rows ordered by workload (config order), then k."""
+    order = df.assign(_w=_first_seen(list(df["workload"]))).sort_values(["_w", "k"], kind="stable")
+    return order[BLACK_BOX_COLUMNS].reset_index(drop=True)
+
+
+def sweep_black_box(cfg: dict, log: IO[str] | None = None) -> pd.DataFrame:
+    """(c) eps_g of k identical queries, black box vs mechanism-aware: every job of
+    :func:`black_box_chunks` in one process, merged."""
+    return black_box_table(pd.concat([black_box_rows(spec, log) for spec in black_box_chunks(cfg)],
+                                     ignore_index=True))
 
 
 # ---------------------------------------------------------------------- the claims table
