@@ -92,6 +92,17 @@ def test_kov_section4_figures_draw_every_mechanism_route_and_budget(tmp_path):
     assert len(a.lines) == len(exp.MECHANISMS) * len(exp.ROUTES)
     assert len(b.lines) == 3 * 2 + 1 and len(c.lines) == len(exp.MECHANISMS) * 2 + 1
     plt.close(f)
+    # config/paper.yaml's 8 budgets (more than line styles): panel (b) draws every budget, one
+    # mechanism, colour = eps_g and line style = delta_g, with a legend entry for each value
+    many = pd.concat([pd.DataFrame(rows, columns=exp.NOISE_COLUMNS).assign(eps_g=e, delta_g=d)
+                      for e in (0.1, 0.5, 1.0, 2.0) for d in (1e-5, 1e-10)], ignore_index=True)
+    io.write_csv(many, tmp_path / "many.csv")
+    f = fig.noise(tmp_path / "many.csv")
+    b = f.axes[1]
+    assert len(b.lines) == 8 + 1 and len({line.get_color() for line in b.lines[:8]}) == 4
+    assert len({str(line.get_linestyle()) for line in b.lines[:8]}) == 2
+    assert len(b.get_legend().get_texts()) == 4 + 2 and "Laplace" in b.get_title(loc="left")
+    plt.close(f)
 
     region = pd.DataFrame([dict(eps=0.1, k=10, eps_g=x, atom_distance=0.0, near_atom=x in (0.0, 0.2), tol=1e-4,
                                 delta_lower=0.1 - x / 10, delta_upper=0.1 - x / 10, delta_optimal=0.1 - x / 10,

@@ -35,6 +35,36 @@ def _marks(name: str, show: bool = True) -> dict:
     return {"marker": marker, "ms": 3.2, "mfc": "none", "mew": 0.8} if marker else {}
 
 
+def _ratios_by_mechanism(ax, df, names, budgets) -> list:
+    """Each pure-DP mechanism's exact variance over the Gaussian's: colour = mechanism, line
+    style = budget (up to four budgets); the legend's handles."""
+    for style, (eg, dg) in zip(_BUDGET_STYLE, budgets):
+        sub = df[(df["eps_g"] == eg) & (df["delta_g"] == dg) & (df["route"] == "exact")]
+        for name in names:
+            if name == "gaussian":
+                continue
+            g = sub[sub["mechanism"] == name]
+            ax.plot(g["k"], g["variance_over_gaussian"], color=MECHANISM_COLOR[name], ls=style, lw=1.0,
+                    **_marks(name))
+    return [Line2D([], [], color="#555555", ls=s, label=_budget_label(eg, dg))
+            for s, (eg, dg) in zip(_BUDGET_STYLE, budgets)]
+
+
+def _ratios_by_budget(ax, df, name, budgets) -> list:
+    """One mechanism's exact variance over the Gaussian's for every budget: colour = eps_g
+    (viridis, in increasing order), line style = delta_g; the legend's handles."""
+    eps = sorted({eg for eg, _ in budgets})
+    deltas = sorted({dg for _, dg in budgets}, reverse=True)
+    cmap = plt.get_cmap("viridis")
+    color = {e: cmap(0.9 * i / max(1, len(eps) - 1)) for i, e in enumerate(eps)}
+    style = {d: _BUDGET_STYLE[i % len(_BUDGET_STYLE)] for i, d in enumerate(deltas)}
+    for eg, dg in budgets:
+        g = df[(df["eps_g"] == eg) & (df["delta_g"] == dg) & (df["route"] == "exact") & (df["mechanism"] == name)]
+        ax.plot(g["k"], g["variance_over_gaussian"], color=color[eg], ls=style[dg], lw=1.1)
+    return ([Line2D([], [], color=color[e], lw=1.5, label=rf"$\varepsilon_g$ = {e:g}") for e in eps]
+            + [Line2D([], [], color="#555555", ls=style[d], label=rf"$\delta_g$ = {sci(d)}") for d in deltas])
+
+
 def _budget_label(eps_g: float, delta_g: float) -> str:
     return rf"$\varepsilon_g$ = {eps_g:g}, $\delta_g$ = {sci(delta_g)}"
 
@@ -62,14 +92,13 @@ def noise(noise_csv) -> plt.Figure:
         ax_a.set_ylabel(r"noise variance per query / $k$")
         ax_a.set_title(f"(a) {_budget_label(eg0, dg0)}")
 
-        for style, (eg, dg) in zip(_BUDGET_STYLE, budgets):
-            sub = df[(df["eps_g"] == eg) & (df["delta_g"] == dg) & (df["route"] == "exact")]
-            for name in names:
-                if name == "gaussian":
-                    continue
-                g = sub[sub["mechanism"] == name]
-                ax_b.plot(g["k"], g["variance_over_gaussian"], color=MECHANISM_COLOR[name], ls=style, lw=1.0,
-                          **_marks(name))
+        if len(budgets) <= len(_BUDGET_STYLE):
+            budget_handles = _ratios_by_mechanism(ax_b, df, names, budgets)
+            ax_b.set_title("(b) vs the Gaussian, all budgets")
+        else:  # too many budgets for line styles: one mechanism, colour = eps_g, style = delta_g
+            name = next((n for n in ("laplace", "staircase", "geometric") if n in names), None)
+            budget_handles = _ratios_by_budget(ax_b, df, name, budgets) if name else []
+            ax_b.set_title(f"(b) {MECHANISM_LABEL.get(name, '')} vs the Gaussian, all budgets")
         ax_b.axhline(1.0, color=MECHANISM_COLOR["gaussian"], lw=1.5)
         ax_b.set_xscale("log")
         ax_b.set_yscale("log")
@@ -78,10 +107,10 @@ def noise(noise_csv) -> plt.Figure:
         ax_b.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax_b.set_xlabel(r"number of queries $k$")
         ax_b.set_ylabel("exact variance / Gaussian's")
-        ax_b.set_title("(b) vs the Gaussian, all budgets")
-        budget_handles = [Line2D([], [], color="#555555", ls=s, label=_budget_label(eg, dg))
-                          for s, (eg, dg) in zip(_BUDGET_STYLE, budgets)]
-        ax_b.legend(handles=budget_handles, loc="lower right", title="line style = budget")
+        if len(budgets) <= len(_BUDGET_STYLE):
+            ax_b.legend(handles=budget_handles, loc="lower right", title="line style = budget")
+        else:
+            ax_b.legend(handles=budget_handles, loc="lower right", fontsize="x-small", ncols=2)
 
         for name in names:
             for route in ("kov", "black_box"):
