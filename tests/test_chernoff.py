@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import optcomp
 from optcomp._lattice.workload import GaussianSource, Source, Workload
 from optcomp.lattice import _step_below
-from optcomp.mechanisms import Gaussian, Laplace
+from optcomp.mechanisms import Gaussian, Laplace, Pair
 
 from reference import ReferenceTooCostly, ref_delta_bounds, ref_epsilon_bounds
 
@@ -132,3 +132,28 @@ def test_a_gaussian_beside_another_mechanism_far_below_float_masses_gets_a_finit
     alone = optcomp.epsilon_g([g], delta_g=1e-285)
     both = optcomp.epsilon_g([g, Laplace(10.0)], delta_g=1e-285)
     assert math.isfinite(both) and alone <= both <= alone + 0.1 + 5.0, (alone, both)
+
+
+def test_tilts_outside_the_half_line_give_the_trivial_bounds():
+    work = _rr_workload([(0.1, 5), (0.37, 7)])
+    for theta in (math.inf, math.nan, -1.0):
+        assert work.chernoff_epsilon(1e-300, theta, 1.0) == math.inf
+        assert work.chernoff_delta(0.5, theta, 1.0) == 1.0
+
+
+def test_found_by_the_audit_of_the_fallback():
+    """Three crashes (a traceback instead of an answer) the audit found beside the fallback:
+    a pass with no finite upper end (delta_g = 1e-305 next to a Gaussian's truncated tails)
+    asked for log2(0); a mechanism with all its P-mass at +inf had no finite part; and its
+    delta event of probability 1 broke the residual target.  A fully distinguishing pair has
+    delta = 1 at every eps_g: eps_g is inf for every delta_g < 1."""
+    g = Gaussian(1.0)
+    alone = optcomp.epsilon_g([g], delta_g=1e-305)
+    x = optcomp.epsilon_g([0.1, 0.1 * 2**0.5, g], counts=[100, 100, 1], delta_g=1e-305)
+    # adding mechanisms never lowers eps_g; pure ones add at most their sum (basic composition)
+    assert alone <= x <= alone + 100 * 0.1 + 100 * 0.1 * 2**0.5 + 1e-9, (alone, x)
+    blind = Pair((1.0, 0.0), (0.0, 1.0))
+    assert optcomp.delta_bounds([blind], eps_g=0.5).upper == 1.0
+    assert optcomp.delta_g([blind, Laplace(1.0)], eps_g=0.5) == 1.0
+    assert optcomp.epsilon_g([blind], delta_g=0.5) == math.inf
+    assert optcomp.epsilon_g([blind, Laplace(1.0)], counts=[1, 3], delta_g=0.999) == math.inf

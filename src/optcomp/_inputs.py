@@ -244,7 +244,8 @@ class Mechanisms:
         ``LOG_NO_DELTA_REL`` relative error (every term has the same sign)."""
         if not np.any(self.delta):
             return 0.0
-        terms = self.count.astype(float) * np.log1p(-self.delta)
+        with np.errstate(divide="ignore"):  # a delta event of probability 1: log 0 = -inf
+            terms = self.count.astype(float) * np.log1p(-self.delta)
         return math.fsum(terms.tolist())
 
     def expanded(self, limit: int, what: str) -> np.ndarray:

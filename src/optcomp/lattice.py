@@ -271,9 +271,17 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
         # them is a lower bound (H only grows with a mechanism added: data processing) and
         # that plus sigma an upper one (L <= L_rest + sigma pointwise, so H(x) <=
         # H_rest(x - sigma)); their tilt would otherwise be astronomical (1e-9 beside 20)
-        b = _epsilon_bounds_t(rest, t_low, t_high, tol - 2.0 * sigma, max_points=max_points, info=info,
-                              workers=workers, progress=progress)
-        return Bounds(b.lower, min(up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper, top))
+        def shifted(b: Bounds) -> Bounds:
+            return Bounds(b.lower, min(up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper, top))
+
+        try:
+            b = _epsilon_bounds_t(rest, t_low, t_high, tol - 2.0 * sigma, max_points=max_points, info=info,
+                                  workers=workers, progress=progress)
+        except ApproxTooCostly as exc:  # its bracket is the rest's: shifted like a result
+            if exc.bounds is None:
+                raise
+            raise _limit(exc, shifted(exc.bounds), "eps_g") from None
+        return shifted(b)
     exact = exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS)
     if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
@@ -347,6 +355,12 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
         chernoff, "eps_g", Bounds(0.0, top))
 
 
+def _limit(exc: ApproxTooCostly, bounds: Bounds, quantity: str, note: str = "") -> ApproxTooCostly:
+    """``exc`` (a size limit) again, carrying ``bounds`` (its message's bracket rewritten)."""
+    return ApproxTooCostly(f"{str(exc).split('; best bounds')[0]}; best bounds {bounds.lower!r} <= {quantity} "
+                           f"<= {bounds.upper!r}{note}", bounds)
+
+
 def _chernoff_step(work: Workload, h: float) -> float:
     """The step the Chernoff fallback builds mechanism leaves at: h, or coarser so that the
     widest leaf has at most ~2^12 cells (any step gives a certified bound)."""
@@ -366,9 +380,7 @@ def _chernoff_fallback(run, chernoff, quantity: str, trivial: Bounds) -> Bounds:
         c = chernoff()
         if not c < b.upper:
             raise
-        lowered = Bounds(min(b.lower, c), c)
-        raise ApproxTooCostly(f"{str(exc).split('; best bounds')[0]}; best bounds {lowered.lower!r} <= {quantity} "
-                              f"<= {lowered.upper!r} (the upper end a certified Chernoff bound)", lowered) from None
+        raise _limit(exc, Bounds(min(b.lower, c), c), quantity, " (the upper end a certified Chernoff bound)") from None
 
 
 def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
@@ -445,6 +457,8 @@ def _next_step(steps, gaps, tol) -> float:
     of mechanisms with eps_i < h/4 (the garbling drops them); the local order is measured
     from the last two passes.  At least a factor 4/3 and at most 16 per pass."""
     h, gap = steps[-1], gaps[-1]
+    if not gap < math.inf:  # a pass with no finite upper end (e.g. delta_g ~1e-320): refine all the way
+        return _step_below(h / 16.0)
     order = 2.0
     if len(gaps) >= 2:
         ratio = gaps[-2] / gap if gap > 0 else math.inf
@@ -558,9 +572,20 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
         # of the rest (their tilt would otherwise be astronomical and the leaves huge)
         kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
         x_up = exact_dir(Fraction(eps_g) - Fraction(sigma), False)
-        upper = _delta_bounds_x(rest, x_up, tol - 2.0 * sigma, to_delta, **kw).upper
-        lower = _delta_bounds_x(rest, eps_g, tol - 2.0 * sigma, to_delta, **kw).lower
-        return Bounds(lower, upper)
+        parts = []
+        for x in (x_up, eps_g):  # a size limit's bracket is of the rest at x: used as a result is
+            try:
+                parts.append(_delta_bounds_x(rest, x, tol - 2.0 * sigma, to_delta, **kw))
+            except ApproxTooCostly as exc:
+                if exc.bounds is None:
+                    raise
+                parts.append(exc)
+        brackets = [b.bounds if isinstance(b, ApproxTooCostly) else b for b in parts]
+        b = Bounds(brackets[1].lower, brackets[0].upper)
+        failed = [e for e in parts if isinstance(e, ApproxTooCostly)]
+        if failed:
+            raise _limit(failed[0], b, "delta_g") from None
+        return b
     exact = exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS)
     if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
@@ -640,7 +665,9 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
         merged = (GaussianSource(mu.lower, mu.upper, tail),)
     out = []
     for d in dirs:
-        work = Workload(vals, cnts, merged + tuple(Source(mech, c, d, tail) for mech, c in rest))
+        # a mechanism with no finite P-mass (all at +inf) is only its delta event
+        sources = tuple(s for s in (Source(mech, c, d, tail) for mech, c in rest) if s.loss.size)
+        work = Workload(vals, cnts, merged + sources)
         events = [(inf_mass(mech, d), c) for mech, c in others]
         sides = []
         for j in (1, 0):

@@ -223,6 +223,8 @@ def residual_target(m: Mechanisms, delta_g: float, *, round_up: bool = False, lo
     """
     if not np.any(m.delta):
         return math.ldexp(delta_g, log2_scale) if log2_scale else delta_g  # exact: prod(1 - delta_i) = 1
+    if np.any(m.delta >= 1.0):  # a delta event of probability 1 (a mechanism all at loss +inf): delta = 1
+        return -math.inf
     if log2_scale:
         return _precise_residual(m, delta_g, round_up, log2_scale)
     log_nd = m.log_no_delta

@@ -76,7 +76,8 @@ class Source:
         if data[0] == "atoms":
             loss, p = np.asarray(data[1], float), np.asarray(data[4], float)
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
-            self.top_loss = math.nextafter(float(np.max(loss + np.asarray(data[2], float))), math.inf)
+            self.top_loss = math.nextafter(float(np.max(loss + np.asarray(data[2], float), initial=-math.inf)),
+                                          math.inf)
         else:
             lo_exact, hi_exact = mech._continuous(tail)[:2]
             lo_loss, hi_loss = float(lo_exact), float(hi_exact)
@@ -178,8 +179,8 @@ class Workload:
         for s in self.sources:
             leaf = s.leaf(h)
             terms.append(s.count * float(leaves.upper_mgf(leaf, S)[0]))
-            if leaf.log_inf > -math.inf:
-                inf.append(up(s.count * up(math.exp(leaf.log_inf), LIBM_ULPS), 1))
+            if leaf.log_inf > -math.inf:  # exp(log a) may fall |log a| u short of a: 1e-9 covers it
+                inf.append(up(s.count * (math.exp(leaf.log_inf) * (1.0 + 1e-9)), 1))
         mag = sum(abs(t) for t in terms)
         K = math.fsum(terms) + (len(terms) + 4) * 2.0 * UNIT * mag  # each c K rounded once, fsum exact
         return K, (sum_up(inf) if inf else 0.0)
@@ -187,6 +188,8 @@ class Workload:
     def chernoff_delta(self, x: float, theta: float, h: float) -> float:
         """A certified upper bound of H(x) = E_P[(1 - e^{x - L})_+]: H(x) <= P[L > x] <= I +
         e^{K - theta x} (Markov at theta >= 0; :meth:`_mgf_bound`), at most 1."""
+        if not (0.0 <= theta < math.inf):
+            return 1.0
         K, inf = self._mgf_bound(theta, h)
         tx = theta * x
         e = K - tx + 2.0 * UNIT * (abs(K) + abs(tx)) + 1e-300
@@ -198,7 +201,7 @@ class Workload:
     def chernoff_epsilon(self, t: float, theta: float, h: float) -> float:
         """A certified x >= 0 with H(x) <= t (so eps_g <= x), from I + e^{K - theta x} <= t at
         theta > 0; inf when there is none (t <= I, or theta = 0)."""
-        if not theta > 0.0 or not t > 0.0:
+        if not (0.0 < theta < math.inf) or not t > 0.0:
             return math.inf
         K, inf = self._mgf_bound(theta, h)
         room = down(t - inf, 1)
