@@ -627,6 +627,28 @@ def test_kov_section4_jobs_merge_to_the_same_tables_for_any_split(tmp_path):
     assert list(dict.fromkeys(zip(noise["eps_g"], noise["delta_g"]))) == [(1.0, 1e-5), (0.5, 1e-6)]
 
 
+def test_kov_section4_thm44_point_beyond_the_size_limit_is_computed_at_a_looser_tolerance(monkeypatch):
+    """config/paper.yaml's eps 0.5, k = 10^4 needs more lattice points than the engine allows
+    at tol 1e-4 near some eps_g: the point is computed at 1e-3 (and says so), not dropped and
+    not a failed job."""
+    from optcomp import ApproxTooCostly, lattice
+    from optcomp.experiments import kov_section4 as K
+
+    real = lattice.mechanism_delta_bounds
+    asked = []
+
+    def limited(m, others, eps_g, tol, **kw):
+        asked.append(tol)
+        if tol < 5e-4 and eps_g > 0.3:
+            raise ApproxTooCostly("too fine", None)
+        return real(m, others, eps_g, tol, **kw)
+
+    monkeypatch.setattr(lattice, "mechanism_delta_bounds", limited)
+    rows = K.geometric_rows({"eps": 0.1, "k": 10, "points": 5, "tol": 1e-4})
+    assert rows["tol"].tolist() == [1e-4 if x <= 0.3 else 1e-3 for x in rows["eps_g"]]
+    assert rows["contains"].all() and 1e-3 in asked and max(asked) == 1e-3
+
+
 def pd_concat(frames):
     import pandas as pd
 

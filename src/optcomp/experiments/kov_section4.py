@@ -47,8 +47,10 @@ same level of privacy under composition with the same variance".  Three sweeps t
   The engine's bracket is relative (upper - lower <= tol·upper) except near an atom
   (k - 2j)·eps of the composed loss -- the region's corners -- where its tolerance is
   horizontal (upper <= delta(eps_g - tol)); grid points within 1 % of the atom spacing of an
-  atom are flagged ``near_atom``.  A summary gives the largest difference per (eps, k), over
-  all points and away from the atoms.
+  atom are flagged ``near_atom``.  Where a lattice fine enough for ``tol`` exceeds the
+  engine's size limit, the point is computed at 10x (100x ...) that tolerance, and its ``tol``
+  column says so.  A summary gives the largest difference per (eps, k), over all points and
+  away from the atoms.
 * :func:`sweep_black_box` -- (c) eps_g of k-fold Laplace and geometric workloads: black box
   (each query's pure eps_0, composed optimally: exact) against mechanism-aware (the certified
   bracket of :func:`optcomp.epsilon_bounds` on the mechanism itself).
@@ -71,6 +73,7 @@ import optcomp
 
 from .. import _inputs, calibrate, kov_noise, lattice
 from .._rounding import exact_dir
+from .._types import ApproxTooCostly
 from ..mechanisms import Gaussian, Geometric, Laplace, Staircase
 from .grids import int_grid
 from .io import Progress
@@ -315,9 +318,22 @@ def geometric_grid(eps: float, k: int, points: int) -> list[float]:
     return sorted({float(round(x, 6)) for x in grid})
 
 
+def _delta_bracket(empty, mech, k: int, eps_g: float, tol: float):
+    """(the engine's certified bracket on delta(eps_g) of k copies of ``mech``, the tolerance
+    it met): ``tol``, or 10x, 100x ... of it where a lattice that fine exceeds the engine's
+    size limit (a delta near an atom of a wide composed loss: eps 0.5, k = 10^4)."""
+    while True:
+        try:
+            return lattice.mechanism_delta_bounds(empty, [(mech, k)], eps_g, tol), tol
+        except ApproxTooCostly:
+            if tol >= 0.1:
+                raise
+            tol = float(f"{10 * tol:.3g}")
+
+
 def geometric_rows(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
     """The region rows of one job of :func:`geometric_chunks` (one eps, one k)."""
-    eps, k, tol = spec["eps"], spec["k"], spec["tol"]
+    eps, k = spec["eps"], spec["k"]
     grid = geometric_grid(eps, k, spec["points"])
     progress = Progress(len(grid), f"KOV Thm 4.4 eps={eps:g} k={k}", log)
     empty = _inputs.Mechanisms(eps=np.zeros(0), delta=np.zeros(0), count=np.zeros(0, dtype=np.int64))
@@ -326,7 +342,7 @@ def geometric_rows(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
     for eps_g in grid:
         j = min(max(round((k * eps - eps_g) / (2 * eps)), 0), k)
         atom_distance = abs(eps_g - (k - 2 * j) * eps)
-        b = lattice.mechanism_delta_bounds(empty, [(mech, k)], eps_g, tol)
+        b, tol = _delta_bracket(empty, mech, k, eps_g, spec["tol"])
         opt = optcomp.delta_g(eps, k=k, eps_g=eps_g, method="optimal")
         # the optimum lies in [opt (1 - 1e-12), opt]; the geometric delta in [lower, upper]
         contains = bool(b.lower <= opt and opt * (1 - OPTIMAL_RTOL) <= b.upper)
