@@ -101,7 +101,7 @@ def test_kov_section4_figures_draw_every_mechanism_route_and_budget(tmp_path):
     b = f.axes[1]
     assert len(b.lines) == 8 + 1 and len({line.get_color() for line in b.lines[:8]}) == 4
     assert len({str(line.get_linestyle()) for line in b.lines[:8]}) == 2
-    assert len(b.get_legend().get_texts()) == 4 + 2 and "Laplace" in b.get_title(loc="left")
+    assert len(b.get_legend().get_texts()) == 4 + 2 and "Laplace / Gaussian" in b.get_title(loc="left")
     plt.close(f)
 
     region = pd.DataFrame([dict(eps=0.1, k=10, eps_g=x, atom_distance=0.0, near_atom=x in (0.0, 0.2), tol=1e-4,
@@ -112,6 +112,13 @@ def test_kov_section4_figures_draw_every_mechanism_route_and_budget(tmp_path):
     f = fig.geometric(tmp_path / "region.csv")
     near = [line for line in f.axes[1].lines if line.get_marker() == "o" and line.get_markerfacecolor() == "none"]
     assert sorted(len(line.get_xdata()) for line in near) == [0, 2]  # the legend's dummy and the two points
+    plt.close(f)
+    # several eps (config/paper.yaml): a column per eps, colour = k, one figure legend
+    many = pd.concat([region.assign(eps=e, k=k) for e in (0.01, 0.1, 0.5) for k in (10, 100)], ignore_index=True)
+    io.write_csv(many, tmp_path / "many_region.csv")
+    f = fig.geometric(tmp_path / "many_region.csv")
+    assert len(f.axes) == 6 and "0.5" in f.axes[2].get_title(loc="left")
+    assert len(f.legends) == 1 and len(f.legends[0].get_texts()) == 2 + 2
     plt.close(f)
 
     black = pd.DataFrame([dict(workload=w, mechanism="laplace", noise_parameter="scale", noise_value=10.0,

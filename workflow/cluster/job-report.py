@@ -99,7 +99,8 @@ def duration(s: float) -> str:
     if s < 3600:
         s = round(s)
         return f"{s // 60} min {s % 60:02d} s"
-    return f"{s / 3600:.2f} h"
+    m = round(s / 60)
+    return f"{m // 60} h {m % 60:02d} min"
 
 
 def memory(mib: float) -> str:

@@ -98,11 +98,13 @@ def noise(noise_csv) -> plt.Figure:
         else:  # too many budgets for line styles: one mechanism, colour = eps_g, style = delta_g
             name = next((n for n in ("laplace", "staircase", "geometric") if n in names), None)
             budget_handles = _ratios_by_budget(ax_b, df, name, budgets) if name else []
-            ax_b.set_title(f"(b) {MECHANISM_LABEL.get(name, '')} vs the Gaussian, all budgets")
+            ax_b.set_title(f"(b) {MECHANISM_LABEL.get(name, '')} / Gaussian, all budgets")
         ax_b.axhline(1.0, color=MECHANISM_COLOR["gaussian"], lw=1.5)
         ax_b.set_xscale("log")
         ax_b.set_yscale("log")
-        ax_b.yaxis.set_major_locator(FixedLocator([0.125, 0.25, 0.5, 1.0, 2.0, 4.0]))
+        ticks = [0.125, 0.25, 0.5, 1.0, 2.0, 4.0]
+        ax_b.yaxis.set_major_locator(FixedLocator(ticks if len(budgets) <= len(_BUDGET_STYLE)
+                                                  else [1 / 64, 1 / 32, 1 / 16] + ticks))
         ax_b.yaxis.set_minor_locator(NullLocator())
         ax_b.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax_b.set_xlabel(r"number of queries $k$")
@@ -142,6 +144,8 @@ def geometric(region_csv) -> plt.Figure:
     beside the engine's relative tolerance (hollow: eps_g near an atom of the composed loss,
     where the engine's tolerance is horizontal instead)."""
     df = read_csv(region_csv)
+    if df["eps"].nunique() > 1:
+        return _geometric_by_eps(df)
     pairs = [tuple(p) for p in df[["eps", "k"]].drop_duplicates().itertuples(index=False)]
     with use_style():
         fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(DOUBLE, 2.8))
@@ -175,6 +179,48 @@ def geometric(region_csv) -> plt.Figure:
         lo, hi = ax_b.get_ylim()
         ax_b.set_ylim(lo, hi * (hi / lo) ** 0.45)  # headroom for the legend above the data
         ax_b.legend(loc="upper right", ncols=2)
+    return fig
+
+
+def _geometric_by_eps(df) -> plt.Figure:
+    """:func:`geometric` for several eps (config/paper.yaml): a column per eps, the rows (a)
+    and (b) as there, colour = k (the same in every column), one legend for the figure."""
+    eps_values = list(df["eps"].drop_duplicates())
+    ks = sorted(df["k"].unique())
+    color = {k: _K_COLOR[i % len(_K_COLOR)] for i, k in enumerate(ks)}
+    with use_style():
+        fig, axes = plt.subplots(2, len(eps_values), figsize=(DOUBLE, 4.6), squeeze=False, sharex=True)
+        for j, eps in enumerate(eps_values):
+            ax_a, ax_b = axes[0, j], axes[1, j]
+            for k in ks:
+                g = df[(df["eps"] == eps) & (df["k"] == k)]
+                if g.empty:
+                    continue
+                x = g["eps_g"] / (k * eps)
+                ax_a.plot(x, g["delta_optimal"], color=color[k], lw=1.1)
+                ax_a.plot(x, g["delta_upper"], ls="none", marker="^", ms=2.6, mfc="none", mec=color[k], mew=0.6)
+                ax_a.plot(x, g["delta_lower"], ls="none", marker="v", ms=2.6, mfc="none", mec=color[k], mew=0.6)
+                pos = g[g["delta_optimal"] > 0]
+                off, near = pos[~pos["near_atom"]], pos[pos["near_atom"]]
+                ax_b.plot(pos["eps_g"] / (k * eps), pos["relative_deviation"], color=color[k], lw=0.7)
+                ax_b.plot(off["eps_g"] / (k * eps), off["relative_deviation"], ls="none", color=color[k],
+                          marker="o", ms=2.0)
+                ax_b.plot(near["eps_g"] / (k * eps), near["relative_deviation"], ls="none", marker="o", ms=4.0,
+                          mfc="none", mec=color[k], mew=0.8)
+            for t in sorted(df[df["eps"] == eps]["tol"].unique()):
+                ax_b.axhline(t, color="#555555", lw=0.8, ls=(0, (4, 2)))
+            ax_a.set_yscale("log")
+            ax_b.set_yscale("log")
+            ax_a.set_title(rf"(a) $\varepsilon$ = {eps:g}: $\delta(\varepsilon_g)$")
+            ax_b.set_title("(b) distance to the optimum")
+            ax_b.set_xlabel(r"$\varepsilon_g / (k\varepsilon)$")
+        axes[0, 0].set_ylabel(r"$\delta(\varepsilon_g)$: optimal (line), bracket ($\blacktriangle\blacktriangledown$)")
+        axes[1, 0].set_ylabel("|bracket end - optimal| / optimal")
+        handles = [Line2D([], [], color=color[k], lw=1.5, label=rf"$k$ = {k}") for k in ks]
+        handles += [Line2D([], [], ls="none", marker="o", ms=4.0, mfc="none", mec="#555555",
+                           label="near an atom of the loss"),
+                    Line2D([], [], color="#555555", lw=0.8, ls=(0, (4, 2)), label="engine tolerance")]
+        fig.legend(handles=handles, loc="outside upper center", ncols=len(handles))
     return fig
 
 
