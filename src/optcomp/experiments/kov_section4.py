@@ -44,10 +44,12 @@ same level of privacy under composition with the same variance".  Three sweeps t
   takes for it) and compared with the optimal delta (:func:`optcomp.delta_g`,
   ``method="optimal"``, KOV Thm 3.3) on an eps_g grid; the privacy region is the intersection
   over eps_g of the (eps_g, delta(eps_g)) regions, so equal profiles are equal regions.
-  The engine's bracket is relative (upper - lower <= tol·upper) except near an atom
-  (k - 2j)·eps of the composed loss -- the region's corners -- where its tolerance is
-  horizontal (upper <= delta(eps_g - tol)); grid points within 1 % of the atom spacing of an
-  atom are flagged ``near_atom``.  Where a lattice fine enough for ``tol`` exceeds the
+  The engine's bracket meets its tolerance relatively (upper - lower <= tol·upper) or
+  horizontally (upper <= delta(eps_g - tol)), whichever it reaches first; the horizontal one
+  is what it meets next to an atom (k - 2j)·eps of the composed loss -- the region's corners --
+  and wherever delta is steep (small eps: delta(eps_g - tol) can exceed delta(eps_g) by more
+  than tol relative); grid points within 1 % of the atom spacing of an atom are flagged
+  ``near_atom``.  Where a lattice fine enough for ``tol`` exceeds the
   engine's size limit, the point is computed at 10x (100x ...) that tolerance, and its ``tol``
   column says so.  A summary gives the largest difference per (eps, k), over all points and
   away from the atoms.
