@@ -335,3 +335,18 @@ def test_one_mechanism_over_the_domain(mech, x, t, beside):
         # a Gaussian beside another mechanism at delta_g ~ 1e-285): documented, and safe
         with pytest.raises(optcomp.ApproxTooCostly):
             optcomp.epsilon_bounds(eps, delta_g=t, tol=1e-4)
+
+
+def test_a_profile_keeps_a_delta_far_below_the_working_precision():
+    """A Profile's delta_j below 2^-256 vanished (1 - delta_j rounded to 1 at 256 bits), so
+    its +inf mass and its segments were lost and delta was reported as 0 (an under-report;
+    found by tests/test_mechanism_k.py).  By hand: guarantees (0, 0.1) and (0, 1e-78) have
+    losses 0 and +inf only, +inf mass 1e-78 per copy, so two copies have delta(1) =
+    1 - (1 - 1e-78)^2 = 2e-78 (to 1e-78 relative); (eps 0.5, 1e-100) beside (2, 0) is not
+    (1, 0)-DP for two copies (delta(1) > 0), and its delta_g = 0 answer is 2 + 2 = 4."""
+    b = optcomp.delta_bounds([Profile([(0.0, 0.1), (0.0, 1e-78)])], counts=[2], eps_g=1.0)
+    assert b.lower <= 2e-78 * (1 + 1e-12) and b.upper >= 2e-78 * (1 - 1e-12), b
+    assert optcomp.delta_g([Profile([(0.5, 1e-100), (2.0, 0.0)])], counts=[2], eps_g=1.0) > 0.0
+    assert optcomp.delta_g([Profile([(0.0, 1e-100), (1.0, 0.0)])], counts=[2], eps_g=0.25) > 0.0
+    assert optcomp.epsilon_g([Profile([(0.5, 1e-100), (2.0, 0.0)])], counts=[2], delta_g=0.0) >= 4.0
+    assert optcomp.epsilon_g([Profile([(0.0, 0.1), (0.0, 1e-78)])], counts=[2], delta_g=1e-300) == math.inf

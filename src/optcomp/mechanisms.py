@@ -523,7 +523,11 @@ class Profile(Mechanism):
 
     @lru_cache(maxsize=64)
     def _atoms_at(self, prec, direction):
-        with mpmath.workprec(prec + 64):
+        # 1 - delta_j must keep delta_j: as many more bits as delta_j is below 1 (up to 1074
+        # for a subnormal), else a delta_j < 2^-(prec + 64) vanishes with its +inf mass and
+        # its segment of f (found by tests/test_mechanism_k.py: delta 0 reported for 1e-78)
+        below = max((-math.frexp(d)[1] for _, d in self.guarantees if d > 0), default=0)
+        with mpmath.workprec(prec + 64 + max(0, below)):
             lines = {}  # exact loss (Fraction) -> (slope, intercept, err of intercept)
             for e, d in self.guarantees:
                 E = mpmath.exp(mpmath.mpf(e))
