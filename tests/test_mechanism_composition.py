@@ -350,3 +350,16 @@ def test_a_profile_keeps_a_delta_far_below_the_working_precision():
     assert optcomp.delta_g([Profile([(0.0, 1e-100), (1.0, 0.0)])], counts=[2], eps_g=0.25) > 0.0
     assert optcomp.epsilon_g([Profile([(0.5, 1e-100), (2.0, 0.0)])], counts=[2], delta_g=0.0) >= 4.0
     assert optcomp.epsilon_g([Profile([(0.0, 0.1), (0.0, 1e-78)])], counts=[2], delta_g=1e-300) == math.inf
+
+
+def test_a_pair_with_all_but_a_sliver_of_its_mass_at_inf():
+    """Reverse direction (P, Q) = (q, p): P-mass 1 at +inf to float precision beside 1e-100 of
+    finite mass; the conditional law divided by 1 - 1 (a RuntimeWarning, found by
+    tests/test_mechanism_k.py).  delta = 1 to 1e-15 at every eps_g."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in (1, 2):
+            b = optcomp.delta_bounds([Pair((1.0, 1e-236, 0.0), (1e-147, 1e-100, 1.0))], counts=[k], eps_g=1.0)
+            assert b.upper == 1.0 and b.lower >= 1 - 1e-15, b

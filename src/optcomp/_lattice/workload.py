@@ -46,8 +46,12 @@ def mechanism_leaf(mech, h: float, direction: str = "forward", tail: float = 1e-
         _, loss, perr, p_lo, p_hi, inf_lo, inf_hi = data
         p_lo, p_hi = np.asarray(p_lo, float), np.asarray(p_hi, float)
         if inf_hi > 0.0:
-            p_hi = np.minimum(np.nextafter(p_hi / (1.0 - inf_hi) * (1.0 + 2.0**-52), 2.0), 1.0)
-            p_lo = np.maximum(np.nextafter(p_lo / (1.0 - inf_lo) * (1.0 - 2.0**-52), -1.0), 0.0)
+            if inf_hi < 1.0:
+                p_hi = np.minimum(np.nextafter(p_hi / (1.0 - inf_hi) * (1.0 + 2.0**-52), 2.0), 1.0)
+            else:  # +inf mass 1 to float precision beside a sliver of finite mass: each at most 1
+                p_hi = np.where(p_hi > 0.0, 1.0, 0.0)
+            if inf_lo < 1.0:
+                p_lo = np.maximum(np.nextafter(p_lo / (1.0 - inf_lo) * (1.0 - 2.0**-52), -1.0), 0.0)
         return leaves.Leaf.from_masses(loss, perr, p_lo, p_hi)
     _, n0, m_lo, m_hi, q_lo, q_hi, points, below_hi, above_hi = data
     return leaves.cells_leaf(h, n0, m_lo, m_hi, q_lo, q_hi, points if points[0] else None, below_hi, above_hi)
