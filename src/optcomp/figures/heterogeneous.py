@@ -36,7 +36,6 @@ def comparison(results_csv, mechanisms_csv=None) -> plt.Figure:
 
     A table with ``distribution`` and ``seed`` columns (several instances configured) is
     drawn by :func:`by_distribution` instead: one column of panels per distribution."""
-    from matplotlib.ticker import FixedLocator, NullLocator
 
     df = read_csv(results_csv)
     if "distribution" in df.columns:
@@ -68,12 +67,7 @@ def comparison(results_csv, mechanisms_csv=None) -> plt.Figure:
             ax.set_xlabel(r"number of mechanisms $k$")
         ax_a.set_yscale("log")
         ax_a.set_ylabel(r"global privacy $\varepsilon_g$")
-        ax_b.set_yscale("log")
-        ax_b.set_ylim(0.97, 1.08 * ratio_max)
-        ticks = [t for t in (1, 1.2, 1.5, 2, 3, 5, 10, 20, 50) if t <= 1.08 * ratio_max]
-        ax_b.yaxis.set_major_locator(FixedLocator(ticks))
-        ax_b.yaxis.set_minor_locator(NullLocator())
-        ax_b.set_yticklabels([f"{t:g}" for t in ticks])
+        _ratio_axis(ax_b, ratio_max)
         ax_b.set_ylabel(r"$\varepsilon_g$ / lower bound on optimal $\varepsilon_g$")
         e2, delta = int(df["delta_g_log2"].iloc[0]), float(df["delta"].iloc[0])
         ax_a.set_title(rf"(a) $\delta_i$ = {delta:g}, $\delta_g$ = {pow2(e2)}")
