@@ -60,10 +60,11 @@ One refine loop (:func:`_refine`) serves both directions:
   caps the lattice (:class:`ApproxTooCostly` carries the best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
   (binomial atoms with their pmf error charged both ways), upward and downward.
 
-Length (~710 lines): one refine loop (:func:`_refine`) serves both directions, for black
+Length (~770 lines): one refine loop (:func:`_refine`) serves both directions, for black
 boxes and for mechanisms (:func:`mechanism_bounds`); the drivers share its step control and
 the exact splits (big eps, negligible eps), and split into modules they would import each
-other, which the layer rule forbids for drivers.
+other, which the layer rule forbids for drivers; the certified Chernoff fallback of a size
+limit (:func:`_chernoff_fallback`) wraps both.
 """
 
 from __future__ import annotations
