@@ -251,18 +251,16 @@ def test_optimal_and_auto_use_the_gaussian_closed_form():
 def test_vectorised_cells_hold_the_mpmath_cells(mech, h):
     """The float cell masses of Laplace and Gaussian (closed forms with derived error bounds)
     contain the mpmath path's (at 128 bits, brackets ~1e-30 wide) on every cell and tail."""
-    from optcomp.mechanisms import Mechanism
-
-    fast = mech._cell_data(h, 1e-20, 2**22)
-    slow = Mechanism._cell_data(mech, h, 1e-20, 2**22)
-    assert fast[1] == slow[1] and len(fast[2]) == len(slow[2])
-    for i in (2, 4):  # P- and Q-masses: [lo, hi] of the fast path holds the slow bracket
-        f_lo, f_hi, s_lo, s_hi = (np.array(v) for v in (fast[i], fast[i + 1], slow[i], slow[i + 1]))
+    fast = mech.law(h, tail=1e-20)
+    n0, (p_lo, p_hi), (q_lo, q_hi), (below, above) = mech._mp_cells(h, 1e-20)
+    assert fast.n0 == n0 and fast.p_lo.size == p_lo.size
+    for f_lo, f_hi, s_lo, s_hi in ((fast.p_lo, fast.p_hi, p_lo, p_hi), (fast.q_lo, fast.q_hi, q_lo, q_hi)):
+        # P- and Q-masses: [lo, hi] of the fast path holds the slow bracket
         assert np.all(f_lo <= s_hi) and np.all(s_lo <= f_hi)
         big = s_hi > 1e-250
         assert np.all(f_lo[big] <= s_lo[big] * (1 + 1e-25)) and np.all(s_hi[big] <= f_hi[big] * (1 + 1e-25))
         assert np.all(f_hi - f_lo <= 1e-8 * f_hi + 1e-300)
-    assert fast[8] >= slow[8] * (1 - 1e-12) and fast[7] >= slow[7] * (1 - 1e-12)
+    assert fast.above_hi >= above * (1 - 1e-12) and fast.below_hi >= below * (1 - 1e-12)
 
 
 def test_above_the_largest_loss_delta_is_zero():

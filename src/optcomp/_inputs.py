@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._laws import Mechanism
+
 __all__ = [
     "Mechanisms",
     "ParameterTypeError",
@@ -484,7 +486,7 @@ def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
 
 
 def _is_mechanism(x) -> bool:
-    return hasattr(x, "leaf_data") and hasattr(x, "black_box")
+    return isinstance(x, Mechanism)
 
 
 def _split_mechanisms(eps):

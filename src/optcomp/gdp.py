@@ -83,16 +83,15 @@ _EXACT_TERMS = 16  # up to this many distinct mechanisms, mu² is summed exactly
 
 def split_gaussians(others) -> tuple[list, list]:
     """((Gaussian, count) pairs, the other pairs) of ``others``, ((mechanism, count), ...) of
-    :mod:`optcomp.mechanisms` objects (recognised by class name: this layer does not import
-    that module)."""
-    gauss = [(mech, c) for mech, c in others if type(mech).__name__ == "Gaussian"]
-    return gauss, [(mech, c) for mech, c in others if type(mech).__name__ != "Gaussian"]
+    :mod:`optcomp.mechanisms` objects (a Gaussian is one whose ``gaussian()`` hook answers)."""
+    gauss = [(mech, c) for mech, c in others if mech.gaussian() is not None]
+    return gauss, [(mech, c) for mech, c in others if mech.gaussian() is None]
 
 
 def composed_mu(gaussians) -> Bounds:
     """:func:`mu_bounds` of (Gaussian, count) pairs: the one Gaussian they compose to."""
-    return mu_bounds([g.sigma for g, _ in gaussians], [g.sensitivity for g, _ in gaussians],
-                     [c for _, c in gaussians])
+    params = [g.gaussian() for g, _ in gaussians]
+    return mu_bounds([s for s, _ in params], [d for _, d in params], [c for _, c in gaussians])
 
 
 def gaussians_alone(m, others) -> Bounds | None:

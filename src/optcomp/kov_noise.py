@@ -35,7 +35,8 @@ import mpmath
 
 from ._inputs import _integer, check_k
 from ._rounding import mpf_dir
-from .mechanisms import BlackBox, Gaussian, Geometric, Laplace, Staircase, _real
+from .mechanisms import BlackBox, Gaussian, Geometric, Laplace, Staircase
+from .mechanisms._base import _real
 
 __all__ = ["kov_variance", "per_query_budget", "laplace_for", "gaussian_for", "staircase_for",
            "kov_gaussian_condition", "geometric_as_randomized_response", "gaussian_composition",
@@ -127,8 +128,7 @@ def gaussian_composition(k, sigma, sensitivity=1.0) -> Gaussian:
 
 def staircase_gamma(eps) -> float:
     """Geng–Viswanath's variance-optimal gamma* = 1/(1 + e^{eps/2}) (nearest float)."""
-    eps = _real("eps", eps)
-    return 1.0 / (1.0 + math.exp(eps / 2.0)) if eps < 1400 else 0.0
+    return Staircase.optimal_gamma(eps)
 
 
 def staircase_for(k, eps, delta, sensitivity=1.0) -> Staircase:

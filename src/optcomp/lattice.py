@@ -78,6 +78,7 @@ from scipy.special import log_expit
 
 from ._cgf import cgf_terms, chernoff_guess, tilt_for
 from ._inputs import Mechanisms
+from ._laws import DIRECTIONS, FORWARD
 from ._rounding import UNIT, dot_dir, down, exact_dir, up
 from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
@@ -658,7 +659,7 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     P-mass an unbounded law (Gaussian) may leave beyond its leaf's cells, per copy (charged
     to the upper side)."""
     vals, cnts = m.positive()
-    dirs = ("forward",) if all(mech.symmetric for mech, _ in others) else ("forward", "reverse")
+    dirs = DIRECTIONS if any(len(mech.directions()) > 1 for mech, _ in others) else (FORWARD,)
     gauss, rest = split_gaussians(others)
     merged = ()
     if gauss:  # all Gaussians as one (exact composition; symmetric)

@@ -15,21 +15,21 @@ cost of a pass depends on them, never its bounds."""
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 from scipy.special import expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
-from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
+from .._rounding import LIBM_ULPS, UNIT, down, sum_up, up
+from .._laws import FORWARD, TAIL, AtomLaw
 from .._types import ApproxTooCostly
 from . import leaves
 
 
 @lru_cache(maxsize=32)
-def mechanism_leaf(mech, h: float, direction: str = "forward", tail: float = 1e-300) -> leaves.Leaf:
-    """The leaf of one mechanism at the lattice step h (see ``Mechanism.leaf_data``).
+def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL) -> leaves.Leaf:
+    """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``).
 
     A finite loss law with P-mass delta_m at +inf (a :class:`~optcomp.mechanisms.Profile`'s
     min delta_j, a :class:`~optcomp.mechanisms.Pair`'s outcomes with q = 0) is split as
@@ -37,14 +37,14 @@ def mechanism_leaf(mech, h: float, direction: str = "forward", tail: float = 1e-
     p/(1 - delta_m): p_hi/(1 - inf_hi) rounded up, p_lo/(1 - inf_lo) rounded down -- each
     the side that matches the delta_m used with it) and delta_m enters as an independent
     delta event, exactly like a black box's delta_i: delta(x) = 1 - prod(1 - delta)(1 - H'(x))
-    (:func:`inf_mass`)."""
+    (:func:`inf_mass`).  A law with a continuous part is the connect-the-dots leaf of its
+    cells (:func:`optcomp._lattice.leaves.cells_leaf`)."""
     try:
-        data = mech.leaf_data(h, direction, tail=tail)
+        law = mech.law(h, direction, tail=tail)
     except ValueError as exc:  # too many cells or atoms at this step: a size limit, not bad input
         raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}", None) from None
-    if data[0] == "atoms":
-        _, loss, perr, p_lo, p_hi, inf_lo, inf_hi = data
-        p_lo, p_hi = np.asarray(p_lo, float), np.asarray(p_hi, float)
+    if isinstance(law, AtomLaw):
+        p_lo, p_hi, inf_lo, inf_hi = law.p_lo, law.p_hi, law.inf_lo, law.inf_hi
         if inf_hi > 0.0:
             if inf_hi < 1.0:
                 p_hi = np.minimum(np.nextafter(p_hi / (1.0 - inf_hi) * (1.0 + 2.0**-52), 2.0), 1.0)
@@ -52,19 +52,18 @@ def mechanism_leaf(mech, h: float, direction: str = "forward", tail: float = 1e-
                 p_hi = np.where(p_hi > 0.0, 1.0, 0.0)
             if inf_lo < 1.0:
                 p_lo = np.maximum(np.nextafter(p_lo / (1.0 - inf_lo) * (1.0 - 2.0**-52), -1.0), 0.0)
-        return leaves.Leaf.from_masses(loss, perr, p_lo, p_hi)
-    _, n0, m_lo, m_hi, q_lo, q_hi, points, below_hi, above_hi = data
-    return leaves.cells_leaf(h, n0, m_lo, m_hi, q_lo, q_hi, points if points[0] else None, below_hi, above_hi)
+        return leaves.Leaf.from_masses(law.loss, law.perr, p_lo, p_hi)
+    pts = law.points
+    points = (pts.loss, pts.perr, pts.p_lo, pts.p_hi) if pts.loss.size else None
+    return leaves.cells_leaf(law.h, law.n0, law.p_lo, law.p_hi, law.q_lo, law.q_hi, points, law.below_hi,
+                             law.above_hi)
 
 
-def inf_mass(mech, direction: str = "forward") -> tuple[float, float]:
+def inf_mass(mech, direction: str = FORWARD) -> tuple[float, float]:
     """Bracket (inf_lo, inf_hi) of one copy's P-mass at loss +inf, handled as a delta event
     (see :func:`mechanism_leaf`); (0, 0) for laws with a continuous part (their truncation
     tails stay in the leaf, charged to the upper side)."""
-    if hasattr(mech, "_continuous"):
-        return 0.0, 0.0
-    data = mech.leaf_data(1.0, direction)
-    return float(data[5]), float(data[6])
+    return mech.inf_mass(direction)
 
 
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
@@ -74,28 +73,25 @@ class Source:
     """``count`` copies of one mechanism in one direction: its leaves by step (cached) and a
     coarse float picture of its loss law (atoms, P-masses) for the estimates."""
 
-    def __init__(self, mech, count: int, direction: str = "forward", tail: float = 1e-300):
+    def __init__(self, mech, count: int, direction: str = FORWARD, tail: float = TAIL):
         self.mech, self.count, self.direction, self.tail = mech, int(count), direction, tail
-        data = mech.leaf_data(1.0, direction, tail=tail) if not hasattr(mech, "_continuous") else ("cells",)
-        if data[0] == "atoms":
-            loss, p = np.asarray(data[1], float), np.asarray(data[4], float)
+        if mech.kind == "atoms":
+            law = mech.law(1.0, direction)
+            loss, p = law.loss, law.p_hi
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
-            self.top_loss = math.nextafter(float(np.max(loss + np.asarray(data[2], float), initial=-math.inf)),
-                                          math.inf)
+            self.top_loss = law.top()
         else:
-            lo_exact, hi_exact = mech._continuous(tail)[:2]
-            lo_loss, hi_loss = float(lo_exact), float(hi_exact)
+            lo_loss, hi_loss = mech.loss_range(direction, tail=tail)
             # a step giving ~GUIDE_CELLS cells over the law's range
             hg = 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / GUIDE_CELLS, 2.0**-40)))
-            data = mech.leaf_data(hg, direction, tail=tail)
-            n0, m, pts = data[1], np.asarray(data[3], float), data[6]
-            loss = np.concatenate([(np.arange(m.size) + n0 + 0.5) * hg, np.asarray(pts[0], float)])
-            p = np.concatenate([m, np.asarray(pts[3], float)])
-            self.inf_mass = float(data[8])
-            # a bounded law (no tail above the cells): its largest loss is the continuous part's
-            # upper end (exact, rounded up) or a point mass's end
-            tops = [exact_dir(Fraction(hi_exact), True)] + [l + e for l, e in zip(pts[0], pts[1])]
-            self.top_loss = math.nextafter(max(tops), math.inf) if self.inf_mass == 0.0 else math.inf
+            law = mech.law(hg, direction, tail=tail)
+            pts = law.points
+            loss = np.concatenate([(np.arange(law.p_hi.size) + law.n0 + 0.5) * hg, pts.loss])
+            p = np.concatenate([law.p_hi, pts.p_hi])
+            self.inf_mass = float(law.above_hi)
+            # a bounded law (no tail above the cells): its largest loss is the upper end of
+            # loss_range (the continuous part's end or a point mass's, rounded up)
+            self.top_loss = hi_loss if self.inf_mass == 0.0 else math.inf
         keep = p > 0
         self.loss, self.logp = loss[keep], np.log(p[keep])
         self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
@@ -123,10 +119,10 @@ class GaussianSource(Source):
     bracket [mu_lo, mu_hi] gives the leaf's upper atoms (from mu_hi: delta grows with mu)
     and its lower atoms (from mu_lo)."""
 
-    def __init__(self, mu_lo: float, mu_hi: float, tail: float = 1e-300):
+    def __init__(self, mu_lo: float, mu_hi: float, tail: float = TAIL):
         from ..mechanisms import Gaussian
 
-        super().__init__(Gaussian(1.0, mu_hi), 1, "forward", tail)
+        super().__init__(Gaussian(1.0, mu_hi), 1, FORWARD, tail)
         self._low = Gaussian(1.0, mu_lo)
 
     def leaf(self, h: float) -> leaves.Leaf:
