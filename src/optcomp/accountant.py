@@ -41,9 +41,7 @@ _FORMAT = "optcomp.Accountant"
 _FORMAT_VERSION = 1  # a ledger of (eps, delta) pairs only (what every earlier version wrote)
 _FORMAT_VERSION_MECHANISMS = 2  # with mechanism entries (a reader of version 1 refuses it by its version)
 #: the classes a record may name (``{"mechanism": "Laplace", ...}``): optcomp.mechanisms', no other
-_CLASSES = {cls.__name__: cls for cls in (_mech.BlackBox, _mech.Laplace, _mech.Gaussian, _mech.Geometric,
-                                          _mech.DiscreteGaussian, _mech.Staircase, _mech.RandomizedResponse,
-                                          _mech.Pair, _mech.Profile)}
+_CLASSES = {cls.__name__: cls for cls in _mech.REGISTRY.values()}
 
 
 def _mechanism_record(mech, count: int) -> dict:

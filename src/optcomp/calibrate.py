@@ -534,8 +534,6 @@ def kov_recipe(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0
 
 #: the mechanisms :func:`noise_for` calibrates, by the name it takes
 NOISE_MECHANISMS = ("laplace", "gaussian", "geometric", "staircase", "discrete_gaussian")
-_CLASS_NAMES = {"laplace": "Laplace", "gaussian": "Gaussian", "geometric": "Geometric", "staircase": "Staircase",
-                "discrete_gaussian": "DiscreteGaussian"}
 _INTEGER_SENSITIVITY = ("geometric", "discrete_gaussian")
 _PURE = ("laplace", "geometric", "staircase")  # x is a pure-DP eps of the mechanism (times the sensitivity for geometric)
 _RESOLUTION = {"auto": 1e-4, "approx": 1e-3}  # the certified gap (absolute, in eps_g) of the methods' default tol
@@ -552,21 +550,12 @@ def _check_noise_mechanism(name, what: str = "mechanism") -> str:
 
 
 def _make(name: str, x: float, sensitivity):
-    """The mechanism of privacy parameter x > 0: Laplace / Gaussian / discrete Gaussian with
-    scale or sigma sensitivity / x, geometric or staircase with eps = x (the staircase with
-    Geng--Viswanath's variance-optimal gamma = 1/(1 + e^{x/2}))."""
-    from . import mechanisms as mech
-    from .kov_noise import staircase_gamma
+    """The mechanism of privacy parameter x > 0 (``with_privacy`` of the registered family):
+    Laplace / Gaussian / discrete Gaussian with scale or sigma sensitivity / x, geometric or
+    staircase with eps = x (the staircase with Geng--Viswanath's variance-optimal gamma)."""
+    from .mechanisms import REGISTRY
 
-    if name == "laplace":
-        return mech.Laplace(sensitivity / x, sensitivity)
-    if name == "gaussian":
-        return mech.Gaussian(sensitivity / x, sensitivity)
-    if name == "discrete_gaussian":
-        return mech.DiscreteGaussian(sensitivity / x, sensitivity)
-    if name == "geometric":
-        return mech.Geometric(x, sensitivity)
-    return mech.Staircase(x, staircase_gamma(x), sensitivity)
+    return REGISTRY[name].with_privacy(x, sensitivity)
 
 
 def _pure_eps(name: str, m) -> float | None:
@@ -789,7 +778,9 @@ def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.
 
 def _mechanism_row(name: str, k: int, eps_g: float, delta_g: float, sensitivity: float, progress) -> NoiseRow:
     """The mechanism-aware row of :func:`noise_table` for ``name`` (no noise where none fits)."""
-    cls = _CLASS_NAMES[name]
+    from .mechanisms import REGISTRY
+
+    cls = REGISTRY[name].__name__
     theorem = (f"{k} {cls} mechanisms composed as such (their privacy-loss distribution), least noise "
                f"certified by method auto (exact for Gaussians, else approx's upper bound within 1e-4)")
     sens = _integer("sensitivity", sensitivity, 1, 2**20) if name in _INTEGER_SENSITIVITY else sensitivity

@@ -131,32 +131,18 @@ def _list_of(parse):
     return parse_list
 
 
-# the name of a --mechanism spec (lower case, '-' and '_' ignored) -> its class in optcomp.mechanisms
-_MECHANISM_NAMES = {"laplace": "Laplace", "gaussian": "Gaussian", "geometric": "Geometric",
-                    "discretegaussian": "DiscreteGaussian", "staircase": "Staircase",
-                    "randomizedresponse": "RandomizedResponse", "rr": "RandomizedResponse", "pair": "Pair",
-                    "profile": "Profile", "blackbox": "BlackBox"}
-_SPEC_NAMES = {"Laplace": "laplace", "Gaussian": "gaussian", "Geometric": "geometric",
-               "DiscreteGaussian": "discrete_gaussian", "Staircase": "staircase",
-               "RandomizedResponse": "randomized_response", "Pair": "pair", "Profile": "profile",
-               "BlackBox": "black_box"}
-_LIST_FIELDS = ("p", "q")  # Pair's pmfs; Profile's eps and delta lists: values joined by '/'
-
-
 def _parse_mechanism(text: str):
-    """(mechanism object, count or None) of a spec ``NAME[:KEY=VALUE,...]``; ValueError naming
-    the bad key (the object's own checks name its parameter)."""
-    import dataclasses
-
+    """(mechanism object, count or None) of a spec ``NAME[:KEY=VALUE,...]`` (NAME a family of
+    ``optcomp.mechanisms.REGISTRY``); ValueError naming the bad key (the object's own checks
+    name its parameter)."""
     from . import mechanisms as mech
 
     name, _, rest = text.strip().partition(":")
-    cls_name = _MECHANISM_NAMES.get(name.strip().lower().replace("-", "").replace("_", ""))
-    if cls_name is None:
-        raise ValueError(f"unknown mechanism {_show(name.strip())} (choose from {', '.join(_SPEC_NAMES.values())})")
-    cls = getattr(mech, cls_name)
-    spec = _SPEC_NAMES[cls_name]
-    keys = ["eps", "delta"] if cls is mech.Profile else [f.name for f in dataclasses.fields(cls)]
+    try:
+        cls = mech.family(name)
+    except ValueError:
+        raise ValueError(f"unknown mechanism {_show(name.strip())} (choose from {', '.join(mech.REGISTRY)})") from None
+    keys = cls.spec_keys()
     values: dict = {}
     count = None
     for item in rest.split(",") if rest.strip() else ():
@@ -170,29 +156,14 @@ def _parse_mechanism(text: str):
             if key == "count":
                 count = _count(value)
             elif key not in keys:
-                raise ValueError(f"unknown key {key!r} for {spec} (expected {', '.join(keys + ['count'])})")
-            elif key in _LIST_FIELDS or cls is mech.Profile:
+                raise ValueError(f"unknown key {key!r} for {cls.family} (expected {', '.join(keys + ['count'])})")
+            elif key in cls.list_keys:
                 values[key] = [_real(v.strip()) for v in value.split("/")]
             else:
                 values[key] = _real(value)
         except argparse.ArgumentTypeError as exc:
             raise ValueError(f"{key}: {exc}") from None
-    if cls is mech.Profile:
-        eps, delta = values.pop("eps", None), values.pop("delta", None)
-        if eps is None:
-            raise ValueError("profile needs eps=E1/E2/.. (and delta=D1/D2/.., one per eps; default 0)")
-        delta = delta if delta is not None else [0.0] * len(eps)
-        if len(delta) != len(eps):
-            raise ValueError(f"profile: delta has {len(delta)} values but eps has {len(eps)}")
-        values["guarantees"] = list(zip(eps, delta))
-    if cls is mech.Staircase and "gamma" not in values and "eps" in values:
-        from .kov_noise import staircase_gamma
-
-        values["gamma"] = staircase_gamma(values["eps"])  # Geng-Viswanath's variance-optimal gamma
-    for f in dataclasses.fields(cls):
-        if f.name not in values and f.default is dataclasses.MISSING:
-            raise ValueError(f"{spec} needs {f.name}=...")
-    return cls(**values), count
+    return cls.from_spec(values), count
 
 
 def _mechanism_arg(text: str):
@@ -206,17 +177,10 @@ def _mechanism_arg(text: str):
 
 def _spec(m) -> str:
     """The --mechanism spec of a mechanism object (what _parse_mechanism reads back)."""
-    import dataclasses
-
-    name = type(m).__name__
-    if name == "Profile":
-        eps = "/".join(repr(e) for e, _ in m.guarantees)
-        return f"profile:eps={eps},delta={'/'.join(repr(d) for _, d in m.guarantees)}"
     parts = []
-    for f in dataclasses.fields(m):
-        v = getattr(m, f.name)
-        parts.append(f"{f.name}={'/'.join(repr(x) for x in v) if isinstance(v, tuple) else repr(v)}")
-    return f"{_SPEC_NAMES[name]}:{','.join(parts)}"
+    for key, v in m.spec_values().items():
+        parts.append(f"{key}={'/'.join(repr(x) for x in v) if isinstance(v, tuple) else repr(v)}")
+    return f"{m.family}:{','.join(parts)}"
 
 
 def _noise_name(text: str) -> str:

@@ -100,6 +100,16 @@ class _Registered(Mechanism):
 
     #: other names the command line accepts (lower case, '-' and '_' ignored)
     aliases: ClassVar[tuple[str, ...]] = ()
+    #: spec keys whose value is a list (the command line joins its values with '/')
+    list_keys: ClassVar[tuple[str, ...]] = ()
+    #: the field calibrate searches (scale, sigma, eps) for a noise-adding family, else None
+    noise_parameter: ClassVar[str | None] = None
+
+    @classmethod
+    def with_privacy(cls, x: float, sensitivity):
+        """The mechanism of privacy parameter x > 0 (sensitivity/scale, sensitivity/sigma or
+        eps) for the given sensitivity: what calibrate searches over (noise families only)."""
+        raise ValueError(f"{cls.family} has no noise parameter to calibrate")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

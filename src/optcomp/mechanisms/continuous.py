@@ -30,6 +30,11 @@ class Laplace(CellMechanism):
     Profile: delta(x) = 1 − e^{(x − a)/2} for 0 ≤ x < a, 0 for x ≥ a."""
 
     family = "laplace"
+    noise_parameter = "scale"
+
+    @classmethod
+    def with_privacy(cls, x, sensitivity):
+        return cls(sensitivity / x, sensitivity)
     relation = "real query outputs differing by at most the sensitivity"
 
     scale: float
@@ -133,6 +138,11 @@ class Gaussian(CellMechanism):
     bracket is tight."""
 
     family = "gaussian"
+    noise_parameter = "sigma"
+
+    @classmethod
+    def with_privacy(cls, x, sensitivity):
+        return cls(sensitivity / x, sensitivity)
     relation = "real or vector query outputs at most the sensitivity apart (l2)"
 
     sigma: float

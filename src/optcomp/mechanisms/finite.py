@@ -117,6 +117,11 @@ class Geometric(AtomMechanism):
     profile of BlackBox(eps, 0), delta(x) = (e^eps − e^x)_+/(1 + e^eps) (KOV Thm 4.4)."""
 
     family = "geometric"
+    noise_parameter = "eps"
+
+    @classmethod
+    def with_privacy(cls, x, sensitivity):
+        return cls(x, sensitivity)
     relation = "integer query outputs differing by at most the sensitivity"
 
     eps: float
@@ -166,6 +171,12 @@ class Staircase(AtomMechanism):
     Profile: delta(x) = p(1 − e^{x − eps})_+."""
 
     family = "staircase"
+    noise_parameter = "eps"
+
+    @classmethod
+    def with_privacy(cls, x, sensitivity):
+        """The staircase with Geng--Viswanath's variance-optimal gamma."""
+        return cls(x, cls.optimal_gamma(x), sensitivity)
     relation = "query outputs differing by at most the sensitivity"
 
     eps: float
@@ -250,6 +261,7 @@ class Pair(AtomMechanism):
     larger of the two directions, delta(x) = max(Σ(p_i − e^x q_i)_+, Σ(q_i − e^x p_i)_+)."""
 
     family = "pair"
+    list_keys = ("p", "q")
     relation = "as the user vouches: p is the output law on D (holding the record), q on its neighbour D'"
 
     p: tuple
@@ -310,6 +322,7 @@ class Profile(AtomMechanism):
     resolved at that precision."""
 
     family = "profile"
+    list_keys = ("eps", "delta")
     relation = "any: each (eps_j, delta_j) guarantee holds for every pair of neighbours the user's relation admits"
 
     guarantees: tuple
@@ -420,6 +433,11 @@ class DiscreteGaussian(AtomMechanism):
     (sigma ≲ 1.4·10^4), beyond which a ValueError says so."""
 
     family = "discrete_gaussian"
+    noise_parameter = "sigma"
+
+    @classmethod
+    def with_privacy(cls, x, sensitivity):
+        return cls(sensitivity / x, sensitivity)
     relation = "integer query outputs differing by at most the sensitivity"
 
     sigma: float
