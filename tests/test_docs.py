@@ -107,12 +107,28 @@ def test_public_names_have_docstrings_and_the_setting_is_stated():
 
 def test_dir_shows_the_public_api_only():
     names = dir(optcomp)
-    for leaked in ("Callable", "dataclass", "annotations", "np", "numbers", "math", "mechanisms", "check_delta_g"):
+    for leaked in ("Callable", "dataclass", "annotations", "np", "numbers", "math", "check_delta_g", "_inputs"):
         assert leaked not in names, leaked
     assert set(optcomp.__all__) <= set(names)
     for name in names:
         assert getattr(optcomp, name) is not None  # every listed name resolves
     assert optcomp.METHODS == ("basic", "drv", "kov", "advanced_pure", "optimal", "approx", "auto")
+
+
+def test_a_repl_finds_the_mechanisms_and_the_adapters():
+    """In a fresh interpreter ``optcomp.mechanisms`` (the module, not a function of the
+    input layer) and ``optcomp.integrations`` resolve without importing them first, and
+    ``dir(optcomp)`` lists every documented module (those ``docs/api.rst`` documents)."""
+    code = ("import optcomp, inspect; m = optcomp.mechanisms; print(inspect.ismodule(m), m.__name__, "
+            "optcomp.mechanisms.Laplace(scale=2.0).scale, optcomp.integrations.__name__, "
+            "sorted(n for n in dir(optcomp) if inspect.ismodule(getattr(optcomp, n))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert r.returncode == 0, r.stderr
+    ismod, name, scale, integrations, listed = r.stdout.split(" ", 4)
+    assert (ismod, name, scale, integrations) == ("True", "optcomp.mechanisms", "2.0", "optcomp.integrations")
+    documented = set(re.findall(r"automodule:: optcomp\.(\w+)$", (ROOT / "docs" / "api.rst").read_text(), re.M))
+    assert {"mechanisms", "integrations", "kov_noise"} <= documented <= set(eval(listed))
 
 
 def test_import_is_light():

@@ -358,11 +358,17 @@ def test_noise_table_mechanism_rows():
     assert lap.noise_std == lap.laplace_std == math.sqrt(2.0) * lap.laplace_scale
     assert lap.vs_optimal <= 1.0 + 2e-4  # composed as Laplace: never more noise than the black box
     assert optcomp.epsilon_g(lap.mechanism, k=50, delta_g=1e-6) <= 0.5
-    assert isinstance(gau.mechanism, Gaussian) and gau.eps is None and gau.laplace_scale is None
+    # a Gaussian is (eps, 0)-DP for no finite eps (its loss is unbounded): eps inf, delta 0
+    assert isinstance(gau.mechanism, Gaussian) and gau.eps == math.inf and gau.delta == 0.0
+    assert gau.laplace_scale is None
     assert gau.noise_std == gau.mechanism.sigma and gau.vs_optimal == gau.noise_std / opt.laplace_std
     assert any("noise_for" in s["stage"] for s in seen)
     none = calibrate.noise_table(5, 1.0, 0.0, methods=("optimal",), mechanisms="gaussian")[-1]
     assert none.method == "gaussian-aware" and none.noise_std is None and none.mechanism is None
+    assert (none.eps, none.delta) == (0.0, 0.0)  # only infinite noise fits, as a method certifying no eps
+    for r in rows + [none]:  # a user's formatting of the budget columns works on every row
+        assert isinstance(r.eps, float) and isinstance(r.delta, float) and not math.isnan(r.eps)
+        assert f"{r.eps:.3g}" == ("inf" if r is gau else "0" if r is none else f"{float(r.eps):.3g}")
     with pytest.raises(ValueError, match=r"mechanisms\[1\]"):
         calibrate.noise_table(5, 1.0, 1e-6, mechanisms=("laplace", "cauchy"))
 

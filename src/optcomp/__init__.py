@@ -10,6 +10,8 @@ Public API::
     optcomp.Accountant()                     # a ledger that composes as you go
     optcomp.privacy_curve(eps, delta=0.0, *, k=None, ...) -> PrivacyCurve
     optcomp.calibrate                        # budget splitting: per-query eps and noise
+    optcomp.mechanisms                       # Laplace, Gaussian, ... known by more than (eps, delta)
+    optcomp.integrations                     # adapters for other libraries (dp_accounting)
 
 ``eps``/``delta`` are either numbers together with ``k=`` (k mechanisms, each
 (eps, delta)-DP) or 1-D sequences of per-mechanism values (a scalar ``delta``
@@ -65,10 +67,11 @@ _LAZY = {
     "privacy_curve": "curves",
     "PrivacyCurve": "curves",
 }
-# modules a user may reach as optcomp.<name> (imported on first use); the pipeline's
+# modules a user may reach as optcomp.<name> and sees in dir(optcomp), each imported on first
+# use (``optcomp.mechanisms`` loads scipy: ``import optcomp`` does not); the pipeline's
 # experiments and figures (which need the `pipeline` extra) are reachable but not listed
-_SUBMODULES = ("accountant", "approx", "auto", "bounds", "calibrate", "cli", "curves", "hardness", "lattice", "loss",
-               "methods", "optimal", "region")
+_SUBMODULES = ("accountant", "approx", "auto", "bounds", "calibrate", "cli", "curves", "gdp", "hardness",
+               "integrations", "kov_noise", "lattice", "loss", "mechanisms", "methods", "optimal", "region")
 _PIPELINE = ("experiments", "figures")
 
 

@@ -558,15 +558,16 @@ def _make(name: str, x: float, sensitivity):
     return REGISTRY[name].with_privacy(x, sensitivity)
 
 
-def _pure_eps(name: str, m) -> float | None:
-    """The pure-DP eps of a calibrated mechanism (None for the Gaussians)."""
+def _pure_eps(name: str, m) -> float:
+    """The pure-DP eps of a calibrated mechanism: inf for the Gaussians (their privacy loss
+    is unbounded, so they are (eps, 0)-DP for no finite eps)."""
     if name == "laplace":
         return m.sensitivity / m.scale
     if name == "geometric":
         return m.eps * m.sensitivity
     if name == "staircase":
         return m.eps
-    return None
+    return math.inf
 
 
 def _noise_std(m) -> float:
@@ -692,8 +693,12 @@ def noise_for(mechanism, k, eps_g, delta_g, *, sensitivity=1.0, method="auto", r
 class NoiseRow(NamedTuple):
     """One row of :func:`noise_table`.
 
-    ``eps``/``delta``: the per-query budget (a mechanism-aware row: the mechanism's own eps
-    and 0 where it is pure DP, None for the Gaussians); ``laplace_scale``/``laplace_std``:
+    ``eps``/``delta``: the per-query budget, always a float (never None or NaN).  A
+    mechanism-aware row gives the mechanism's own pure-DP guarantee: its eps with delta 0.0
+    -- eps = inf for the Gaussians, whose privacy loss is unbounded (no finite eps at
+    delta 0: their guarantee is the composed one the row was calibrated to) -- and, where no
+    finite noise fits, eps = delta = 0.0 as for a method that certifies no positive eps
+    (only infinite noise, i.e. no output, meets the budget); ``laplace_scale``/``laplace_std``:
     the Laplace noise per query (None where the method certifies no positive eps, and in the
     rows of other mechanisms); ``vs_optimal``: noise relative to the optimal row (its
     standard deviation; None without one); ``noise_std``: the standard deviation of the
@@ -703,8 +708,8 @@ class NoiseRow(NamedTuple):
 
     method: str
     theorem: str
-    eps: float | None
-    delta: float | None
+    eps: float
+    delta: float
     laplace_scale: float | None
     laplace_std: float | None
     vs_optimal: float | None
@@ -787,9 +792,8 @@ def _mechanism_row(name: str, k: int, eps_g: float, delta_g: float, sensitivity:
     try:
         mech = noise_for(name, k, eps_g, delta_g, sensitivity=sens, progress=progress)
     except _NoNoise:
-        return NoiseRow(f"{name}-aware", theorem, None, None, None, None, None, None, None)
-    pure = _pure_eps(name, mech)
+        return NoiseRow(f"{name}-aware", theorem, 0.0, 0.0, None, None, None, None, None)
     scale = mech.scale if name == "laplace" else None
     std = _noise_std(mech) if scale is None else math.sqrt(2.0) * scale  # Laplace: as the black-box rows
-    return NoiseRow(f"{name}-aware", theorem, pure, None if pure is None else 0.0, scale,
+    return NoiseRow(f"{name}-aware", theorem, _pure_eps(name, mech), 0.0, scale,
                     None if scale is None else std, None, std, mech)

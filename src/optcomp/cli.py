@@ -901,8 +901,9 @@ def _cmd_split(args):
                f"{args.sensitivity!r}: largest certified per-query (eps, delta), Laplace noise per query")
     if names:
         caption += ("; NAME-aware rows: the least noise of that mechanism whose k copies, composed as that "
-                    "mechanism, meet the budget (noise_std: its standard deviation)")
-    if any(r.laplace_scale is None for r in table):
+                    "mechanism, meet the budget (noise_std: its standard deviation; eps, delta: its own pure-DP "
+                    "guarantee, eps inf for the Gaussians)")
+    if any(r.laplace_scale is None and r.mechanism is None for r in table):  # not the Gaussians' empty Laplace cells
         caption += "; '-': the method certifies no positive per-query eps within this budget"
     notes = []
     if args.method is None and not any(r.method == "kov_cor4.1" for r in table):
