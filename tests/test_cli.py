@@ -212,19 +212,38 @@ def test_bounds_bracket_the_optimum():
 
 def test_compare_lists_every_method_with_its_theorem():
     rows = inproc_json("compare", "--eps", "0.1", "--k", "100", "--delta-g", "1e-6")
-    theorems = [m for m in optcomp.METHODS if m != "auto"]  # auto repeats optimal or approx
-    assert [r["method"] for r in rows] == theorems
+    assert [r["method"] for r in rows] == list(optcomp.METHODS)  # auto too: the default answer, and its source
     by = {r["method"]: r for r in rows}
-    for m in theorems:
-        if m != "approx":
+    for m in optcomp.METHODS:
+        if m not in ("approx", "auto"):
             assert by[m]["theorem"] == optcomp.METHOD_INFO[m].theorem
         if m != "approx":
             assert by[m]["eps_g"] == optcomp.epsilon_g(0.1, k=100, delta_g=1e-6, method=m)
+    assert by["auto"]["theorem"] == "The default: optimal (exact)" and by["auto"]["vs_optimal"] == 1.0
     assert by["optimal"]["vs_optimal"] == 1.0
     assert by["basic"]["vs_optimal"] > by["drv"]["vs_optimal"] > by["kov"]["vs_optimal"] > 1.0
     assert by["approx"]["certified_lower"] <= by["optimal"]["eps_g"] <= by["approx"]["eps_g"]
     table = ok("compare", "--eps", "0.1", "--k", "100", "--eps-g", "4", "--methods", "basic,kov")
     assert [line.split()[0] for line in table.splitlines()[2:]] == ["basic", "kov"]
+
+
+def test_compare_from_stdin_has_a_row_per_method_of_the_api(capsys, monkeypatch):
+    """Two pairs on stdin: one row per name of optcomp.METHODS, each the library's value
+    for the same mechanisms (approx: its certified bracket around the optimum)."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO("eps,delta\n0.1,0\n0.2,1e-6\n"))
+    rows = inproc_json("compare", "--file", "-", "--delta-g", "1e-5")
+    api = {m: optcomp.epsilon_g([0.1, 0.2], [0.0, 1e-6], delta_g=1e-5, method=m) for m in optcomp.METHODS}
+    assert [r["method"] for r in rows] == list(api) and len(rows) == 7
+    for r in rows:
+        if r["method"] == "approx":
+            assert r["certified_lower"] <= api["optimal"] <= r["eps_g"]
+        else:
+            assert r["eps_g"] == api[r["method"]], r["method"]
+    # auto answers with approx where exact is out of reach: the row says so
+    eps = ",".join(repr(v) for v in np.random.default_rng(60).uniform(0.01, 0.07, 60).tolist())
+    rows = inproc_json("compare", "--eps", eps, "--delta-g", "1e-6", "--methods", "optimal,auto")
+    assert rows[0]["eps_g"] is None and rows[1]["theorem"].startswith("The default: approx (certified upper bound")
+    assert rows[1]["eps_g"] == optcomp.epsilon_g([float(x) for x in eps.split(",")], delta_g=1e-6)
 
 
 def test_compare_reports_an_exact_computation_that_is_too_large():
@@ -391,6 +410,66 @@ def test_bad_input_is_one_line_and_exit_2(args, match, capsys, monkeypatch):
 ])
 def test_bad_files_are_one_line_and_exit_2(text, match, capsys, monkeypatch):
     fails_in_process(("epsilon", "--file", "-", "--delta-g", "1e-6"), match, capsys, monkeypatch, stdin=text)
+
+
+@pytest.mark.parametrize("args, line", [
+    # a mistyped option is named (with the nearest real one) before the option it leaves missing
+    (("epsilon", "--eps", "0.1", "--k", "10", "--detla-g", "1e-6"),
+     "optcomp epsilon: error: unrecognized option '--detla-g' (did you mean --delta-g?) (see optcomp epsilon --help)"),
+    (("bounds", "--eps", "0.1", "--k", "10", "--detla-g=1e-6"),
+     "optcomp bounds: error: unrecognized option '--detla-g' (did you mean --delta-g?) (see optcomp bounds --help)"),
+    # an option the command does not know: that command's help, not the top level's
+    (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--methd", "kov"),
+     "optcomp epsilon: error: unrecognized option '--methd' (did you mean --method?) (see optcomp epsilon --help)"),
+    (("compare", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--methd", "kov"),
+     "optcomp compare: error: unrecognized option '--methd' (did you mean --methods?) (see optcomp compare --help)"),
+    (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--zzzzzz", "--qqqqqq"),
+     "optcomp epsilon: error: unrecognized options '--zzzzzz', '--qqqqqq' (see optcomp epsilon --help)"),
+    (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "extra"),
+     "optcomp epsilon: error: unrecognized arguments: extra (see optcomp epsilon --help)"),
+    (("--detla-g", "epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6"),
+     "optcomp: error: unrecognized option '--detla-g' (see optcomp --help)"),
+    # an abbreviation is argparse's (accepted when unique, else named ambiguous), not a typo
+    (("epsilon", "--eps", "0.1", "--k", "10", "--del", "1e-6"),
+     "optcomp epsilon: error: ambiguous option: --del could match --delta, --delta-g (see optcomp epsilon --help)"),
+    # the options a method takes are the flags there are (progress is none)
+    (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--max-atoms", "5"),
+     "optcomp epsilon: error: --max-atoms does not apply to method auto (its options: --tol)"),
+    # a privacy loss near the float range: one line naming the range, not warnings and a traceback's tail
+    (("curve", "--mechanism", "laplace:scale=1e-308", "--k", "2", "--num", "3"),
+     "optcomp curve: error: values beyond floating-point range for this computation"),
+])
+def test_mistyped_options_and_extreme_values_are_one_line(args, line, capsys, monkeypatch):
+    err = fails_in_process(args, line, capsys, monkeypatch)
+    assert err.startswith(line)
+
+
+def test_a_warning_inside_a_command_is_one_line(capsys, monkeypatch):
+    """Whatever floating-point trouble optcomp's code meets on input it does not support
+    ends the command with one line and status 2 (nothing half-printed)."""
+    import warnings
+
+    def overflowing(args):  # numpy's overflow warning, as raised on a line of optcomp.curves
+        warnings.warn_explicit("overflow encountered in multiply", RuntimeWarning, "curves.py", 1,
+                               module="optcomp.curves")
+        return "never", ["x"], [[1.0]]
+
+    monkeypatch.setitem(cli._COMMANDS, "methods", overflowing)
+    err = fails_in_process(("methods",), "optcomp methods: error: values beyond floating-point range", capsys,
+                           monkeypatch)
+    assert "overflow encountered" in err
+
+
+def test_curve_near_the_float_range_is_certified():
+    """Two (1e308, 0)-DP mechanisms: basic composition's point 2e308 overflows; the default
+    grid ends at the largest float, where delta is still 1 (the loss is 2e308 with
+    probability 1 - O(e^-1e308)), with no warning, in the library and the command line."""
+    curve = optcomp.privacy_curve(1e308, k=2, num=5)
+    assert curve.eps_g[-1] == sys.float_info.max and np.all(np.isfinite(curve.eps_g))
+    assert curve.delta.tolist() == [1.0] * 5
+    rows = rows_csv("curve", "--eps", "1e308", "--k", "2", "--num", "5")
+    assert [float(r["eps_g"]) for r in rows] == curve.eps_g.tolist()
+    assert [float(r["delta"]) for r in rows] == [1.0] * 5
 
 
 def test_line_endings_and_byte_order_mark_read_alike(tmp_path, capsys, monkeypatch):

@@ -37,8 +37,6 @@ from .methods import METHOD_INFO, METHODS
 
 __all__ = ["main"]
 
-_THEOREMS = tuple(m for m in METHODS if m != "auto")  # compare's default rows: auto repeats one of them
-
 PROG = "optcomp"
 
 
@@ -54,8 +52,54 @@ class _Parser(argparse.ArgumentParser):
         # only -1 and -1.5)
         self._negative_number_matcher = re.compile(r"^-\.?\d|^-(?i:inf|nan)")
 
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)  # for error(): the options typed
+        return super().parse_known_args(args, namespace)
+
     def error(self, message):  # one line, exit 2
+        typos = self._typos()
+        # a mistyped option is named first: argparse would otherwise report the required
+        # option it left missing ("--detla-g" -> "--delta-g is required")
+        if typos and message.startswith(("the following arguments are required", "one of the arguments",
+                                          "unrecognized arguments")):
+            message = "unrecognized option" + ("s " if len(typos) > 1 else " ") + ", ".join(
+                f"{t} (did you mean {close}?)" if close else t for t, close in typos)
         self.exit(2, _short(f"{self.prog}: error: {_one_line(message)}") + f" (see {self.prog} --help)\n")
+
+    def _typos(self) -> list[tuple[str, str | None]]:
+        """(token, nearest option or None) for each option-like token of this parser's
+        arguments that names none of its options (nor abbreviates one); the top-level
+        parser looks only before the command (the command's parser checks the rest)."""
+        import difflib
+
+        commands = set()
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands = set(action.choices)
+        known = [o for o in self._option_string_actions if o.startswith("--") and o != "--help"]
+        out = []
+        for token in getattr(self, "_argv", ()):
+            if token == "--" or token in commands:
+                break
+            if not token.startswith("-") or token == "-" or self._negative_number_matcher.match(token):
+                continue
+            name = token.split("=", 1)[0]
+            if name in self._option_string_actions or any(o.startswith(name) for o in self._option_string_actions):
+                continue
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            out.append((_show(name), close[0] if close else None))
+        return out
+
+
+class _SubParser(_Parser):
+    """A command's parser: options it does not know are its error (with its own help), not
+    the top-level parser's."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
 
 def _one_line(text) -> str:
@@ -300,7 +344,7 @@ def _parser() -> argparse.ArgumentParser:
                "Run `optcomp COMMAND --help` for the options of each command.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}",
                         help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubParser)
 
     p = _subparser(sub, "epsilon", "least eps_g certified at a given delta_g",
                    "Least eps_g such that the composition is (eps_g, delta_g)-DP under --method "
@@ -346,7 +390,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_mechanisms(p)
     _add_target(p)
     p.add_argument("--methods", type=_list_of(str), action=_Once, metavar="M[,M...]",
-                   help=f"methods to compare (default all theorems: {','.join(_THEOREMS)})")
+                   help=f"methods to compare (default all: {','.join(METHODS)})")
     _add_options(p, method=False)
     _add_output(p)
 
@@ -642,8 +686,9 @@ def _options(args, method: str | None = None) -> dict:
         bad = sorted(set(opts) - set(accepted))
         if bad:
             flag = "--" + bad[0].replace("_", "-")
+            flags = [o for o in accepted if o in keys]  # (progress is no flag: a status line on a terminal)
             raise UsageError(f"{flag} does not apply to method {method} (its options: "
-                             f"{', '.join('--' + o.replace('_', '-') for o in accepted) or 'none'})")
+                             f"{', '.join('--' + o.replace('_', '-') for o in flags) or 'none'})")
     return opts
 
 
@@ -735,26 +780,25 @@ def _theorem(method: str, algorithm: str | None = "fast") -> str:
 # left out): appended to the table's caption, a "notes" list in JSON, stderr with --csv
 
 
-def _auto(acc, args, direction: str):
-    """(value, caption suffix) of method auto: which method answered goes in the header."""
+def _auto(acc, direction: str, target: float, opts: dict) -> tuple[float, str]:
+    """(value, which method answered) of method auto at ``target`` (delta_g for ``"eps"``,
+    eps_g for ``"delta"``)."""
     from . import auto
     from ._inputs import check_delta_g, check_eps_g, mechanisms
 
     e, d, c = _multiset(acc)
     m = mechanisms(e, d, None, c)
-    opts = _options(args, "auto")
     if direction == "eps":
-        value, how = auto.resolve_epsilon(m, check_delta_g(args.delta_g), **opts)
-    else:
-        value, how = auto.resolve_delta(m, check_eps_g(args.eps_g), **opts)
-    return value, f"; method auto: {how}"
+        return auto.resolve_epsilon(m, check_delta_g(target), **opts)
+    return auto.resolve_delta(m, check_eps_g(target), **opts)
 
 
 def _cmd_epsilon(args):
     acc = _mechanisms(args)
     how = ""
     if args.method == "auto" and acc.k:
-        value, how = _auto(acc, args, "eps")
+        value, how = _auto(acc, "eps", args.delta_g, _options(args, "auto"))
+        how = f"; method auto: {how}"
     else:
         value = acc.get_epsilon(args.delta_g, method=args.method, **_options(args, args.method))
     notes = [_unattainable(acc, args.delta_g, args.method)] if value == math.inf else []
@@ -765,7 +809,8 @@ def _cmd_delta(args):
     acc = _mechanisms(args)
     how = ""
     if args.method == "auto" and acc.k:
-        value, how = _auto(acc, args, "delta")
+        value, how = _auto(acc, "delta", args.eps_g, _options(args, "auto"))
+        how = f"; method auto: {how}"
     else:
         value = acc.get_delta(args.eps_g, method=args.method, **_options(args, args.method))
     return _describe(acc) + how, ["method", "eps_g", "delta_g"], [[args.method, args.eps_g, value]]
@@ -794,7 +839,7 @@ def _cmd_compare(args):
     from .optimal import ExactTooLarge
 
     acc = _mechanisms(args)
-    methods = args.methods or list(_THEOREMS)
+    methods = args.methods or list(METHODS)
     for m in methods:
         if m not in METHOD_INFO:
             raise UsageError(f"--methods: unknown method {m!r} (choose from {', '.join(METHODS)})")
@@ -815,6 +860,14 @@ def _cmd_compare(args):
             rows.append([m, None, None, _theorem(m, mine.get("algorithm", "fast"))])
             continue
         try:
+            if m == "auto":  # what the other commands answer by default, and which method gave it
+                done = next((r[1] for r in rows if r[0] == "optimal" and r[1] is not None), None)
+                if done is not None and "max_atoms" not in opts:  # auto's exact attempt is this very call
+                    value, how = done, "optimal (exact)"
+                else:
+                    value, how = _auto(acc, "eps" if by_eps else "delta", target, mine)
+                rows.append([m, value, None, f"The default: {how}"])
+                continue
             if m == "approx" and mine.get("algorithm", "fast") == "fast":
                 bo = {key: v for key, v in mine.items() if key != "algorithm"}
                 b = (optcomp.epsilon_bounds(e, d, counts=c, delta_g=target, **bo) if by_eps
@@ -999,11 +1052,23 @@ def main(argv=None) -> int:
     if args.command is None:  # only options such as --json before the command
         parser.error("a command is required")
     fmt = "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) else "table"
+    import warnings
+
     try:
-        caption, columns, rows, *rest = _COMMANDS[args.command](args)
-        notes = [n for n in (rest[0] if rest else ()) if n]
-        text = _render(args.command, caption, columns, rows, fmt, notes)
-    except (UsageError, ValueError, TypeError, OverflowError) as exc:
+        with warnings.catch_warnings(record=True) as caught:
+            # a floating-point overflow in optcomp's own code (which never warns on the
+            # values it supports: the test suite makes every such warning an error) stops the
+            # command with one line instead of a screen of warnings and a later symptom
+            warnings.simplefilter("always")
+            warnings.filterwarnings("error", category=RuntimeWarning, module=r"optcomp(\.|$)")
+            caption, columns, rows, *rest = _COMMANDS[args.command](args)
+            notes = [n for n in (rest[0] if rest else ()) if n]
+            text = _render(args.command, caption, columns, rows, fmt, notes)
+    except (RuntimeWarning, OverflowError) as exc:  # optcomp raises no OverflowError of its own
+        sys.stderr.write(_short(f"{PROG} {args.command}: error: values beyond floating-point range for this "
+                                f"computation ({_one_line(exc)})") + "\n")
+        return 2
+    except (UsageError, ValueError, TypeError) as exc:
         sys.stderr.write(_short(f"{PROG} {args.command}: error: {_one_line(exc)}") + "\n")
         return 2
     except MemoryError:
@@ -1013,6 +1078,9 @@ def main(argv=None) -> int:
         sys.stderr.write(f"{PROG} {args.command}: interrupted\n")
         return 130
     try:
+        for w in {str(w.message): w for w in caught}.values():  # others' warnings on a result: one line each
+            sys.stderr.write(_short(f"{PROG} {args.command}: warning: {w.category.__name__}: "
+                                    f"{_one_line(w.message)}") + "\n")
         if fmt == "csv":  # CSV has no place for them
             for note in notes:
                 sys.stderr.write(f"{PROG} {args.command}: note: {note}\n")

@@ -35,6 +35,7 @@ optcomp does not provide.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import NamedTuple
 
@@ -126,7 +127,8 @@ _GRID_TOL = 1e-3  # certified gap of the approx evaluation placing the grid's ri
 def default_grid(eps, delta, counts, method: str, num: int, *, others=()) -> np.ndarray:
     """The default eps_g grid: ``num`` equispaced points from 0 to where the curve ends.
 
-    The right end is sum_i eps_i (basic composition's point) for ``"basic"``, otherwise
+    The right end is sum_i eps_i (basic composition's point; the largest float where the
+    sum overflows) for ``"basic"``, otherwise
     the smaller of sum_i eps_i and the KOV bound's eps_g at delta~ = 1e-12 (beyond it the
     curve is below ~1e-12 above its floor).  For ``"optimal"`` with one distinct pair,
     KOV Thm 3.3's corners (k - 2i) eps in range are added when there are at most ``num``.
@@ -137,7 +139,7 @@ def default_grid(eps, delta, counts, method: str, num: int, *, others=()) -> np.
     """
     if len(others):
         return np.linspace(0.0, _mechanism_end(eps, delta, counts, method, others), num)
-    total = float(np.dot(eps, counts.astype(float)))
+    total = _total(eps, counts)
     upper = total
     if method != "basic" and total > 0:
         log_keep = float(np.dot(np.log1p(-delta), counts.astype(float)))
@@ -170,8 +172,16 @@ def _mechanism_end(eps, delta, counts, method: str, others) -> float:
             cap = optcomp.epsilon_g(e, d, counts=c, delta_g=target, **how)
             if math.isfinite(cap) and cap > 0:
                 return cap
-    total = float(np.dot(np.asarray(eps, dtype=float), np.asarray(counts, dtype=float)))
+    total = _total(eps, counts)
     return total if total > 0 else 1.0
+
+
+def _total(eps, counts) -> float:
+    """sum_i count_i eps_i, the largest float where it overflows (a grid's right end: the
+    curve is then 1.0 to the last bit up to there, e.g. for eps = 1e308)."""
+    with np.errstate(over="ignore"):
+        total = float(np.dot(np.asarray(eps, dtype=float), np.asarray(counts, dtype=float)))
+    return min(total, sys.float_info.max)
 
 
 def _resolve_auto(args, options):
