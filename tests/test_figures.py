@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from optcomp.figures.homogeneous import delta_g_color, eps_color
 
 
@@ -111,7 +113,8 @@ def test_kov_section4_figures_draw_every_mechanism_route_and_budget(tmp_path):
     io.write_csv(region, tmp_path / "region.csv")
     f = fig.geometric(tmp_path / "region.csv")
     near = [line for line in f.axes[1].lines if line.get_marker() == "o" and line.get_markerfacecolor() == "none"]
-    assert sorted(len(line.get_xdata()) for line in near) == [0, 2]  # the legend's dummy and the two points
+    assert sorted(len(line.get_xdata()) for line in near) == [2]  # the two points (the legend is the figure's)
+    assert [ax.get_legend() for ax in f.axes] == [None, None] and len(f.legends) == 1
     plt.close(f)
     # several eps (config/paper.yaml): a column per eps, colour = k, one figure legend
     many = pd.concat([region.assign(eps=e, k=k) for e in (0.01, 0.1, 0.5) for k in (10, 100)], ignore_index=True)
@@ -130,3 +133,78 @@ def test_kov_section4_figures_draw_every_mechanism_route_and_budget(tmp_path):
     f = fig.black_box(tmp_path / "black.csv")
     assert [line.get_label() for line in f.axes[1].lines[:2]] == ["a", "b"]
     plt.close(f)
+
+
+# ------------------------------------------------------------------------- legends and notes off the data
+
+
+def _crossed(ax, box, pad: float = 1.5) -> list[str]:
+    """What ``ax`` draws inside the display-space ``box`` (grown by ``pad`` pixels): the lines
+    (their segments, sampled), the markers, the error bars' whiskers."""
+    import numpy as np
+
+    x0, y0, x1, y1 = box.x0 - pad, box.y0 - pad, box.x1 + pad, box.y1 + pad
+
+    def inside(points) -> bool:
+        p = np.asarray(points, dtype=float).reshape(-1, 2)
+        p = p[np.isfinite(p).all(axis=1)]
+        return bool(np.any((p[:, 0] >= x0) & (p[:, 0] <= x1) & (p[:, 1] >= y0) & (p[:, 1] <= y1)))
+
+    def sampled(xy):
+        t = np.linspace(0.0, 1.0, 64)[:, None, None]
+        return (xy[:-1][None] + t * (xy[1:] - xy[:-1])[None]).reshape(-1, 2)
+
+    hit = []
+    for line in ax.get_lines():
+        xy = ax.transData.transform(line.get_xydata()) if len(line.get_xydata()) else np.empty((0, 2))
+        drawn = line.get_linestyle() not in ("None", "none", "") and len(xy) > 1 and inside(sampled(xy))
+        if line.get_marker() not in (None, "None", "none", "", "_", "|") and inside(xy) or drawn:
+            hit.append(f"line {line.get_label()!r}")
+    for coll in ax.collections:
+        for path in coll.get_paths():
+            xy = coll.get_transform().transform(path.vertices)
+            if len(xy) > 1 and inside(sampled(xy)):
+                hit.append(f"collection {coll.get_label()!r}")
+                break
+    return hit
+
+
+def test_legends_and_notes_stay_off_the_data():
+    """The committed figures, redrawn from the committed tables: the Thm 4.4 figure's legend
+    (once inside panel (b), over its y axis and the 10^0 label) sits above both panels; the
+    runtime figure's note in panel (e) crosses no curve or whisker and stays in its frame; the
+    heterogeneous figure's legend of panel (c) touches no curve."""
+    import matplotlib.pyplot as plt
+
+    from optcomp.figures import heterogeneous, kov_section4, runtime, use_style
+
+    root = Path(__file__).resolve().parents[1] / "results"
+    with use_style():
+        f = kov_section4.geometric(root / "kov_section4" / "geometric_region.csv")
+        f.canvas.draw()
+        r = f.canvas.get_renderer()
+        (legend,) = f.legends
+        box = legend.get_window_extent(r)
+        assert all(ax.get_legend() is None for ax in f.axes)
+        assert all(box.y0 >= ax.get_tightbbox(r).y1 - 1 for ax in f.axes)  # above titles and tick labels
+        plt.close(f)
+
+        timing = root / "timing" / "reference"
+        f = runtime.scaling(*(timing / f"{n}.csv" for n in ("approx_vs_k", "approx_vs_eta", "exact_heterogeneous",
+                                                            "exact_homogeneous", "accuracy", "slopes")))
+        f.canvas.draw()
+        r = f.canvas.get_renderer()
+        ax_e = next(ax for ax in f.axes if ax.get_title(loc="left").startswith("(e)"))
+        (note,) = [t for t in ax_e.texts if t.get_text().startswith("fast:")]
+        box = note.get_window_extent(r)
+        assert _crossed(ax_e, box, pad=3.0) == []
+        frame = ax_e.get_window_extent(r)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        plt.close(f)
+
+        f = heterogeneous.comparison(root / "heterogeneous" / "eps_g.csv", root / "heterogeneous" / "mechanisms.csv")
+        f.canvas.draw()
+        r = f.canvas.get_renderer()
+        ax_c = next(ax for ax in f.axes if ax.get_title(loc="left").startswith("(c)"))
+        assert _crossed(ax_c, ax_c.get_legend().get_window_extent(r), pad=3.0) == []
+        plt.close(f)

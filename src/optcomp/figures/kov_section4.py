@@ -148,37 +148,45 @@ def geometric(region_csv) -> plt.Figure:
         return _geometric_by_eps(df)
     pairs = [tuple(p) for p in df[["eps", "k"]].drop_duplicates().itertuples(index=False)]
     with use_style():
-        fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(DOUBLE, 2.8))
+        fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(DOUBLE, 3.0))
+        handles = []
         for i, (eps, k) in enumerate(pairs):
             g = df[(df["eps"] == eps) & (df["k"] == k)]
             x = g["eps_g"] / (k * eps)
             color = _K_COLOR[i % len(_K_COLOR)]
-            label = rf"$k$ = {k}, $\varepsilon$ = {eps:g}"
-            ax_a.plot(x, g["delta_optimal"], color=color, lw=1.2, label=label)
+            ax_a.plot(x, g["delta_optimal"], color=color, lw=1.2)
             ax_a.plot(x, g["delta_upper"], ls="none", marker="^", ms=3, mfc="none", mec=color, mew=0.7)
             ax_a.plot(x, g["delta_lower"], ls="none", marker="v", ms=3, mfc="none", mec=color, mew=0.7)
             pos = g[g["delta_optimal"] > 0]
-            ax_b.plot(pos["eps_g"] / (k * eps), pos["relative_deviation"], color=color, lw=0.8, label=label)
+            ax_b.plot(pos["eps_g"] / (k * eps), pos["relative_deviation"], color=color, lw=0.8)
             off, near = pos[~pos["near_atom"]], pos[pos["near_atom"]]
             ax_b.plot(off["eps_g"] / (k * eps), off["relative_deviation"], ls="none", color=color, marker="o", ms=2.4)
             ax_b.plot(near["eps_g"] / (k * eps), near["relative_deviation"], ls="none", marker="o", ms=4.5,
                       mfc="none", mec=color, mew=0.9)
+            handles.append(Line2D([], [], color=color, lw=1.5, label=rf"$k$ = {k}, $\varepsilon$ = {eps:g}"))
         for t in sorted(df["tol"].unique()):
             ax_b.axhline(t, color="#555555", lw=0.8, ls=(0, (4, 2)))
         ax_a.set_yscale("log")
         ax_a.set_xlabel(r"$\varepsilon_g / (k\varepsilon)$")
         ax_a.set_ylabel(r"$\delta(\varepsilon_g)$")
         ax_a.set_title("(a) optimal (lines) vs geometric's bracket (markers)")
-        ax_a.legend(loc="lower left")
         ax_b.set_yscale("log")
         ax_b.set_xlabel(r"$\varepsilon_g / (k\varepsilon)$")
         ax_b.set_ylabel("max |bracket end - optimal| / optimal")
         ax_b.set_title("(b) distance to the optimum")
-        ax_b.plot([], [], ls="none", marker="o", ms=4.5, mfc="none", mec="#555555", label="near an atom of the loss")
-        ax_b.plot([], [], color="#555555", lw=0.8, ls=(0, (4, 2)), label="engine tolerance (relative)")
-        lo, hi = ax_b.get_ylim()
-        ax_b.set_ylim(lo, hi * (hi / lo) ** 0.45)  # headroom for the legend above the data
-        ax_b.legend(loc="upper right", ncols=2)
+        # one legend above both panels: inside either it covered data or the axis labels
+        # (first row: colour = k; second row: the markers; legends fill column by column)
+        marks = [Line2D([], [], ls="none", marker="^", ms=3.5, mfc="none", mec="#555555", mew=0.8,
+                        label="bracket: upper end"),
+                 Line2D([], [], ls="none", marker="v", ms=3.5, mfc="none", mec="#555555", mew=0.8,
+                        label="bracket: lower end"),
+                 Line2D([], [], ls="none", marker="o", ms=4.5, mfc="none", mec="#555555", mew=0.9,
+                        label="near an atom of the loss"),
+                 Line2D([], [], color="#555555", lw=0.8, ls=(0, (4, 2)), label="engine tolerance (relative)")]
+        ncols = max(len(handles), len(marks))
+        blank = [Line2D([], [], ls="none", label=" ")]
+        rows = [handles + blank * (ncols - len(handles)), marks + blank * (ncols - len(marks))]
+        fig.legend(handles=[h for pair in zip(*rows) for h in pair], loc="outside upper center", ncols=ncols)
     return fig
 
 

@@ -160,10 +160,11 @@ def scaling(vs_k_csv, vs_eta_csv, exact_het_csv, exact_hom_csv, accuracy_csv, sl
                           ms=3, mfc="white", mew=0.9, lw=0.8, elinewidth=0.5, capsize=0)
         fast = acc[acc["method"] == "approx"]
         if len(fast) > 1:  # its time does not grow with the accuracy at this k: say why it zig-zags
-            ax_e.annotate("fast: one lattice pass,\ntime flat in the tolerance\n(order = timing noise,\n"
-                          "whiskers min..max)", (fast["seconds"].median(), float(np.maximum(fast["error"], 1e-12).min())),
-                          xytext=(8, 4), textcoords="offset points", ha="left", va="bottom", fontsize=5.4,
-                          color=COLOR_T.get("approx"))
+            # in the lower right corner, clear of the curves (placed beside the fast curve's
+            # lowest point, the text ran over its whiskers and out of the frame)
+            ax_e.text(0.97, 0.12, "fast: one lattice pass,\ntime flat in the\ntolerance (order =\ntiming noise, "
+                      "whiskers\nmin..max)", transform=ax_e.transAxes, ha="right", va="bottom", multialignment="left",
+                      fontsize=5.4, color=COLOR_T.get("approx"))
         ax_e.set_xscale("log")
         ax_e.set_yscale("log")
         k_e = int(acc["k"].iloc[0]) if len(acc) else 0
