@@ -345,6 +345,33 @@ def test_file_csv_json_and_stdin_agree(tmp_path):
     assert got == [want] + [kov] * 4
 
 
+def test_the_ledger_reader_is_the_library_behind_file(tmp_path, monkeypatch):
+    """optcomp.ledger.read_accountant -- what --file runs -- gives the Accountant of the
+    same mechanisms from CSV, JSON and stdin; its errors are LedgerError (a ValueError) naming
+    the file and line, which the command line prefixes with the flag."""
+    from optcomp import ledger
+    from optcomp.mechanisms import Laplace
+
+    (tmp_path / "m.csv").write_text('eps,delta,count,mechanism\n0.1,0,100,\n,,2,"laplace:scale=10"\n')
+    (tmp_path / "m.json").write_text(json.dumps([{"eps": 0.1, "delta": 0, "count": 1e2},
+                                                 {"mechanism": "Laplace", "scale": 10, "count": 2}]))
+    want = optcomp.Accountant().compose(0.1, count=100).compose(Laplace(10.0), count=2)
+    assert ledger.read_accountant(str(tmp_path / "m.csv")) == want
+    assert ledger.read_accountant(str(tmp_path / "m.json")) == want
+    monkeypatch.setattr(sys, "stdin", io.StringIO((tmp_path / "m.csv").read_text()))
+    assert ledger.read_accountant("-") == want
+    (tmp_path / "bad.csv").write_text("eps,delta\n0.1,2\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ledger.LedgerError, match=r"^bad\.csv line 2: delta must lie in \[0, 1\), got 2.0$") as exc:
+        ledger.read_accountant("bad.csv")
+    assert isinstance(exc.value, ValueError)
+    with pytest.raises(ValueError, match="^missing.csv: No such file"):
+        ledger.read_accountant("missing.csv")
+    r = run("epsilon", "--file", "bad.csv", "--delta-g", "1e-6", cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == "optcomp epsilon: error: --file bad.csv line 2: delta must lie in [0, 1), got 2.0\n"
+
+
 # ------------------------------------------------------------------------- bad input
 
 

@@ -27,7 +27,7 @@ LAYERS = {
     # L5 method entry points, the method registry and the facade
     "approx": 5, "auto": 5, "_progress": 5, "methods": 5, "": 5,
     # L6 toolkit
-    "accountant": 6, "calibrate": 6, "curves": 6, "region": 6, "cli": 6, "__main__": 6, "integrations": 6,
+    "accountant": 6, "ledger": 6, "calibrate": 6, "curves": 6, "region": 6, "cli": 6, "__main__": 6, "integrations": 6,
     # L7 pipeline
     "pipeline": 7, "reporting": 7, "experiments": 7, "figures": 7,
 }

@@ -423,7 +423,7 @@ def cli_fails(args, match, capsys, stdin=None, monkeypatch=None) -> str:
 def test_every_mechanism_spec_reads_back(m):
     from optcomp import cli
 
-    assert cli._parse_mechanism(cli._spec(m)) == (m, None)
+    assert cli._parse_mechanism(cli._spec(m)) == (m, None)  # the command line reads what ledger writes
 
 
 def test_cli_epsilon_of_mechanisms_is_the_library_value():

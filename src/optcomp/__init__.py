@@ -71,7 +71,7 @@ _LAZY = {
 # use (``optcomp.mechanisms`` loads scipy: ``import optcomp`` does not); the pipeline's
 # experiments and figures (which need the `pipeline` extra) are reachable but not listed
 _SUBMODULES = ("accountant", "approx", "auto", "bounds", "calibrate", "cli", "curves", "gdp", "hardness",
-               "integrations", "kov_noise", "lattice", "loss", "mechanisms", "methods", "optimal", "region")
+               "integrations", "kov_noise", "lattice", "ledger", "loss", "mechanisms", "methods", "optimal", "region")
 _PIPELINE = ("experiments", "figures")
 
 

@@ -10,18 +10,19 @@
 
 Mechanisms come inline (``--eps`` with ``--k``, ``--count``, ``--delta``; ``--mechanism
 laplace:scale=10,count=100``, repeatable, for mechanisms known by more than (eps, delta)) or
-from a CSV/JSON file (``--file``; ``-`` reads stdin; a ``mechanism`` column or field).  Output is an aligned table; ``--json`` and ``--csv``
-print the same rows for scripts, floats in shortest round-trip form, infinity as ``inf``
-(a JSON string), never NaN.  Notes a reader must see (why an answer is inf, what a ratio is
-relative to, a row left out) end the table's caption, form a JSON ``"notes"`` list, or go to
-stderr with ``--csv``.  Everything is computed before anything is printed; bad input prints
-one short line on stderr and exits with status 2.  Imports are deferred so that a homogeneous
-question costs little more than the computation and numpy/scipy's own start-up.
+from a CSV/JSON file (``--file``; ``-`` reads stdin; a ``mechanism`` column or field).
+Output is an aligned table; ``--json`` and ``--csv`` print the same rows for scripts, floats
+in shortest round-trip form, infinity as ``inf`` (a JSON string), never NaN.  Notes a reader
+must see (why an answer is inf, what a ratio is relative to, a row left out) end the table's
+caption, form a JSON ``"notes"`` list, or go to stderr with ``--csv``.  Everything is
+computed before anything is printed; bad input prints one short line on stderr and exits
+with status 2.  Imports are deferred so that a homogeneous question costs little more than
+the computation and numpy/scipy's own start-up.
 
-Length (~860 lines): one argparse tree, the hostile-input readers (CSV and JSON, stdin and
-files: byte-order marks, line endings, strict quoting, size and depth limits) and one
-command function per subcommand, all of them parsing and printing around the library; a
-split would only scatter the one user-facing error convention (one line, exit 2).
+The files (``--file``) and mechanism specs (``--mechanism``) are read by
+:mod:`optcomp.ledger`, beside the Accountant they fill; this module holds the argparse tree,
+one command function per subcommand and the output, all of them parsing and printing
+around the library with one user-facing error convention (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ import math
 import re
 import sys
 
-from ._inputs import MAX_K
+from . import ledger
 from ._version import __version__
+from .ledger import _one_line, _parse_mechanism, _show, _spec
 from .methods import METHOD_INFO, METHODS
 
 __all__ = ["main"]
@@ -102,10 +104,6 @@ class _SubParser(_Parser):
         return namespace, extras
 
 
-def _one_line(text) -> str:
-    return " ".join(str(text).split())
-
-
 MAX_LINE = 300  # an error line longer than this is cut (the parameter is named at its start)
 
 
@@ -113,53 +111,30 @@ def _short(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "\u2026"
 
 
-def _show(text: str, limit: int = 40) -> str:
-    """``text`` quoted for an error line, cut after ``limit`` characters."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}\u2026 ({len(text):,} characters)"
-
-
 # ----------------------------------------------------------------------------------- argument types
 
 
-def _real(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {_show(text)}") from None
-    if math.isnan(value):
-        raise argparse.ArgumentTypeError(f"expected a number, got {_show(text)}")
-    return value
-
-
-def _integer(text: str, hi: int | None = None, lo: int = 1) -> int:
-    """An integer >= ``lo`` (and <= ``hi``); integral scientific notation (1e6) is accepted."""
-    t = text.strip().replace("_", "")
-    try:
-        value = int(t)
-    except ValueError:
+def _argument(parse):
+    """An argparse type from one of :mod:`optcomp.ledger`'s number parsers (their ValueError
+    becomes the ArgumentTypeError argparse reports as "argument --flag: message")."""
+    def parse_argument(text: str, *args, **kwargs):
         try:
-            f = float(t)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {_show(text)}") from None
-        if not (math.isfinite(f) and f == math.floor(f)):
-            raise argparse.ArgumentTypeError(f"expected an integer, got {_show(text)}") from None
-        value = int(f)
-    if value < lo or (hi is not None and value > hi):
-        what = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi:.0e}]"
-        raise argparse.ArgumentTypeError(f"expected {what}, got {_show(text)}")
-    return value
+            return parse(text, *args, **kwargs)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse_argument.__name__ = parse.__name__
+    return parse_argument
+
+
+_real = _argument(ledger._real)
+_integer = _argument(ledger._integer)
+_count = _argument(ledger._count)  # a number of mechanisms (--k, --count): an integer in [1, 10^12]
 
 
 def _points(text: str) -> int:
     """A number of grid points (--num, --num-alpha): an integer >= 2."""
     return _integer(text, lo=2)
-
-
-def _count(text: str) -> int:
-    """A number of mechanisms (--k, --count): an integer in [1, 10^12]."""
-    return _integer(text, MAX_K)
 
 
 def _list_of(parse):
@@ -175,41 +150,6 @@ def _list_of(parse):
     return parse_list
 
 
-def _parse_mechanism(text: str):
-    """(mechanism object, count or None) of a spec ``NAME[:KEY=VALUE,...]`` (NAME a family of
-    ``optcomp.mechanisms.REGISTRY``); ValueError naming the bad key (the object's own checks
-    name its parameter)."""
-    from . import mechanisms as mech
-
-    name, _, rest = text.strip().partition(":")
-    try:
-        cls = mech.family(name)
-    except ValueError:
-        raise ValueError(f"unknown mechanism {_show(name.strip())} (choose from {', '.join(mech.REGISTRY)})") from None
-    keys = cls.spec_keys()
-    values: dict = {}
-    count = None
-    for item in rest.split(",") if rest.strip() else ():
-        key, eq, value = (part.strip() for part in item.partition("="))
-        key = key.lower()
-        if not eq or not key or not value:
-            raise ValueError(f"expected KEY=VALUE, got {_show(item.strip())}")
-        if key in values or (key == "count" and count is not None):
-            raise ValueError(f"{key} given twice")
-        try:
-            if key == "count":
-                count = _count(value)
-            elif key not in keys:
-                raise ValueError(f"unknown key {key!r} for {cls.family} (expected {', '.join(keys + ['count'])})")
-            elif key in cls.list_keys:
-                values[key] = [_real(v.strip()) for v in value.split("/")]
-            else:
-                values[key] = _real(value)
-        except argparse.ArgumentTypeError as exc:
-            raise ValueError(f"{key}: {exc}") from None
-    return cls.from_spec(values), count
-
-
 def _mechanism_arg(text: str):
     """argparse type of --mechanism: (object, count or None, the spec as given)."""
     try:
@@ -217,14 +157,6 @@ def _mechanism_arg(text: str):
     except (TypeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(f"{_show(text)}: {_one_line(exc)}") from None
     return m, count, text
-
-
-def _spec(m) -> str:
-    """The --mechanism spec of a mechanism object (what _parse_mechanism reads back)."""
-    parts = []
-    for key, v in m.spec_values().items():
-        parts.append(f"{key}={'/'.join(repr(x) for x in v) if isinstance(v, tuple) else repr(v)}")
-    return f"{m.family}:{','.join(parts)}"
 
 
 def _noise_name(text: str) -> str:
@@ -494,141 +426,11 @@ def _accountant_from_inline(args):
     return acc
 
 
-def _read_source(path: str) -> tuple[str, str]:
-    """The text of ``path`` (``-``: stdin) and its name for messages.  A file and the same
-    bytes on stdin read alike: UTF-8, a leading byte-order mark dropped (spreadsheets write
-    one), line endings left as they are (:func:`_csv_accountant` checks them)."""
-    name = "stdin" if path == "-" else path if len(path) <= 60 else _show(path, 60)
-    if path == "-":
-        raw = getattr(sys.stdin, "buffer", None)
-        if raw is None:  # a text stream (e.g. replaced in tests)
-            text = sys.stdin.read()
-            return (text[1:] if text.startswith("\ufeff") else text), name
-        data = raw.read()
-    else:
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise UsageError(f"--file {name}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig"), name
-    except UnicodeDecodeError:
-        raise UsageError(f"--file {name}: not a UTF-8 text file (expected CSV or JSON)") from None
-
-
-def _integral(value):
-    """JSON/CSV count: an int, or an integral float such as 1e6."""
-    if isinstance(value, float) and math.isfinite(value) and value == math.floor(value):
-        return int(value)
-    return value
-
-
 def _accountant_from_file(path: str):
-    from .accountant import Accountant
-
-    text, name = _read_source(path)
-    stripped = text.lstrip()
-    is_json = path.lower().endswith(".json") or (not path.lower().endswith(".csv") and stripped[:1] in "[{")
-    if not stripped:
-        raise UsageError(f"--file {name}: empty (expected CSV or JSON mechanisms)")
-    if is_json:
-        import json
-
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--file {name}: invalid JSON: {exc}") from None
-        except RecursionError:
-            raise UsageError(f"--file {name}: invalid JSON: nested too deeply") from None
-        except ValueError as exc:  # an integer of more than 4300 digits
-            msg = "a number with too many digits" if "digits" in str(exc) else _one_line(exc)
-            raise UsageError(f"--file {name}: invalid JSON: {msg}") from None
-        if isinstance(data, list):
-            data = {"mechanisms": data}
-        if isinstance(data, dict) and isinstance(data.get("mechanisms"), list):
-            data = dict(data, mechanisms=[dict(m, count=_integral(m["count"])) if isinstance(m, dict) and "count" in m
-                                          else m for m in data["mechanisms"]])
-        try:
-            acc = Accountant.from_dict(data)
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"--file {name}: {exc}") from None
-    else:
-        acc = _csv_accountant(text, name)
-    if not acc:
-        raise UsageError(f"--file {name}: no mechanisms")
-    return acc
-
-
-def _csv_accountant(text: str, name: str):
-    import csv
-    import io
-
-    from .accountant import Accountant
-
-    lone_cr = re.search(r"\r(?!\n)", text)
-    if lone_cr and "\n" in text:
-        line = text.count("\n", 0, lone_cr.start()) + 1
-        raise UsageError(f"--file {name} line {line}: a bare carriage return (\\r) amid newline-ended lines "
-                         f"(mixed line endings; save the file with one kind)")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")  # CRLF or CR-only files
-    reader = csv.reader(io.StringIO(text), strict=True)  # strict: an unterminated quote is an error
     try:
-        rows = [(i, r) for i, r in enumerate(reader, 1) if r and any(c.strip() for c in r)]
-    except csv.Error as exc:
-        msg = str(exc)
-        if "field limit" in msg:
-            msg = f"a field longer than {csv.field_size_limit():,} characters"
-        elif "end of data" in msg:
-            msg = "unterminated quote (a field opened with \" is never closed)"
-        raise UsageError(f"--file {name} line {reader.line_num}: malformed CSV: {msg}") from None
-    if not rows:
-        raise UsageError(f"--file {name}: no mechanisms")
-    line, header = rows[0]
-    header = [h.strip().lower() for h in header]
-    for h in header:
-        if h not in ("eps", "delta", "count", "mechanism"):
-            raise UsageError(f"--file {name}: unknown column {_show(h)} (expected eps, delta, count, mechanism)")
-    if len(set(header)) != len(header):
-        raise UsageError(f"--file {name}: duplicate column in header {','.join(header)}")
-    if "eps" not in header and "mechanism" not in header:
-        raise UsageError(f"--file {name}: the header must name an eps column or a mechanism column (got {','.join(header)})")
-    acc = Accountant()
-    for line, row in rows[1:]:
-        if len(row) != len(header):
-            raise UsageError(f"--file {name} line {line}: {len(row)} fields, the header has {len(header)}")
-        cells = {col: cell.strip() for col, cell in zip(header, row)}
-        spec = cells.pop("mechanism", "")
-        if spec:  # a mechanism: its spec gives its parameters, eps and delta stay empty
-            given = [col for col in ("eps", "delta") if cells.get(col)]
-            if given:
-                raise UsageError(f"--file {name} line {line}: give {given[0]} or a mechanism, not both")
-            cells = {col: cell for col, cell in cells.items() if col == "count"}
-        elif "eps" not in cells:
-            raise UsageError(f"--file {name} line {line}: empty mechanism")
-        values = {}
-        for col, cell in cells.items():
-            if not cell:
-                raise UsageError(f"--file {name} line {line}: empty {col}")
-            try:
-                values[col] = _count(cell) if col == "count" else _real(cell)
-            except argparse.ArgumentTypeError as exc:
-                raise UsageError(f"--file {name} line {line}, {col}: {exc}") from None
-        try:
-            if spec:
-                try:
-                    mech, count = _parse_mechanism(spec)
-                except (TypeError, ValueError) as exc:
-                    raise UsageError(f"--file {name} line {line}, mechanism {_show(spec)}: {_one_line(exc)}") from None
-                if count is not None and "count" in values:
-                    raise UsageError(f"--file {name} line {line}: count given twice (count column and count= in "
-                                     f"the mechanism)")
-                acc.compose(mech, count=count if count is not None else values.get("count", 1))
-            else:
-                acc.compose(values["eps"], values.get("delta", 0.0), values.get("count", 1))
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"--file {name} line {line}: {exc}") from None
-    return acc
+        return ledger.read_accountant(path)
+    except ledger.LedgerError as exc:
+        raise UsageError(f"--file {exc}") from None
 
 
 def _mechanisms(args):
