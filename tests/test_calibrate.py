@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import optcomp
-from optcomp import calibrate
+from optcomp import _search, calibrate
 
 METHODS = ("basic", "drv", "kov", "advanced_pure", "optimal")
 CASES = [(1, 1.0, 1e-6), (10, 1.0, 1e-6), (100, 1.0, 1e-6), (1000, 0.5, 2.0**-25), (10_000, 2.0, 1e-9),
@@ -295,7 +295,7 @@ def test_search_finds_the_bisection_answer(a, b, c, target, start, step):
         v = c + math.exp(log_v) if log_v < 700 else math.inf
         return v if step is None or v == math.inf else math.ceil(v / step) * step
 
-    got = calibrate._largest_below(value, target, start)
+    got = _search._largest_below(value, target, start)
     want = _bisection_reference(value, target, start)
     if value(0.0) > target:
         assert got is None and want == 0.0
@@ -307,13 +307,13 @@ def test_search_finds_the_bisection_answer(a, b, c, target, start, step):
 
 def test_search_edge_cases():
     inf = math.inf
-    assert calibrate._largest_below(lambda x: x, 0.0, 1.0) == 0.0  # only 0 passes
-    assert calibrate._largest_below(lambda x: 1.0 + x, 0.5, 1.0) is None  # nothing passes
-    assert calibrate._largest_below(lambda x: 0.0, 1.0, 1.0) == sys.float_info.max  # everything passes
-    assert calibrate._largest_below(lambda x: 0.0 if x <= 1e-300 else inf, 1.0, 1.0) == 1e-300
-    assert calibrate._largest_below(lambda x: 0.0 if x < 1e300 else 2.0, 1.0, 1e-300) == math.nextafter(1e300, 0)
-    assert calibrate._largest_below(lambda x: 5e-324 * (x > 0), 0.0, 1.0) == 0.0
-    x = calibrate._largest_below(lambda x: 10 * x, 1.0, 1.0, rtol=1e-6)  # rtol stops early
+    assert _search._largest_below(lambda x: x, 0.0, 1.0) == 0.0  # only 0 passes
+    assert _search._largest_below(lambda x: 1.0 + x, 0.5, 1.0) is None  # nothing passes
+    assert _search._largest_below(lambda x: 0.0, 1.0, 1.0) == sys.float_info.max  # everything passes
+    assert _search._largest_below(lambda x: 0.0 if x <= 1e-300 else inf, 1.0, 1.0) == 1e-300
+    assert _search._largest_below(lambda x: 0.0 if x < 1e300 else 2.0, 1.0, 1e-300) == math.nextafter(1e300, 0)
+    assert _search._largest_below(lambda x: 5e-324 * (x > 0), 0.0, 1.0) == 0.0
+    x = _search._largest_below(lambda x: 10 * x, 1.0, 1.0, rtol=1e-6)  # rtol stops early
     assert 10 * x <= 1.0 and x > 0.1 * (1 - 1e-6)
 
 
@@ -328,7 +328,7 @@ def test_search_tolerates_a_noisy_value():
             seen[x] = 3.0 * x * (1 + 4e-16 * rng.standard_normal())
         return seen[x]
 
-    got = calibrate._largest_below(value, 1.0, 0.01)
+    got = _search._largest_below(value, 1.0, 0.01)
     assert value(got) <= 1.0 < value(math.nextafter(got, 1.0))
     assert got == pytest.approx(1 / 3, rel=1e-14)
 

@@ -102,11 +102,11 @@ def test_docs_list_every_family():
 
 
 def test_calibrate_knows_every_noise_family():
-    """calibrate's noise search covers exactly the families with a noise knob."""
-    from optcomp import calibrate
+    """calibrate's noise search (optcomp.noise) covers exactly the families with a noise knob."""
+    from optcomp import calibrate, noise
 
     noisy = {fam for fam, cls in M.REGISTRY.items() if getattr(cls, "noise_parameter", None)}
     assert noisy == set(calibrate.NOISE_MECHANISMS)
     for fam in calibrate.NOISE_MECHANISMS:
-        m = calibrate._make(fam, 0.5, 1)
+        m = noise._make(fam, 0.5, 1)
         assert m.family == fam

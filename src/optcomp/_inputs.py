@@ -35,6 +35,7 @@ __all__ = [
     "check_item",
     "check_entry",
     "check_probability",
+    "check_sensitivity",
     "check_eps_g",
     "check_k",
     "check_count",
@@ -531,6 +532,14 @@ def check_probability(name: str, value) -> float:
     if not 0.0 <= x < 1.0:
         raise ValueError(f"{name} must lie in [0, 1), got {x!r}")
     return x + 0.0
+
+
+def check_sensitivity(sensitivity) -> float:
+    """A query's sensitivity: a finite real number > 0."""
+    s = _check_real("sensitivity", sensitivity)
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
+    return s
 
 
 def check_delta_g(delta_g) -> float:

@@ -355,7 +355,7 @@ class Accountant:
         ``progress``: True for a status line on stderr when the search takes more than
         2 s, or a callable receiving a status dict per evaluation (as ``optcomp.approx``).
         """
-        from .calibrate import _check_rtol, _search
+        from ._search import _check_rtol, _search
 
         _, delta = check_pair(0.0, delta)
         n = check_count(count)

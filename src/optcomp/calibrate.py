@@ -27,8 +27,8 @@ Functions:
 How it is computed: a bracketing search over the public API (:func:`optcomp.epsilon_g`),
 which is nondecreasing in eps for every method -- regula falsi on log eps_g against log eps
 inside the bracket [last eps that passed, first that failed], safeguarded by bisection
-(:func:`_largest_below`), started for ``optimal``/``approx`` from the answer of the KOV
-bound (cheap, and just below the optimal answer): typically under ten exact evaluations
+(:mod:`optcomp._search`), started for ``optimal``/``approx`` from the answer of the KOV bound
+(cheap, and just below the optimal answer): typically under ten exact evaluations
 instead of ~70 for a bisection (k = 10^12 identical queries: 8 evaluations, ~9 s at load 6
 on 2 cores where the bisection took ~2 min; ``benchmarks/bench_inverse.py``).  The answer
 is *certified on the safe side*: the returned eps is always one at which the check above was
@@ -46,26 +46,26 @@ adaptively.  Choosing the parameters adaptively (e.g. spending more on a query b
 an earlier answer) needs a privacy filter (Rogers et al. 2016; Whitehouse et al. 2023),
 which optcomp does not provide.
 
-Length (~800 lines): every inverse problem here -- per-query eps, weighted scales, the
-noise of one mechanism family, the tables -- runs the one certified search
-(:func:`_largest_below`) and shares its validation; apart they would repeat both.
+Modules: this one holds the black-box splits and the tables; the search they all run is
+:mod:`optcomp._search`, and the mechanism-aware noise (:func:`noise_for`,
+:data:`NOISE_MECHANISMS`) is :mod:`optcomp.noise`, both read here.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-import time
 from typing import Callable, NamedTuple
 
 import numpy as np
 
 import optcomp
 
-from . import _progress
-from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, _integer, check_count,
-                      check_delta_g, check_eps_g, check_k, check_probability, mechanisms)
+from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _describe, _integer, check_count,
+                      check_delta_g, check_eps_g, check_k, check_probability, check_sensitivity, mechanisms)
+from ._search import _RTOL, _check_rtol, _search, largest_passing  # largest_passing: public here
 from .methods import METHOD_INFO, METHODS, check_method
+from .noise import NOISE_MECHANISMS, noise_for  # public here (their documented place)
+from .noise import _INTEGER_SENSITIVITY, _check_noise_mechanism, _noise_std, _NoNoise, _pure_eps
 
 __all__ = [
     "per_query_epsilon",
@@ -82,252 +82,12 @@ __all__ = [
     "NOISE_MECHANISMS",
 ]
 
-_RTOL = 0.0  # bisect down to adjacent floats
-_MAX_DOUBLINGS = 2100  # from 2^-1074 to 2^1024 and then some
-_MAX = sys.float_info.max
 TABLE_METHODS = ("basic", "drv", "kov", "optimal")  # the default rows of noise_table
-
-
-def _check_rtol(rtol) -> float:
-    x = _check_real("rtol", rtol)
-    if not (math.isfinite(x) and x >= 0.0):
-        raise ValueError(f"rtol must be a finite number >= 0, got {x!r}")
-    return x
 
 
 def _check_delta(delta) -> float:
     """A per-query delta: one number in [0, 1)."""
     return check_probability("delta", delta)
-
-
-def largest_passing(passes: Callable[[float], bool], start: float, *, rtol: float = _RTOL) -> float:
-    """Largest x >= 0 (to relative precision ``rtol``) with ``passes(x)`` true.
-
-    For a predicate that is true on [0, x*] and false above (monotone).  Returns a point
-    where ``passes`` was evaluated true, or 0.0 if it fails at 0 as well (then nothing
-    passes); the largest finite float if it never fails (``passes`` is never called
-    with an infinite argument).  ``start`` is a first guess of the scale (> 0).
-    """
-    if not callable(passes):
-        raise ParameterTypeError(f"passes must be callable (a predicate of one float), got {_describe(passes)}")
-    start = _check_real("start", start)
-    if not (start > 0 and math.isfinite(start)):
-        raise ValueError(f"start must be a finite number > 0, got {start!r}")
-    rtol = _check_rtol(rtol)
-    if not passes(0.0):
-        return 0.0
-    lo, hi = 0.0, float(start)
-    # bracket: find hi with passes(hi) false
-    for _ in range(_MAX_DOUBLINGS):
-        if not passes(hi):
-            break
-        if hi == _MAX:
-            return _MAX
-        lo, hi = hi, min(hi * 2.0, _MAX)
-    else:  # pragma: no cover - would need > 2^2100
-        return lo
-    if lo == 0.0:
-        # shrink until something passes (a tiny positive eps passes for every method
-        # that passes at 0, unless the budget is exactly 0)
-        while hi > 0.0:
-            mid = hi / 2.0
-            if mid == 0.0:
-                return 0.0
-            if passes(mid):
-                lo = mid
-                break
-            hi = mid
-    # bisection: passes(lo) true, passes(hi) false
-    while hi - lo > rtol * lo:
-        mid = lo + 0.5 * (hi - lo)
-        if mid <= lo or mid >= hi:
-            break
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-# --------------------------------------------------------------------------- the search
-
-
-_TINY = 5e-324  # the least positive float
-_MAX_EVALUATIONS = 5000  # far beyond any search (bisection over the whole float range: ~2100)
-
-
-def _log_ratio(a: float, b: float) -> float | None:
-    """log(a / b) for finite a, b > 0 (else None), to a few ulps of the *result* when a and
-    b are close (their difference is then exact): the secant steps near the root need it."""
-    if not (0.0 < a < math.inf and 0.0 < b < math.inf):
-        return None
-    d = (a - b) / b
-    return math.log1p(d) if abs(d) < 0.5 else math.log(a) - math.log(b)
-
-
-def _secant(x0: float, v0: float, x1: float, v1: float, target: float) -> float | None:
-    """The root of log(value / target) on the line through the two points in
-    (log x, log value), as a step from x1 (so its precision is that of the step, not of
-    log x1); None when the points give no line."""
-    f0, f1, dx = _log_ratio(v0, target), _log_ratio(v1, target), _log_ratio(x1, x0)
-    if f0 is None or f1 is None or dx is None or f0 == f1 or dx == 0.0:
-        return None
-    step = -f1 * dx / (f1 - f0)
-    return _step(x1, step)
-
-
-def _step(x: float, step: float) -> float:
-    """x e^step, as x + x expm1(step) (exact to an ulp for small steps)."""
-    if step > 700.0:
-        return math.inf
-    return x + x * math.expm1(step)
-
-
-def _largest_below(value: Callable[[float], float], target: float, start: float, *, rtol: float = _RTOL,
-                   progress=None, what: str = "calibrate", known: dict | None = None,
-                   slope: float = 1.0) -> float | None:
-    """Largest x >= 0 with ``value(x) <= target``, for ``value`` nondecreasing in x.
-
-    Returns a point at which ``value`` was evaluated and found ``<= target`` (so whatever
-    ``value`` certifies holds there), to relative precision ``rtol`` (0: its failing
-    neighbour, an adjacent float, was evaluated too); the largest finite float if nothing
-    fails; None when ``value(0) > target`` (nothing passes).  ``start`` is a first guess
-    (> 0); ``known`` maps points to values already computed; ``slope`` is the guessed
-    d log(value) / d log(x) for the first step (1: value proportional to x).
-
-    Fewer evaluations than bisection, the same answer: regula falsi on log(value) against
-    log(x) between the ends of the bracket [last pass, first fail] (before there is one: a
-    secant through the last two points, or from one point with ``slope`` -- composition
-    bounds are close to homogeneous of degree one in the per-query eps), each step formed
-    as an offset so that it stays exact to the last ulps; when the same end moved twice in
-    a row the step overshoots the estimate by what that end moved (at least 2^(n-2) ulps
-    after n moves) so that the other end moves too; a bisection step (geometric while the
-    ends are more than a factor 4 apart) whenever the model gives nothing usable or the
-    bracket failed to halve in four model steps.  Each value is computed once (a cache), and
-    ``progress`` (:mod:`optcomp._progress`, delayed: a stderr line only after 2 s) hears of
-    each evaluation (``stage``, ``lower``, ``upper``, ``gap``, ``seconds``).
-    """
-    callback = _progress.callback(progress, delayed=True)
-    cache: dict[float, float] = dict(known or {})
-    t0 = time.perf_counter()
-    lo: float = 0.0
-    hi: float | None = None
-
-    def ev(x: float) -> float:
-        v = cache.get(x)
-        if v is None:
-            v = float(value(x))
-            cache[x] = v
-            if callback is not None:
-                gap = None if hi is None else hi - lo
-                callback(dict(stage=f"{what} ({len(cache)} evaluations)", lower=lo, upper=hi, gap=gap,
-                              seconds=time.perf_counter() - t0))
-        return v
-
-    try:
-        if not ev(0.0) <= target:
-            return None
-        modelled = target > 0.0  # a model in log(value) needs a positive target
-        recent: list[float] = []  # the last two points with a usable value (finite, > 0)
-        last_side, same_side = None, 0
-        width_ref, model_steps, grow = None, 0, 0
-        x = min(max(float(start), _TINY), _MAX)
-        for _ in range(_MAX_EVALUATIONS):
-            v = ev(x)
-            side = "lo" if v <= target else "hi"
-            if side == "lo":
-                lo = x
-            else:
-                hi = x
-            same_side = same_side + 1 if side == last_side else 1
-            last_side = side
-            if modelled and x > 0.0 and 0.0 < v < math.inf:
-                recent = (recent + [x])[-2:]
-            # ---- done?
-            if hi is None:
-                if lo >= _MAX:
-                    return _MAX
-            elif math.nextafter(lo, math.inf) >= hi or (lo > 0.0 and hi - lo <= rtol * lo):
-                return lo
-            # ---- the model's estimate
-            est = None
-            if modelled and hi is not None and lo > 0.0:  # regula falsi between the bracket's ends
-                est = _secant(lo, cache[lo], hi, cache[hi], target)
-            if est is None and len(recent) == 2:  # secant through the last two points
-                est = _secant(recent[0], cache[recent[0]], recent[1], cache[recent[1]], target)
-            if est is None and len(recent) == 1 and recent[0] == x:  # one point: value ~ x^slope
-                est = _step(x, -_log_ratio(v, target) / slope)
-            if est is not None and math.isfinite(est) and same_side >= 2:
-                # the other end has not moved for two steps: step past the estimate by
-                # what this end moved, at least 2^(n-2) ulps (n: steps this end moved in a row)
-                push = max(abs(est - x), math.ulp(x) * 2.0 ** min(same_side - 2, 1000))
-                est = est + push if side == "lo" else est - push
-            # ---- safeguards
-            if hi is None:
-                if est is None or not math.isfinite(est) or not est > lo:
-                    grow += 1
-                    est = max(lo, x) * 2.0 ** min(2**grow, 256)
-                else:
-                    grow = 0
-                x = min(est, _MAX)
-                continue
-            width = hi - lo
-            if width_ref is None or width <= 0.5 * width_ref:
-                width_ref, model_steps = width, 0
-            if est is not None and math.isfinite(est) and model_steps < 4:
-                model_steps += 1
-                x = est
-            else:  # bisection
-                model_steps = 0
-                width_ref = width
-                base = lo if lo > 0.0 else _TINY
-                if hi > 4.0 * base:
-                    x = math.sqrt(base) * math.sqrt(hi)
-                else:
-                    x = lo + 0.5 * (hi - lo)
-            if x <= lo:
-                x = math.nextafter(lo, math.inf)
-            if x >= hi:
-                x = math.nextafter(hi, 0.0)
-            if x <= lo:  # lo and hi adjacent (caught above)
-                return lo
-        return lo  # pragma: no cover - beyond _MAX_EVALUATIONS
-    finally:
-        _progress.close(callback)
-
-
-_GUIDED = ("optimal", "approx")  # costly methods: the search starts where the KOV bound's ends
-
-
-def _search(value_for: Callable[[str, dict], Callable[[float], float]], method: str, options: dict,
-            target: float, start: float, *, rtol: float, progress, what: str) -> float | None:
-    """:func:`_largest_below` for ``value_for(method, options)``, the value function of a
-    composition method (nondecreasing in the searched eps or scale).
-
-    The first evaluation is at 0 (it validates the input and settles "nothing fits");
-    for the costly methods the search then starts at the answer of the KOV bound (KOV Thm
-    3.4/3.5), found to 1e-6 in microseconds: the KOV bound is >= the optimum, so its answer
-    lies just below the optimal one.  It is a first guess only: the answer is certified by
-    ``method`` itself, at the point returned.
-    """
-    value = value_for(method, options)
-    v0 = float(value(0.0))
-    if not v0 <= target:
-        return None
-    slope = 1.0
-    if method in _GUIDED:
-        try:
-            kov = value_for("kov", {})
-            guess = _largest_below(kov, target, start, rtol=1e-6)
-            if guess is not None and 0.0 < guess < _MAX / 2:
-                start = guess
-                a, b = kov(guess), kov(guess * 1.001)  # the local slope of log eps_g against log eps
-                if 0.0 < a < b < math.inf:
-                    slope = min(max(math.log(b / a) / math.log(1.001), 0.5), 4.0)
-        except ValueError:  # pragma: no cover - a first guess only
-            pass
-    return _largest_below(value, target, start, rtol=rtol, progress=progress, what=what, known={0.0: v0},
-                          slope=slope)
 
 
 def _check_weights(weights, counts=None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -460,13 +220,6 @@ def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.
     return 0.0 if eps is None else eps
 
 
-def _check_sensitivity(sensitivity) -> float:
-    s = _check_real("sensitivity", sensitivity)
-    if not (math.isfinite(s) and s > 0):
-        raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
-    return s
-
-
 def _noise(sensitivity: float, eps: float, what: str) -> float:
     """sensitivity / eps, refusing an infinite or zero scale (no usable noise level)."""
     scale = sensitivity / eps if eps > 0 else math.inf
@@ -489,7 +242,7 @@ def laplace_scale(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 
     k = check_k(k)
     eps_g = check_eps_g(eps_g)
     delta_g = check_delta_g(delta_g)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = check_sensitivity(sensitivity)
     eps = per_query_epsilon(k, eps_g, delta_g, delta=0.0, method=method, progress=progress, **options)
     return _noise(sensitivity, eps, f"k={k} queries within (eps_g={eps_g!r}, delta_g={delta_g!r}) under {method!r}")
 
@@ -518,7 +271,7 @@ def kov_recipe(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0
     k = check_k(k)
     eps_g = check_eps_g(eps_g)
     delta_g = check_delta_g(delta_g)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = check_sensitivity(sensitivity)
     if not 0.0 < eps_g <= 0.9:
         raise ValueError(f"eps_g must lie in (0, 0.9] for KOV Corollary 4.1, got {eps_g!r}")
     if not delta_g > 0.0:
@@ -528,166 +281,6 @@ def kov_recipe(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.0
         eps = math.nextafter(eps, 0.0)
     scale = _noise(sensitivity, eps, f"KOV Cor. 4.1 with k={k}")
     return Recipe(eps, delta_g / (2 * k), scale, math.sqrt(2.0) * scale)
-
-
-# --------------------------------------------------------------------------- mechanism-aware noise
-
-#: the mechanisms :func:`noise_for` calibrates, by the name it takes
-NOISE_MECHANISMS = ("laplace", "gaussian", "geometric", "staircase", "discrete_gaussian")
-_INTEGER_SENSITIVITY = ("geometric", "discrete_gaussian")
-_PURE = ("laplace", "geometric", "staircase")  # x is a pure-DP eps of the mechanism (times the sensitivity for geometric)
-_RESOLUTION = {"auto": 1e-4, "approx": 1e-3}  # the certified gap (absolute, in eps_g) of the methods' default tol
-
-
-class _NoNoise(ValueError):
-    """No finite noise of the mechanism meets the budget."""
-
-
-def _check_noise_mechanism(name, what: str = "mechanism") -> str:
-    if not isinstance(name, str) or name not in NOISE_MECHANISMS:
-        raise ValueError(f"{what} must be one of {', '.join(NOISE_MECHANISMS)}; got {_describe(name)}")
-    return name
-
-
-def _make(name: str, x: float, sensitivity):
-    """The mechanism of privacy parameter x > 0 (``with_privacy`` of the registered family):
-    Laplace / Gaussian / discrete Gaussian with scale or sigma sensitivity / x, geometric or
-    staircase with eps = x (the staircase with Geng--Viswanath's variance-optimal gamma)."""
-    from .mechanisms import REGISTRY
-
-    return REGISTRY[name].with_privacy(x, sensitivity)
-
-
-def _pure_eps(name: str, m) -> float:
-    """The pure-DP eps of a calibrated mechanism: inf for the Gaussians (their privacy loss
-    is unbounded, so they are (eps, 0)-DP for no finite eps)."""
-    if name == "laplace":
-        return m.sensitivity / m.scale
-    if name == "geometric":
-        return m.eps * m.sensitivity
-    if name == "staircase":
-        return m.eps
-    return math.inf
-
-
-def _noise_std(m) -> float:
-    """The standard deviation of the mechanism's noise (the discrete Gaussian's summed
-    directly: its variance is a little below sigma^2)."""
-    var = getattr(m, "variance", None)
-    if var is not None:
-        return math.sqrt(var())
-    sigma = m.sigma
-    w = int(math.ceil(40.0 * sigma)) + 1
-    z = np.arange(-w, w + 1, dtype=float)
-    weights = np.exp(-(z * z) / (2.0 * sigma * sigma))
-    return math.sqrt(float(np.dot(z * z, weights) / weights.sum()))
-
-
-def _guide(name: str, k: int, delta_g: float, sensitivity) -> Callable[[float], float] | None:
-    """A cheap stand-in for the mechanism-aware eps_g as a function of x, to place the
-    search's first point: KOV's bound on k x-DP black boxes for the pure-DP mechanisms (it is
-    >= their optimum), the Gaussian closed form (method optimal) for the Gaussians."""
-    if name in _PURE:
-        scale = sensitivity if name == "geometric" else 1.0
-        return lambda x: optcomp.epsilon_g(x * scale, k=k, delta_g=delta_g, method="kov")
-    from .mechanisms import Gaussian
-
-    return lambda x: optcomp.epsilon_g(Gaussian(sensitivity / x, sensitivity), k=k, delta_g=delta_g,
-                                       method="optimal") if x > 0.0 else 0.0
-
-
-def noise_for(mechanism, k, eps_g, delta_g, *, sensitivity=1.0, method="auto", rtol=1e-6, progress=None):
-    """The least noise of a mechanism whose k copies meet (eps_g, delta_g), mechanism-aware.
-
-    ``mechanism`` is one of :data:`NOISE_MECHANISMS`: ``"laplace"``, ``"gaussian"``,
-    ``"geometric"``, ``"staircase"``, ``"discrete_gaussian"``.  Searched is the largest
-    privacy parameter x -- ``sensitivity / scale`` (Laplace), ``sensitivity / sigma``
-    (Gaussian, discrete Gaussian), ``eps`` (geometric, staircase; the staircase with its
-    variance-optimal gamma = 1/(1 + e^{eps/2})) -- such that
-
-        optcomp.epsilon_g(m, k=k, delta_g=delta_g, method=method) <= eps_g
-
-    for the mechanism object m of that x: the k copies composed *as that mechanism* (its
-    privacy-loss distribution), not as the black box (eps, delta) it also is.  The search is
-    :func:`_largest_below`'s (started from a cheap guide: KOV's black-box bound for the
-    pure-DP mechanisms, the Gaussian closed form for the Gaussians), to relative precision
-    ``rtol`` in x.
-
-    Args:
-        mechanism: the mechanism's name (above).
-        k: the number of queries, each answered by one copy (an integer in [1, 10^12]).
-        eps_g, delta_g: the global budget.
-        sensitivity: the query's sensitivity (> 0; a positive integer for ``"geometric"``
-            and ``"discrete_gaussian"``, whose noise is on the integers).
-        method: ``"auto"`` (default: the exact optimum for Gaussians -- their closed form --,
-            approx's certified upper bound otherwise), ``"approx"``, or ``"optimal"`` (Gaussians
-            only: else :class:`optcomp.ExactTooLarge`); the theorems about (eps, delta) pairs
-            refuse these mechanisms (``ValueError`` naming the method), except the geometric
-            mechanism with sensitivity 1, which *is* the black box (eps, 0) (KOV Thm 4.4).
-        rtol: relative precision of the search in x (0: to adjacent floats), never finer
-            than the method's own: where the values are approx's certified upper bounds
-            (method approx, and auto for all but the Gaussians) the search stops once the
-            bracket is within tol / eps_g (auto: tol = 1e-4, approx: 1e-3 absolute in eps_g)
-            -- finer steps would chase the lattice's rounding, not the optimum.
-        progress: True for a status line on stderr when the search takes more than 2 s, or a
-            callable receiving a status dict per evaluation.
-
-    Returns:
-        The mechanism object (``optcomp.mechanisms.Laplace(scale, sensitivity)``, ``Gaussian``,
-        ``Geometric``, ``Staircase``, ``DiscreteGaussian``), certified: the check above was
-        evaluated for exactly this object and passed, so its k copies are (eps_g, delta_g)-DP.
-
-    Raises:
-        ValueError: bad input (naming the parameter), or no finite noise meets the budget
-            (e.g. a Gaussian with delta_g = 0, or eps_g = delta_g = 0).
-    """
-    name = _check_noise_mechanism(mechanism)
-    k = check_k(k)
-    eps_g = check_eps_g(eps_g)
-    delta_g = check_delta_g(delta_g)
-    if name in _INTEGER_SENSITIVITY:
-        sensitivity = _integer("sensitivity", sensitivity, 1, 2**20)
-    else:
-        sensitivity = _check_sensitivity(sensitivity)
-    rtol = _check_rtol(rtol)
-    check_method(method, {})
-
-    def value(x: float) -> float:
-        if x == 0.0:  # infinite noise: no privacy loss at all
-            return 0.0
-        try:
-            m = _make(name, x, sensitivity)
-        except ValueError:  # no such mechanism (a scale rounding to 0 at huge x): nothing certified
-            return math.inf
-        return optcomp.epsilon_g(m, k=k, delta_g=delta_g, method=method)
-
-    # approx's values (auto's for all but the Gaussians) are upper bounds within its tolerance
-    # of the optimum, rounded on a lattice that moves with x: steps in x finer than that chase
-    # the rounding (k = 2 Laplace: 130 evaluations instead of 6), so the search stops there
-    # (the geometric mechanism with sensitivity 1 is the black box (x, 0): auto searches it as
-    # per_query_epsilon does, exactly where the optimum is feasible)
-    exact = method == "optimal" or (method == "auto" and (name == "gaussian" or (name == "geometric"
-                                                                                  and sensitivity == 1)))
-    resolution = 0.0 if exact else _RESOLUTION.get(method, 0.0)
-    if eps_g > 0.0:
-        rtol = max(rtol, resolution / eps_g)
-    start, slope = max(eps_g, 1e-3) / math.sqrt(k), 1.0
-    guide = _guide(name, k, delta_g, sensitivity)
-    try:
-        guess = _largest_below(guide, eps_g, start, rtol=1e-6)
-        if guess is not None and 0.0 < guess < _MAX / 2:
-            start = guess * (1.0 - min(rtol, 0.5))  # just below: the search starts from a passing point
-            a, b = guide(guess), guide(guess * 1.001)  # the local slope of log eps_g against log x
-            if 0.0 < a < b < math.inf:
-                slope = min(max(math.log(b / a) / math.log(1.001), 0.5), 4.0)
-    except ValueError:  # pragma: no cover - a first guess only
-        pass
-    x = _largest_below(value, eps_g, start, rtol=rtol, progress=progress, known={0.0: 0.0}, slope=slope,
-                       what=f"noise_for({name!r}) under {method}")
-    if x is None or x == 0.0:
-        raise _NoNoise(f"no finite {name} noise meets (eps_g={eps_g!r}, delta_g={delta_g!r}) for k={k} "
-                       f"queries under {method!r}")
-    return _make(name, x, sensitivity)
 
 
 class NoiseRow(NamedTuple):
@@ -740,7 +333,7 @@ def noise_table(k: int, eps_g: float, delta_g: float, *, sensitivity: float = 1.
     k = check_k(k)
     eps_g = check_eps_g(eps_g)
     delta_g = check_delta_g(delta_g)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = check_sensitivity(sensitivity)
     delta = _check_delta(delta)
     if isinstance(methods, str):
         methods = (methods,)

@@ -161,7 +161,7 @@ def _mechanism_arg(text: str):
 
 def _noise_name(text: str) -> str:
     """A mechanism name of split's --mechanism (the noise split calibrates)."""
-    from .calibrate import NOISE_MECHANISMS
+    from .noise import NOISE_MECHANISMS
 
     if ":" in text:
         raise argparse.ArgumentTypeError(f"split takes mechanism names only (their noise is what it finds), "
@@ -709,6 +709,7 @@ def _cmd_compare(args):
 
 def _cmd_split(args):
     from . import calibrate
+    from ._inputs import check_sensitivity
 
     if (args.k is None) == (args.weights is None):
         raise UsageError("give the queries with --k (identical) or --weights (relative budgets), exactly one")
@@ -724,7 +725,7 @@ def _cmd_split(args):
             raise UsageError(f"--count has {len(counts)} items but --weights has {len(args.weights)}")
         c = calibrate.largest_scale(args.weights, args.eps_g, args.delta_g, delta=args.delta, counts=counts,
                                     method=method, progress=sys.stderr.isatty(), **opts)
-        s = calibrate._check_sensitivity(args.sensitivity)
+        s = check_sensitivity(args.sensitivity)
         rows = []
         for w, n in zip(args.weights, counts):
             eps = c * w
