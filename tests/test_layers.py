@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +35,7 @@ LAYERS = {
     "accountant": 6, "ledger": 6, "calibrate": 6, "noise": 6, "_search": 6, "curves": 6, "region": 6, "cli": 6, "__main__": 6,
     "integrations": 6,
     # L7 pipeline
-    "pipeline": 7, "reporting": 7, "experiments": 7, "figures": 7,
+    "pipeline": 7, "pipeline_config": 7, "reporting": 7, "experiments": 7, "figures": 7,
 }
 DRIVERS = {"optimal", "lattice"}
 CORE = 4  # modules up to this layer may not import the facade
@@ -173,6 +176,10 @@ def test_the_layer_walk_sees_nested_imports(tmp_path):
     # moved out of calibrate (to optcomp.noise) and the command line (to optcomp.ledger)
     ("optcomp.calibrate", "noise_for"), ("optcomp.calibrate", "NOISE_MECHANISMS"), ("optcomp.calibrate", "NoiseRow"),
     ("optcomp.calibrate", "noise_table"), ("optcomp.cli", "main"),
+    # the pipeline's configuration and README reporting, moved to optcomp.pipeline_config / .reporting
+    ("optcomp.pipeline", "validate_config"), ("optcomp.pipeline", "config_problem"),
+    ("optcomp.pipeline", "config_reference"), ("optcomp.pipeline", "ConfigError"),
+    ("optcomp.pipeline", "README_QUOTES"), ("optcomp.pipeline", "quoted_text"), ("optcomp.pipeline", "update_readme"),
 ])
 def test_public_import_paths_keep_working(path, name):
     obj = getattr(importlib.import_module(path), name)
@@ -192,6 +199,14 @@ def test_moved_functions_are_one_object_behind_every_path():
     assert set(calibrate.__all__) <= set(ns) and ns["noise_for"] is noise.noise_for
     with pytest.raises(AttributeError):
         calibrate.no_such_name
+    from optcomp import pipeline, pipeline_config, reporting
+
+    assert pipeline.validate_config is pipeline_config.validate_config
+    assert pipeline.README_QUOTES is reporting.README_QUOTES and pipeline.update_readme is reporting.update_readme
+    schema = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
+    r = subprocess.run([sys.executable, "-m", "optcomp.pipeline", "config-reference", str(schema)], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(PKG.parent)))
+    assert r.returncode == 0 and r.stdout == pipeline_config.config_reference(schema), r.stderr
 
 
 def test_one_class_behind_every_path():

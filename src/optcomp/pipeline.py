@@ -20,6 +20,11 @@ commit of the last change to the code and workflow (``src/``, ``rules/``, ``Snak
 changes, and -- for timing tables only -- the machine (CPU model, cores, load average).
 Results committed after the code they come from therefore carry the same record when a
 fresh clone regenerates them, byte for byte.
+
+Beside the glue: the configuration's checks and reference table are
+:mod:`optcomp.pipeline_config`, the README's quoted files and console sessions
+:mod:`optcomp.reporting`; their names are read here too, and ``python -m optcomp.pipeline
+{config-reference | update-readme}`` runs them.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+
+# the configuration's and the README's functions, at their historical paths (the Snakefile
+# imports validate_config from here)
+from .pipeline_config import ConfigError, config_problem, config_reference, validate_config
+from .reporting import README_QUOTES, quoted_text, update_readme
 
 __all__ = ["sweep", "merge", "table", "timing_summary", "plot", "notebook", "resolve", "job_spec", "spec_hash", "provenance",
            "git_state", "machine", "run_notebook", "validate_config", "config_problem", "ConfigError", "RESULTS_ENV",
@@ -345,232 +355,6 @@ def notebook_to_html(path: str | os.PathLike) -> str:
     title = html.escape(Path(path).stem)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title><style>{style}</style>"
             f"</head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
-
-
-# ------------------------------------------------------------------------ config reference
-
-
-# --------------------------------------------------------------------------- config validation
-
-
-class ConfigError(ValueError):
-    """A bad workflow config; the message is one line naming the dotted key."""
-
-
-def _schema_problem(config: dict, schema: dict) -> str | None:
-    """The first schema violation as one line naming the dotted key (an unknown key with
-    the nearest valid one), or None."""
-    import difflib
-
-    import jsonschema
-
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
-    if error is None:
-        return None
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        valid = list(error.schema.get("properties", {}))
-        unknown = sorted(key for key in error.instance if key not in valid)
-        if unknown:
-            key = f"{where}.{unknown[0]}" if where else str(unknown[0])
-            near = difflib.get_close_matches(str(unknown[0]), valid, n=1)
-            hint = (f"did you mean {where + '.' if where else ''}{near[0]}?" if near
-                    else f"valid keys here: {', '.join(valid)}")
-            return f"config {key}: unknown key ({hint})"
-    message = " ".join(error.message.split())
-    if len(message) > 160:
-        message = message[:159] + "\u2026"
-    return f"config {where or '(top level)'}: {message}"
-
-
-def _cross_field_problem(cfg: dict) -> str | None:
-    """Cross-field checks the JSON schema cannot express (on a default-filled config)."""
-    hom = cfg["homogeneous"]
-    too_big = [k for k in hom["ratio_k"] if k > hom["k_max"]]
-    if too_big:
-        return f"config homogeneous.ratio_k: {too_big} exceed homogeneous.k_max = {hom['k_max']}"
-    if hom["zoom_k_max"] > hom["k_max"]:
-        return f"config homogeneous.zoom_k_max = {hom['zoom_k_max']} exceeds homogeneous.k_max = {hom['k_max']}"
-    runtime = cfg["runtime"]
-    grids = {
-        "budget.k": cfg["budget"]["k"],
-        "heterogeneous.k": cfg["heterogeneous"]["k"],
-        "runtime.approx_vs_k.k": runtime["approx_vs_k"]["k"],
-        "runtime.exact_heterogeneous.bruteforce_k": runtime["exact_heterogeneous"]["bruteforce_k"],
-        "runtime.exact_heterogeneous.optimal_k": runtime["exact_heterogeneous"]["optimal_k"],
-        "runtime.exact_homogeneous.k": runtime["exact_homogeneous"]["k"],
-        "kov_section4.k": cfg["kov_section4"]["k"],
-        "kov_section4.geometric.k": cfg["kov_section4"]["geometric"]["k"],
-    }
-    for key, grid in grids.items():
-        if isinstance(grid, dict) and grid["from"] > grid["to"]:
-            return f"config {key}: from = {grid['from']} > to = {grid['to']}"
-    dists = cfg["heterogeneous"]["distribution"]
-    for i, dist in enumerate(dists if isinstance(dists, list) else [dists]):
-        key = "heterogeneous.distribution" + (f"[{i}]" if isinstance(dists, list) else "")
-        if dist["name"] != "choice" and dist["low"] > dist["high"]:
-            return f"config {key}: low = {dist['low']} > high = {dist['high']}"
-        if dist["name"] == "choice" and dist.get("p") is not None:
-            if len(dist["p"]) != len(dist["values"]):
-                return f"config {key}.p: {len(dist['p'])} probabilities for {len(dist['values'])} values"
-            if abs(sum(dist["p"]) - 1) > 1e-8:
-                return f"config {key}.p: the probabilities sum to {sum(dist['p'])!r}, not 1"
-    brute = runtime["exact_heterogeneous"]["bruteforce_k"]
-    if max(brute if isinstance(brute, list) else [brute["to"]]) > 24:
-        return "config runtime.exact_heterogeneous.bruteforce_k: the 2^k brute force is limited to k <= 24"
-    return None
-
-
-def config_problem(config: dict, schema_path: str | os.PathLike = "config/schema.yaml") -> str | None:
-    """Validate ``config`` against the JSON schema, filling its defaults in place (as
-    ``snakemake.utils.validate`` does), then the cross-field checks; returns the first
-    problem as one line naming the dotted key (an unknown key: with the nearest valid key),
-    or None."""
-    import yaml
-    from snakemake.exceptions import WorkflowError
-    from snakemake.utils import validate
-
-    try:
-        validate(config, str(schema_path))
-    except WorkflowError:
-        schema = yaml.safe_load(Path(schema_path).read_text())
-        return _schema_problem(config, schema) or "config: does not match config/schema.yaml"
-    return _cross_field_problem(config)
-
-
-def validate_config(config: dict, schema_path: str | os.PathLike = "config/schema.yaml") -> None:
-    """For the Snakefile: :func:`config_problem`, and on a problem one line on stderr and
-    exit status 1, before any job (no traceback, no dump of the config)."""
-    problem = config_problem(config, schema_path)
-    if problem is not None:
-        sys.stderr.write(f"error: {problem}\n")
-        sys.stderr.flush()
-        sys.exit(1)
-
-
-def config_reference(schema_path: str | os.PathLike = "config/schema.yaml") -> str:
-    """A Markdown table of every key of the config schema: dotted key, type, default,
-    description (what ``config/README.md`` quotes between its ``config-keys`` markers;
-    ``python -m optcomp.pipeline config-reference`` prints it)."""
-    import yaml
-
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    defs = schema.get("$defs", {})
-
-    def deref(node):
-        while isinstance(node, dict) and "$ref" in node:
-            extra = {k: v for k, v in node.items() if k != "$ref"}
-            node = dict(defs[node["$ref"].rsplit("/", 1)[1]], **extra)
-        return node
-
-    def kind(node):
-        node = deref(node)
-        if "oneOf" in node:
-            return " or ".join(dict.fromkeys(kind(n) for n in node["oneOf"]))
-        if "enum" in node:
-            return "one of " + ", ".join(f"`{v}`" for v in node["enum"])
-        if "const" in node:
-            return f"`{node['const']}`"
-        t = node.get("type", "")
-        if t == "array" and "items" in node:
-            return f"list of {kind(node['items'])}"
-        bounds = []
-        for key, sym in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
-            if key in node:
-                bounds.append(f"{sym} {node[key]}")
-        return t + (f" ({', '.join(bounds)})" if bounds else "")
-
-    def text(v):
-        return json.dumps(v, separators=(", ", ": ")) if not isinstance(v, str) else v
-
-    rows = ["| key | type | default | description |", "|---|---|---|---|"]
-
-    def walk(node, prefix):
-        for name, sub in node.get("properties", {}).items():
-            key = f"{prefix}{name}"
-            full = deref(sub)
-            desc = " ".join(str(full.get("description", "")).split()).replace("|", "\\|")
-            if full.get("type") == "object" and "properties" in full:
-                rows.append(f"| `{key}` | section | | {desc} |")
-                walk(full, key + ".")
-            else:
-                default = f"`{text(full['default'])}`" if "default" in full else ""
-                rows.append(f"| `{key}` | {kind(sub)} | {default} | {desc} |")
-
-    walk(schema, "")
-    return "\n".join(rows) + "\n"
-
-
-# README blocks that quote generated files: <!-- name:start --> ... <!-- name:end -->
-README_QUOTES = {
-    "ratios": "results/homogeneous/ratios.md",
-    "timing-summary": "results/timing/reference/summary.md",
-    "command-times": "results/timing/reference/commands.md",
-    "bench-scale": "benchmarks/results/bench_scale.md",
-    "bench-exact": "benchmarks/results/bench_exact.md",
-    "bench-approx": "benchmarks/results/bench_approx.md",
-    "bench-mechanisms": "benchmarks/results/bench_mechanisms.md",
-    # config/paper.yaml through the local SLURM: sacct's CPU time and peak memory per rule
-    # (workflow/cluster/job-report.py)
-    "cluster-paper": "benchmarks/results/cluster_paper.md",
-    "kov-section4-claims": "results/kov_section4/claims.md",
-}
-
-
-def quoted_text(generated: str) -> str:
-    """What the README quotes of a generated Markdown file: the file without its generator
-    comment and outer blank lines (inner blank lines stay: they end tables and paragraphs)."""
-    return "\n".join(line for line in generated.splitlines() if not line.startswith("<!--")).strip()
-
-
-def update_readme(readme: str | os.PathLike = "README.md", root: str | os.PathLike = ".") -> list[str]:
-    """Copy every generated file of :data:`README_QUOTES` into its README block (the
-    numbers the README quotes are never typed by hand); returns the blocks changed."""
-    import re
-
-    path = Path(readme)
-    text = path.read_text()
-    changed = []
-    for name, source in README_QUOTES.items():
-        generated = Path(root, source)
-        if not generated.exists():
-            continue
-        new = f"<!-- {name}:start -->\n" + quoted_text(generated.read_text()) + f"\n<!-- {name}:end -->"
-        pattern = re.compile(rf"<!-- {name}:start -->.*?<!-- {name}:end -->", re.S)
-        if pattern.search(text) and pattern.search(text).group(0) != new:
-            text = pattern.sub(lambda _m: new, text)
-            changed.append(name)
-    refreshed = _refresh_console(text, Path(root))
-    if refreshed != text:
-        text = refreshed
-        changed.append("console sessions")
-    path.write_text(text)
-    return changed
-
-
-def _refresh_console(text: str, root: Path) -> str:
-    """Rerun every ``$ optcomp ...`` line of the README's ``console`` blocks (as
-    ``python -m optcomp`` from ``root/src``) and put its output (stdout and stderr) below it."""
-    import re
-    import subprocess
-    import tempfile
-
-    env = dict(os.environ, PYTHONPATH=str((root / "src").resolve()))
-
-    def run_block(match) -> str:
-        out = []
-        with tempfile.TemporaryDirectory() as tmp:
-            for line in match.group(1).splitlines(keepends=True):
-                if not line.startswith("$ "):
-                    continue
-                command = line[2:].rstrip("\n")
-                shell = re.sub(r"(^|\| )optcomp ", rf"\g<1>{sys.executable} -m optcomp ", command)
-                r = subprocess.run(shell, shell=True, capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
-                out.append(line + r.stdout + r.stderr)
-        return "```console\n" + "".join(out) + "```"
-
-    return re.sub(r"```console\n(.*?)```", run_block, text, flags=re.S)
 
 
 if __name__ == "__main__":
