@@ -35,7 +35,7 @@ LAYERS = {
     "accountant": 6, "ledger": 6, "calibrate": 6, "noise": 6, "_search": 6, "curves": 6, "region": 6, "cli": 6, "__main__": 6,
     "integrations": 6,
     # L7 pipeline
-    "pipeline": 7, "pipeline_config": 7, "reporting": 7, "experiments": 7, "figures": 7,
+    "pipeline": 7, "pipeline_config": 7, "provenance": 7, "reporting": 7, "experiments": 7, "figures": 7,
 }
 DRIVERS = {"optimal", "lattice"}
 CORE = 4  # modules up to this layer may not import the facade

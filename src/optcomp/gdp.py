@@ -1,4 +1,4 @@
-"""Composed Gaussian mechanisms in closed form (mu-GDP), certified: issue 18, item 3.
+"""Composed Gaussian mechanisms in closed form (mu-GDP), certified.
 
 Theorem.  A Gaussian mechanism of noise N(0, sigma²) on a query of ℓ2-sensitivity Δ is
 mu-GDP with mu = Δ/sigma (Dong, Roth and Su, *Gaussian Differential Privacy*, JRSS-B 84(1)

@@ -14,12 +14,11 @@ path of the package function doing the work), ``section`` (the config section), 
 job's share out of the section) and ``spec_sha256`` (a short hash of that share: the
 parameter rerun trigger).  :func:`job_spec` recomputes the share from ``snakemake.config``.
 
-Provenance (:func:`provenance`) adds to :func:`optcomp.experiments.io.provenance` the git
-commit of the last change to the code and workflow (``src/``, ``rules/``, ``Snakefile``,
-``config/``, ``notebooks/``, ``pyproject.toml``) and whether those paths had uncommitted
-changes, and -- for timing tables only -- the machine (CPU model, cores, load average).
-Results committed after the code they come from therefore carry the same record when a
-fresh clone regenerates them, byte for byte.
+Provenance (:func:`provenance`): every table's ``.meta.json`` sidecar records the rule, the
+function, the job's config and a hash of the code that produced it (:mod:`optcomp.provenance`),
+so that it changes only when what produced the table changes -- a fresh clone that reruns the
+pipeline leaves the committed sidecars as they are -- and, for timing tables only, the
+machine (CPU model, cores, load average).
 
 Beside the glue: the configuration's checks and reference table are
 :mod:`optcomp.pipeline_config`, the README's quoted files and console sessions
@@ -48,7 +47,7 @@ __all__ = ["sweep", "merge", "table", "timing_summary", "plot", "notebook", "res
            "CODE_PATHS"]
 
 RESULTS_ENV = "OPTCOMP_RESULTS"
-# the paths whose last commit (and dirtiness) the provenance records
+# the paths whose last commit (and dirtiness) git_state reports (benchmarks/time_readme_commands.py)
 CODE_PATHS = ("src", "rules", "Snakefile", "config", "notebooks", "pyproject.toml")
 
 
@@ -124,20 +123,20 @@ def machine() -> dict:
             "platform": platform.platform(), "load_average_1_5_15_min": load}
 
 
-def provenance(smk, function: str, *, config=None) -> dict | None:
-    """The ``.meta.json`` record of a rule's output (None for chunks, which are merged)."""
-    from .experiments import io
+def provenance(smk, function: str) -> dict | None:
+    """The ``.meta.json`` record of a rule's output (:func:`optcomp.provenance.record`: rule,
+    function, the job's share of the config section, the code's hash, versions; the machine
+    for timing rules); None for chunks, which are merged."""
+    from .provenance import record
 
     if smk.params.get("chunk", False):
         return None
     section = smk.params.get("section")
-    if config is None and section is not None:
-        config = _smk_spec(smk)
-    record = io.provenance(function=function, config=config, section=section, extra={"rule": smk.rule})
-    record.update(git_state(Path.cwd()))
+    meta = record(rule=smk.rule, function=function, section=section,
+                  config=_smk_spec(smk) if section is not None else None)
     if smk.params.get("machine", False):
-        record["machine"] = machine()
-    return record
+        meta["machine"] = machine()
+    return meta
 
 
 # ---------------------------------------------------------------------------- entry points
@@ -221,7 +220,7 @@ def table(smk) -> None:
         frames = [io.read_csv(p) for p in smk.input]
         spec = _smk_spec(smk) if smk.params.get("spec") else {}
         df = resolve(smk.params.function)(*frames, **spec)
-        io.write_csv(df, smk.output.csv, meta=provenance(smk, smk.params.function, config=spec))
+        io.write_csv(df, smk.output.csv, meta=provenance(smk, smk.params.function))
         for kind in ("md", "html"):
             if kind in smk.output.keys():
                 text = resolve(smk.params.get("markdown" if kind == "md" else "html"))(df, source=str(smk.output.csv))

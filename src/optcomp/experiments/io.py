@@ -10,8 +10,9 @@ Every CSV the pipeline writes goes through :func:`write_csv`, which
   so an interrupted job never leaves a half-written CSV behind;
 * writes a sidecar ``<name>.meta.json`` (package version, config section and its
   SHA-256, the function that produced the table, Python/NumPy/SciPy/pandas versions;
-  :func:`optcomp.pipeline.provenance` adds the git commit and, for timings, the machine) —
-  provenance without extra columns.
+  :func:`optcomp.provenance.record` adds the rule and the hash of the producing code, and
+  :func:`optcomp.pipeline.provenance`, for timings, the machine) — provenance without
+  extra columns.
 
 Timing CSVs (``results/timing/``) go through the same writer; only their values differ
 between runs.

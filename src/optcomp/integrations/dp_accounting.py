@@ -1,5 +1,4 @@
-"""A drop-in ``dp_accounting`` privacy accountant answering with optcomp's certified bounds
-(issue 18 item 4).
+"""A drop-in ``dp_accounting`` privacy accountant answering with optcomp's certified bounds.
 
 :class:`OptcompAccountant` is a ``dp_accounting.PrivacyAccountant``: it takes the same
 ``DpEvent`` objects as Google's PLD and RDP accountants (``compose(event, count)``,
