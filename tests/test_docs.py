@@ -1,9 +1,14 @@
-"""Documentation and packaging: the Sphinx API reference builds without a warning, the
-version has one source, the public namespace is the public API, the licence is there."""
+"""Documentation and packaging: the Sphinx documentation builds without a warning, its examples
+(doctests) and its command-line session print what they say, its generated tables are rendered
+from the committed files, every measured number in its prose (and the README's) is found in a
+generated file the page names, no issue number reaches a reader; the version has one source,
+the public namespace is the public API, the licence is there."""
 
 from __future__ import annotations
 
+import doctest
 import inspect
+import math
 import os
 import pathlib
 import re
@@ -32,13 +37,221 @@ def html(tmp_path_factory) -> pathlib.Path:
     return out / "html"
 
 
-def test_sphinx_builds_the_api_reference_with_warnings_as_errors(html):
+PAGES = ["index", "guide", "toolkit", "cli", "reproducing", "benchmarks", "guarantee", "cluster", "api",
+         "architecture"]
+
+
+def test_sphinx_builds_every_page_with_warnings_as_errors(html):
+    for page in PAGES:
+        assert (html / f"{page}.html").is_file(), page
+    assert sorted(p.stem for p in (ROOT / "docs").glob("*.rst")) == sorted(PAGES)
     api = (html / "api.html").read_text()
     for name in ("epsilon_g", "delta_g", "epsilon_bounds", "Accountant", "privacy_curve", "per_query_epsilon",
                  "noise_table", "kov_recipe", "get_epsilon", "remaining"):
         assert name in api, name
     assert "privacy filter" in (html / "index.html").read_text()
+    assert "refinement" in (html / "guarantee.html").read_text()  # the proofs, from the module docstrings
     assert not list((ROOT / "docs").glob("_build"))  # docs/ holds sources only
+
+
+def _text(path: pathlib.Path) -> str:
+    """An HTML page's text, tags removed, whitespace collapsed."""
+    import html as _html
+
+    return " ".join(_html.unescape(re.sub(r"<[^>]+>", " ", path.read_text())).split())
+
+
+def _generated(rst: str) -> list[str]:
+    return re.findall(r"^\.\. generated:: (\S+)$", (ROOT / "docs" / rst).read_text(), re.M)
+
+
+def test_generated_tables_are_rendered_from_the_committed_files(html):
+    """Every ``.. generated::`` file is rendered on its page: each cell of its tables is there,
+    as text (so a number of the docs is never typed by hand)."""
+    seen = 0
+    for rst in sorted((ROOT / "docs").glob("*.rst")):
+        page = _text(html / f"{rst.stem}.html")
+        for source in _generated(rst.name):
+            seen += 1
+            for line in (ROOT / source).read_text().splitlines():
+                if line.startswith("|") and not re.fullmatch(r"\|[\s:|-]+\|", line):
+                    for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1]):
+                        cell = " ".join(cell.replace("\\|", "|").replace("**", "").replace("`", "").split())
+                        assert cell in page, f"{rst.name}: {source}: {cell!r} not rendered"
+    assert seen >= 9
+
+
+def test_markdown_tables_become_restructured_text():
+    """The converter of ``.. generated::`` on the Markdown the generators write: a paragraph, a
+    table whose cells hold reST markup characters, a fenced block, bullets after a paragraph."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_docs_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    text = ("<!-- generated -->\nMachine: 2 cores.\n\n| a | b_c |\n|---|---:|\n| **1 h** | x*y \\| z `k_1` |\n\n"
+            "```text\nk = 1000 *raw*\n```\nWall times:\n- one_\n- two\nafter\n")
+    assert conf.markdown_to_rst(text) == [
+        "Machine: 2 cores.", "", ".. list-table::", "   :header-rows: 1", "   :class: generated", "",
+        "   * - a", "     - b\\_c", "   * - **1 h**", "     - x\\*y \\| z `k_1`", "", "", "::", "",
+        "   k = 1000 *raw*", "", "Wall times:", "", "- one\\_", "- two", "", "after", ""]
+
+
+def _doc_files() -> list[pathlib.Path]:
+    return sorted((ROOT / "docs").glob("*.rst"))
+
+
+def test_documentation_examples():
+    """Every ``>>>`` example of the documentation is a doctest, run here (one namespace per page)."""
+    attempted = 0
+    for path in _doc_files():
+        result = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, path.name
+        attempted += result.attempted
+    assert attempted >= 60
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _same_output(got: str, want: str) -> bool:
+    """Equal text, numbers equal to 1e-9 relative (the core may move the last ulps)."""
+    if _NUMBER.sub("#", got) != _NUMBER.sub("#", want):
+        return False
+    return all(math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-300)
+               for a, b in zip(_NUMBER.findall(got), _NUMBER.findall(want)))
+
+
+def _console_sessions(path: pathlib.Path):
+    """The ``$`` lines of each ``.. code-block:: console`` block and the output shown below each."""
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() != ".. code-block:: console":
+            continue
+        commands = []
+        for body in lines[i + 1:]:
+            if body.strip() and not body.startswith("   "):
+                break
+            if body.startswith("   $ "):
+                commands.append([body[5:], ""])
+            elif body.strip() and commands:
+                commands[-1][1] += body[3:] + "\n"
+        yield commands
+
+
+def test_command_line_session(tmp_path):
+    """Every ``$ optcomp ...`` line of docs/cli.rst prints what the page shows (stdout and stderr
+    together; ``optcomp`` run as ``python -m optcomp`` from this checkout;
+    ``python -m optcomp.pipeline update-readme`` rewrites the outputs after an intended change)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    sessions = list(_console_sessions(ROOT / "docs" / "cli.rst"))
+    assert sessions and sum(len(s) for s in sessions) >= 6
+    seen = set()
+    for session in sessions:
+        for command, want in session:
+            shell = re.sub(r"(^|\| )optcomp ", rf"\g<1>{sys.executable} -m optcomp ", command)
+            r = subprocess.run(shell, shell=True, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+            assert _same_output(r.stdout + r.stderr, want), f"$ {command}\n{r.stdout}{r.stderr}"
+            if command.startswith("optcomp "):
+                seen.add(command.split()[1])
+    assert {"epsilon", "delta", "bounds", "compare", "split", "curve"} <= seen
+
+
+def test_hardness_numbers_are_the_generated_instances():
+    """The hardness paragraph's largest instance (k, solutions, oracle bits) is the largest
+    oracle instance of the committed ``results/hardness/instances.csv``."""
+    import csv
+    import io
+
+    from test_readme import committed
+
+    text = " ".join((ROOT / "docs" / "guide.rst").read_text().split())
+    m = re.search(r"k = (\d+) with ([\d,]+) solutions, asks the oracle for (\d+) bits", text)
+    assert m, "the guide's hardness paragraph no longer names its largest instance"
+    rows = [r for r in csv.DictReader(io.StringIO(committed("results/hardness/instances.csv")))
+            if int(r["oracle_calls"]) > 0]
+    largest = max(rows, key=lambda r: int(r["k"]))
+    assert (int(m.group(1)), int(m.group(2).replace(",", "")), int(m.group(3))) == (
+        int(largest["k"]), int(largest["recovered_count"]), int(largest["bits_oracle"]))
+
+
+# a measured quantity in prose: a time, a memory size, a percentage, a speed-up factor
+_MEASURED = re.compile(r"(?<![\w.^/-])(\d[\d,]*(?:\.\d+)?)(?:\s?(ms|s|min|h|GiB|MiB|KiB|CPU-hours|CPU-minutes|CPU-s|%)"
+                       r"(?![\w%])|(×))")
+
+
+def _prose(path: pathlib.Path) -> tuple[str, list[str]]:
+    """The prose of a README or a docs page (code blocks, comments and quoted generated blocks
+    left out) and the generated files it names as the source of its numbers
+    (``.. sources: a, b`` in reST, ``<!-- sources: a, b -->`` in Markdown)."""
+    text = path.read_text()
+    sources = [s.strip() for m in re.finditer(r"(?:^\.\. sources:|<!-- sources:)\s*([^\n]+?)\s*(?:-->)?$", text, re.M)
+               for s in m.group(1).split(",")]
+    if path.suffix == ".md":
+        from optcomp.pipeline import README_QUOTES
+
+        for name, source in README_QUOTES.items():
+            text = re.sub(rf"<!-- {name}:start -->.*?<!-- {name}:end -->", " ", text, flags=re.S)
+            sources.append(source)
+        text = re.sub(r"```.*?```", " ", text, flags=re.S)
+        return re.sub(r"<!--.*?-->|<[^>]+>", " ", text, flags=re.S), sources
+    keep, block = [], None
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if block is not None and (not line.strip() or indent > block):
+            continue
+        block = None
+        if line.lstrip().startswith(".. ") and not line.lstrip().startswith(".. list-table"):
+            block = indent  # a directive or comment: its indented body is not prose
+            continue
+        if line.rstrip().endswith("::"):
+            block = indent
+        keep.append(line)
+    return "\n".join(keep), sources
+
+
+def test_measured_numbers_in_prose_come_from_generated_files():
+    """Every time, memory size, percentage or speed-up written in the README's or the
+    documentation's prose appears in a generated file (``results/``, ``benchmarks/results/``)
+    that the page names as its source; generated tables themselves are rendered, not typed.
+    A number in double quotes quotes a paper and is left alone."""
+    checked = 0
+    for path in [ROOT / "README.md", *_doc_files()]:
+        prose, sources = _prose(path)
+        for source in sources:
+            assert source.startswith(("results/", "benchmarks/results/")) and (ROOT / source).is_file(), \
+                f"{path.name}: source {source} is not a generated file"
+        corpus = " ".join(" ".join((ROOT / s).read_text() for s in sources).split())
+        prose = re.sub(r'"[^"\n]*"', " ", prose)  # a quotation ("about 20 %") is the paper's number, not ours
+        for m in _MEASURED.finditer(" ".join(prose.split())):
+            token = m.group(0)
+            number = re.escape(m.group(1))
+            unit = re.escape(m.group(2) or m.group(3))
+            found = re.search(rf"(?<![\d.]){number}\s?{unit}", corpus)
+            assert found, f"{path.relative_to(ROOT)}: {token!r} is in no generated file the page names {sources}"
+            checked += 1
+    assert checked >= 10
+
+
+_ISSUE = re.compile(r"\bissues? #?\d+|\(#\d+\)", re.I)
+
+
+def test_no_issue_numbers_reach_a_reader(html):
+    """An outsider cannot follow "issue 18": none in the README, the changelog, the docs' sources
+    or the built pages (docstrings included)."""
+    for path in [ROOT / "README.md", ROOT / "CHANGELOG.md", *_doc_files()]:
+        assert not _ISSUE.search(path.read_text()), f"{path.name}: {_ISSUE.search(path.read_text()).group(0)}"
+    for page in sorted(html.glob("*.html")):
+        found = _ISSUE.search(_text(page))
+        assert not found, f"{page.name}: {found.group(0)}"
+
+
+def test_hosting_config_builds_like_the_test():
+    """.readthedocs.yaml builds docs/conf.py with warnings as errors, from the docs extra."""
+    text = (ROOT / ".readthedocs.yaml").read_text()
+    assert re.search(r"^version: 2$", text, re.M)
+    assert "configuration: docs/conf.py" in text and "fail_on_warning: true" in text
+    assert re.search(r"python: \"3\.11\"", text) and "- docs" in text
 
 
 class _Entries(HTMLParser):

@@ -6,9 +6,8 @@ has nothing to do; the notebooks ran and show their figures; the report builds w
 figure, the ratio table and the notebooks; a new config value adds exactly its own job; a bad
 config is rejected before any job with a message naming the key; the SLURM profile dry-runs;
 ``--lint`` and ``snakefmt --check`` are clean; and, last, a forced rerun reproduces every CSV
-byte for byte (timings excepted).  The README's quoted numbers are checked against the
-*committed* generated files (``git show HEAD:...``), so a user's own config change and
-rerun never fails the suite.
+byte for byte (timings excepted).  (The README's quoted block and the committed sidecars are
+checked in tests/test_readme.py and tests/test_provenance.py, against the committed files.)
 """
 
 from __future__ import annotations
@@ -769,37 +768,3 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
         io.atomic_write_text(target, "new\n")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.csv"]  # no temp file left behind
-
-
-def committed(path: str) -> str | None:
-    """The committed version of a generated file (``git show HEAD:path``), so that a user's
-    own rerun with a changed config never fails the README checks; the working copy when
-    this is no git checkout (e.g. an unpacked release); None if neither exists."""
-    inside = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ROOT, capture_output=True, text=True)
-    if inside.returncode == 0 and Path(inside.stdout.strip()).resolve() == ROOT:
-        proc = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
-        return proc.stdout if proc.returncode == 0 else None
-    return (ROOT / path).read_text() if (ROOT / path).exists() else None
-
-
-def readme_block(name: str) -> str:
-    readme = (ROOT / "README.md").read_text()
-    return readme.split(f"<!-- {name}:start -->")[1].split(f"<!-- {name}:end -->")[0]
-
-
-@pytest.mark.parametrize("block", ["ratios", "timing-summary", "command-times", "bench-scale", "bench-exact",
-                                   "cluster-paper"])
-def test_readme_quotes_the_committed_generated_files(block):
-    """Every number the README quotes in these blocks is a copy of a generated file
-    (``python -m optcomp.pipeline update-readme`` copies them)."""
-    from optcomp.pipeline import README_QUOTES, quoted_text
-
-    quoted = readme_block(block).strip()
-    source = committed(README_QUOTES[block])
-    if source is None and block == "command-times":
-        pytest.skip("the README commands have not been timed at this commit yet (benchmarks/time_readme_commands.py)")
-    assert source is not None, README_QUOTES[block]
-    generated = quoted_text(source)
-    assert len(generated.splitlines()) >= 2
-    assert quoted == generated.strip(), f"README block {block} differs from {README_QUOTES[block]}"

@@ -1,9 +1,10 @@
-"""The README's examples print what it says, and its two commands are the ones CI runs."""
+"""The README is a front page: short, its examples print what it says, its two commands are the
+ones CI runs, its quoted block is its generated file, and every command, file and test its claims
+table names exists.  (The documentation's pages: tests/test_docs.py.)"""
 
 from __future__ import annotations
 
 import doctest
-import math
 import os
 import pathlib
 import re
@@ -28,52 +29,68 @@ def _block(name: str) -> str:
     return m.group(1).strip()
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_commands():
+    """.ci/run runs the figures command in its fresh clone, then requires a clean tree, then runs
+    the test command -- each extracted from its README block, exactly as written."""
     command = _block("test-command")
     assert "pytest" in command and "pip install" in command
+    assert "snakemake" in _block("figures-command") and "--cores 8" in _block("figures-command")
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "test-command:start" in ci  # .ci/run extracts and runs exactly that block
-    assert "snakemake" in _block("figures-command")
+    figures, status, tests = (ci.index(s) for s in ("readme_block figures-command", "git status --porcelain)",
+                                                     "readme_block test-command"))
+    assert figures < status < tests
+    assert "<!-- $1:start -->" in ci
 
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
-
-
-def _same_output(got: str, want: str) -> bool:
-    """Equal text, numbers equal to 1e-9 relative (the core may move the last ulps)."""
-    if _NUMBER.sub("#", got) != _NUMBER.sub("#", want):
-        return False
-    return all(math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-300)
-               for a, b in zip(_NUMBER.findall(got), _NUMBER.findall(want)))
-
-
-def _console_sessions():
+def test_readme_is_a_front_page():
     text = (ROOT / "README.md").read_text()
-    for block in re.findall(r"```console\n(.*?)```", text, re.S):
-        commands = []
-        for line in block.splitlines(keepends=True):
-            if line.startswith("$ "):
-                commands.append([line[2:].rstrip("\n"), ""])
-            else:
-                commands[-1][1] += line
-        yield commands
+    assert len(text.splitlines()) <= 300, "the README is the front page: the rest belongs in docs/"
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert headings == ["Two commands", "Five lines each", "The papers' claims, reproduced", "Gallery",
+                        "Documentation", "How to cite"], headings
+    flat = " ".join(text.split())
+    assert "`--cores 8`" in flat and "fixed in advance" in flat and "privacy filter" in flat
+    for figure in re.findall(r'<img src="([^"]+)"', text):
+        assert (ROOT / figure).is_file(), figure
 
 
-def test_readme_command_line_session(tmp_path):
-    """Every ``$ optcomp ...`` line of the README's console blocks prints what the README shows
-    (stdout and stderr together; ``optcomp`` run as ``python -m optcomp`` from this checkout)."""
+def _claims() -> list[list[str]]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- claims:start -->")[1].split("<!-- claims:end -->")[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.strip().splitlines()]
+    assert rows[0] == ["paper claim", "command", "generated file", "test"]
+    return rows[2:]
+
+
+def test_claims_table_names_commands_files_and_tests_that_exist():
+    """Each row: the command runs (``optcomp ...``) or names outputs of the workflow
+    (``snakemake ... target``); the generated file is committed; the test exists."""
+    pytest.importorskip("snakemake")
+    from optcomp import provenance
+
+    rows = _claims()
+    assert len(rows) >= 8
+    workflow = provenance._workflow(ROOT)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    sessions = list(_console_sessions())
-    assert sessions and sum(len(s) for s in sessions) >= 6
-    seen = set()
-    for session in sessions:
-        for command, want in session:
-            shell = re.sub(r"(^|\| )optcomp ", rf"\g<1>{sys.executable} -m optcomp ", command)
-            r = subprocess.run(shell, shell=True, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-            assert _same_output(r.stdout + r.stderr, want), f"$ {command}\n{r.stdout}{r.stderr}"
-            if command.startswith("optcomp "):
-                seen.add(command.split()[1])
-    assert {"epsilon", "delta", "bounds", "compare", "split", "curve"} <= seen
+    for claim, command, generated, test in rows:
+        command = command.strip("`")
+        if command.startswith("optcomp "):
+            r = subprocess.run([sys.executable, "-m", "optcomp", *command.split()[1:]], capture_output=True,
+                               text=True, env=env, timeout=120)
+            assert r.returncode == 0 and r.stdout.strip(), f"{claim}: {command}\n{r.stderr}"
+        else:
+            words = command.split()
+            assert words[:3] == ["snakemake", "--cores", "8"], command
+            for target in words[3:]:
+                assert any(rule.is_producer(target) for rule in workflow.rules), f"{claim}: no rule writes {target}"
+        assert committed(generated.strip("`")), f"{claim}: {generated} is not committed"
+        m = re.fullmatch(r"`(tests/\w+\.py)::(\w+)`", test)
+        if m:
+            source = (ROOT / m.group(1)).read_text()
+            assert re.search(rf"^def {m.group(2)}\(", source, re.M), f"{claim}: {test} does not exist"
+        else:
+            assert test.startswith("measured, not tested: `benchmarks/") and (
+                ROOT / test.split("`")[1]).is_file(), test
 
 
 def committed(path: str, root: pathlib.Path = ROOT) -> str:
@@ -167,22 +184,3 @@ def test_benchmark_quick_outputs_are_git_ignored():
     for name in ("bench_exact.quick.md", "bench_scale.quick.csv", "bench_scale.quick.md"):
         r = subprocess.run(["git", "check-ignore", "-q", f"benchmarks/results/{name}"], cwd=ROOT)
         assert r.returncode == 0, name
-
-
-def test_readme_hardness_numbers_are_the_generated_instances():
-    """The hardness paragraph's largest instance (k, solutions, oracle bits) is the largest
-    oracle instance of the committed ``results/hardness/instances.csv``; no run time is quoted
-    there (it depends on the machine: ``results/timing/local/hardness.csv``)."""
-    import csv
-    import io
-
-    text = " ".join((ROOT / "README.md").read_text().split())
-    m = re.search(r"k = (\d+) with ([\d,]+) solutions, asks the oracle for (\d+) bits", text)
-    assert m, "README's hardness paragraph no longer names its largest instance"
-    rows = [r for r in csv.DictReader(io.StringIO(committed("results/hardness/instances.csv")))
-            if int(r["oracle_calls"]) > 0]
-    largest = max(rows, key=lambda r: int(r["k"]))
-    assert (int(m.group(1)), int(m.group(2).replace(",", "")), int(m.group(3))) == (
-        int(largest["k"]), int(largest["recovered_count"]), int(largest["bits_oracle"]))
-    paragraph = text[text.index("The reduction is cheap"):text.index("answered without an oracle call")]
-    assert not re.search(r"\d+(–\d+)? s\b", paragraph), "a machine-dependent time typed into the README"

@@ -3,9 +3,11 @@
 * :data:`README_QUOTES` -- the README blocks (``<!-- name:start --> ... <!-- name:end -->``)
   and the generated Markdown file each quotes; :func:`quoted_text` -- what of a file a block
   holds;
-* :func:`update_readme` -- copy every generated file into its block and rerun the README's
-  ``console`` sessions (``$ optcomp ...`` lines), so that no number or output in the README
-  is typed by hand (``python -m optcomp.pipeline update-readme``; the tests compare).
+* :func:`update_readme` -- copy every generated file into its block and rerun the
+  ``console`` sessions (``$ optcomp ...`` lines) of the README and of ``docs/cli.rst``, so
+  that no number or output there is typed by hand (``python -m optcomp.pipeline
+  update-readme``; the tests compare).  The other pages of ``docs/`` render their generated
+  files at build time (the ``generated`` directive of ``docs/conf.py``).
 """
 
 from __future__ import annotations
@@ -18,18 +20,9 @@ __all__ = ["README_QUOTES", "quoted_text", "update_readme"]
 
 
 # README blocks that quote generated files: <!-- name:start --> ... <!-- name:end -->
+# (the documentation renders the other generated tables from their files at build time)
 README_QUOTES = {
-    "ratios": "results/homogeneous/ratios.md",
-    "timing-summary": "results/timing/reference/summary.md",
     "command-times": "results/timing/reference/commands.md",
-    "bench-scale": "benchmarks/results/bench_scale.md",
-    "bench-exact": "benchmarks/results/bench_exact.md",
-    "bench-approx": "benchmarks/results/bench_approx.md",
-    "bench-mechanisms": "benchmarks/results/bench_mechanisms.md",
-    # config/paper.yaml through the local SLURM: sacct's CPU time and peak memory per rule
-    # (workflow/cluster/job-report.py)
-    "cluster-paper": "benchmarks/results/cluster_paper.md",
-    "kov-section4-claims": "results/kov_section4/claims.md",
 }
 
 
@@ -61,7 +54,55 @@ def update_readme(readme: str | os.PathLike = "README.md", root: str | os.PathLi
         text = refreshed
         changed.append("console sessions")
     path.write_text(text)
+    cli = Path(root, "docs", "cli.rst")  # the command-line session of the documentation
+    if cli.exists():
+        before = cli.read_text()
+        after = _refresh_rst_console(before, Path(root))
+        if after != before:
+            cli.write_text(after)
+            changed.append("docs/cli.rst sessions")
     return changed
+
+
+def _run_session_line(command: str, cwd: str, root: Path) -> str:
+    """One ``$ optcomp ...`` line run as ``python -m optcomp`` from ``root/src``: its stdout and stderr."""
+    import re
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str((root / "src").resolve()))
+    shell = re.sub(r"(^|\| )optcomp ", rf"\g<1>{sys.executable} -m optcomp ", command)
+    r = subprocess.run(shell, shell=True, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+    return r.stdout + r.stderr
+
+
+def _refresh_rst_console(text: str, root: Path) -> str:
+    """The reStructuredText form of :func:`_refresh_console`: every ``.. code-block:: console``
+    block (indented three spaces) gets the current output of each of its ``$`` lines."""
+    import tempfile
+
+    lines, out, i = text.splitlines(keepends=True), [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        if lines[i].strip() != ".. code-block:: console":
+            i += 1
+            continue
+        i += 1
+        block = []
+        while i < len(lines) and (not lines[i].strip() or lines[i].startswith("   ")):
+            block.append(lines[i])
+            i += 1
+        trailing = []
+        while block and not block[-1].strip():
+            trailing.insert(0, block.pop())
+        with tempfile.TemporaryDirectory() as tmp:
+            out.append("\n")
+            for line in block:
+                if line.startswith("   $ "):
+                    out.append(line)
+                    output = _run_session_line(line[5:].rstrip("\n"), tmp, root)
+                    out += ["   " + o if o.strip() else "\n" for o in output.splitlines(keepends=True)]
+        out += trailing
+    return "".join(out)
 
 
 def _refresh_console(text: str, root: Path) -> str:
