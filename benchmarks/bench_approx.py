@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="smaller table (~30 s)")
     ap.add_argument("--no-pld", action="store_true", help="skip dp_accounting")
     ap.add_argument("--out", type=Path, default=RESULTS / "bench_approx.md",
-                    help="the generated Markdown file the README quotes (not written with --quick)")
+                    help="the generated Markdown file the documentation renders (not written with --quick)")
     args = ap.parse_args(argv)
     load = os.getloadavg()
     tee = _Tee(sys.stdout)

@@ -1,12 +1,12 @@
 """Benchmarks of the exact optimal composition (issue targets), run on demand.
 
-    python benchmarks/bench_exact.py           # all targets -> benchmarks/results/bench_exact.md (the README's table)
+    python benchmarks/bench_exact.py           # all targets -> benchmarks/results/bench_exact.md (docs/benchmarks.rst)
     python benchmarks/bench_exact.py --quick   # skip k = 48 -> benchmarks/results/bench_exact.quick.md (git-ignored)
 
 Each case runs in a fresh subprocess so that its peak memory (ru_maxrss) is its own.
 Prints a Markdown table: case, target, wall time (best of the repeats), peak memory,
 and eps_g.  Timings are machine-dependent; nothing here is asserted by the test suite.  A
-``--quick`` run never overwrites the full table the README quotes.
+``--quick`` run never overwrites the full table the documentation renders.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the k = 48 case")
     parser.add_argument("--out", type=Path, default=None,
-                        help="default: results/bench_exact.md, the table the README quotes (python -m "
-                             "optcomp.pipeline update-readme); with --quick results/bench_exact.quick.md")
+                        help="default: results/bench_exact.md, the table the documentation renders; "
+                             "with --quick results/bench_exact.quick.md")
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = RESULTS / ("bench_exact.quick.md" if args.quick else "bench_exact.md")

@@ -1,7 +1,7 @@
 """Mechanism-aware composition (issue 18's targets): our certified brackets beside Google's
 ``dp_accounting`` PLD accountant on the same instances, in the same run.
 
-    .venv/bin/python benchmarks/bench_mechanisms.py                   # -> results/bench_mechanisms.md (README)
+    .venv/bin/python benchmarks/bench_mechanisms.py                   # -> results/bench_mechanisms.md (docs)
     .venv/bin/python benchmarks/bench_mechanisms.py --pld-timeout 600 # dp_accounting with the issue's budget
     .venv/bin/python benchmarks/bench_mechanisms.py --quick           # -> results/bench_mechanisms.quick.md
 

@@ -20,9 +20,10 @@ that is never below the optimum, floating point included:
     the knapsack capacity, which changes the constant, not the complexity).  Output: a* eps_0
     rounded *up* to a float (the paper's "Taylor approximation" step).  The DP runs in
     probability space (P0 and P1 masses of the randomized responses, never e^{sum eps}).
-    Usable to k ~ 1000 at eta = 0.1 (eps_i ~ U[0.05, 0.2] on a 2-core machine: k = 200 in
-    0.1 s, k = 400 in 1.1 s, k = 1000 in ~45 s; growing like k^3/eta, so k = 2000 takes
-    several minutes and eta = 0.01 costs 10x more).
+    Its work grows like k^3/eta; before running, it estimates that work and raises
+    ``ApproxTooCostly`` above ``PAPER_MAX_WORK`` cell updates (at eta = 0.1 and eps_i ~
+    U[0.05, 0.2]: k = 2000 runs, k = 2500 is refused).  Measured times:
+    ``benchmarks/results/bench_approx.md`` and the runtime figure's reference run.
 
 ``"fast"`` (default, default ``eta = 1e-3``) -- certified lower *and* upper bounds from
     lattice computations, refined until ``upper - lower <= tol`` (``tol`` defaults to
@@ -278,7 +279,7 @@ def paper_delta(m: Mechanisms, eps_g: float, eta: float = DEFAULT_ETA["paper"]) 
 
 
 PAPER_MAX_K = 100_000  # mechanisms the published algorithm is ever asked to expand (its cost is k^3)
-PAPER_MAX_WORK = 2e11  # DP cell updates (k sum_a/2 per test x tests); k = 1000, eta = 0.1: 1.5e10, ~45 s
+PAPER_MAX_WORK = 2e11  # DP cell updates (k sum_a/2 per test x tests); k = 1000, eta = 0.1: 1.5e10; k = 2000: 1.3e11
 
 
 def _check_paper_work(grid: PaperGrid, k: int, eta: float) -> None:
