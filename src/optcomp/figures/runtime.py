@@ -101,7 +101,7 @@ def _box(ax, text):
 def scaling(vs_k_csv, vs_eta_csv, exact_het_csv, exact_hom_csv, accuracy_csv, slopes_csv) -> plt.Figure:
     """Six panels: (a) time vs k at fixed accuracy (log-log); (b) time vs 1/eta at fixed k;
     (c) exact heterogeneous composition, 2^k brute force vs optcomp (log time vs k);
-    (d) exact homogeneous composition up to k = 10^6 vs dp_accounting; (e) error vs time of
+    (d) exact homogeneous composition up to k = 10^12 vs dp_accounting; (e) error vs time of
     the approximate methods; (f) fitted exponents with 95 % confidence intervals beside
     the theoretical ones.  Markers: median of the repetitions, whiskers: min..max,
     dashed: the fitted slope over the sizes it was fitted on."""
