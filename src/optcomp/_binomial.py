@@ -42,7 +42,7 @@ import numpy as np
 
 from ._rounding import LIBM_ULPS
 
-__all__ = ["binomial_log_pmf", "binomial_masses"]
+__all__ = ["binomial_log_pmf", "binomial_log_pmf_rows", "binomial_parameter", "binomial_masses", "exp_bounds"]
 
 _U = 2.0**-53
 _XP = np.longdouble
@@ -153,7 +153,12 @@ def _bd0(x: np.ndarray, mh: float, ml: float, u: float):
     |M - x| + u M), L = LIBM_ULPS.  (Computing with the double-double M' = mh + ml, within
     2^-105 M of M, moves bd0 by <= |x - M| 2^-105: an absolute term, charged by the caller.)"""
     dt = x.dtype.type
-    mh_, ml_ = dt(mh), dt(ml)
+    # M per atom (an array of x's shape) or one M for all (a scalar: the same operations)
+    mh_, ml_ = (np.asarray(mh).astype(dt), np.asarray(ml).astype(dt)) if np.ndim(mh) else (dt(mh), dt(ml))
+
+    def at(v, mask):
+        return v[mask] if np.ndim(v) else v
+
     d = (x - mh_) - ml_
     sx = (x + mh_) + ml_  # ml matters in extended precision
     near = np.abs(d) < 0.1 * sx
@@ -165,8 +170,9 @@ def _bd0(x: np.ndarray, mh: float, ml: float, u: float):
         out[near], err[near] = _bd0_near(d[near], x[near], sx[near], u)
     below = ~near & (d < 0) & (x >= 0.5 * mh_)
     if np.any(below):
-        t = -d[below] / (mh_ + ml_)  # 3 u (d, M, the division): 2 x 3 u through t^2
-        out[below] = (mh_ + ml_) * _series(t, 2, lambda dt, n: dt(1) / (n * (n - 1)))
+        mb = at(mh_, below) + at(ml_, below)
+        t = -d[below] / mb  # 3 u (d, M, the division): 2 x 3 u through t^2
+        out[below] = mb * _series(t, 2, lambda dt, n: dt(1) / (n * (n - 1)))
         err[below] = 16.0 * u * out[below]
     above = ~near & (d > 0) & (x <= 2.0 * mh_)
     if np.any(above):
@@ -175,11 +181,11 @@ def _bd0(x: np.ndarray, mh: float, ml: float, u: float):
         err[above] = 16.0 * u * out[above]
     far = ~(near | below | above)
     if np.any(far):
-        xf = x[far]
-        lg = np.log(xf / mh_) - ml_ / mh_
+        xf, mf, lf = x[far], at(mh_, far), at(ml_, far)
+        lg = np.log(xf / mf) - lf / mf
         a = xf * lg
-        out[far] = a + (mh_ - xf) + ml_
-        err[far] = (_FN + 8.0) * u * (np.abs(a) + np.abs(mh_ - xf) + mh_ * u)
+        out[far] = a + (mf - xf) + lf
+        err[far] = (_FN + 8.0) * u * (np.abs(a) + np.abs(mf - xf) + mf * u)
     return out, err, d, False
 
 
@@ -256,23 +262,35 @@ def binomial_log_pmf(eps: float, k: int, m: np.ndarray, dtype=np.float64) -> tup
     the constant's u and the product's u, charged 8u |k log q| + 4u."""
     dt = np.dtype(dtype).type
     u = _U if dt is np.float64 else _U_XP
-    (kqh, kql), (kph, kpl), lq, lp, c_log = _parameters(float(eps), int(k))
-    m = np.asarray(m, dtype=np.int64)
+    kq, kp, lq, lp, c_log = _parameters(float(eps), int(k))
+    kk = dt(k)
+    return _log_pmf(dt, u, np.asarray(m, dtype=np.int64), k, kk, np.log(kk), _stirlerr(np.array([kk]))[0],
+                    kq, kp, lq, lp, c_log, 0.0)
+
+
+def _log_pmf(dt, u, m, k, kk, lk, st_k, kq, kp, lq, lp, c_log, c_err):
+    """The formula of :func:`binomial_log_pmf` (its docstring has the bound): k, kk = k in
+    ``dt``, lk = log k, st_k = stirlerr(k), kq, kp, c_log (double-doubles) one each for all m
+    (scalars) or one per m (arrays of m's shape); ``c_err`` bounds an error of c_log's high
+    part beyond the derivation's (0 when it is the 40-digit constant)."""
     y = m.astype(dt)  # successes (prob p)
     j = (k - m).astype(dt)  # failures (prob q)
     out = np.empty(y.shape, dtype=dt)
     err = np.empty(y.shape, dtype=dt)
-    kk = dt(k)
-    lk = np.log(kk)
     half = _const(dt, *_constants()[0])
-    st_k = _stirlerr(np.array([kk]))[0]
+    per_atom = np.ndim(kk) > 0
+
+    def at(v, mask):
+        return v[mask] if per_atom else v
+
     # every term is within a few u of its value; the sum of the five rounds once per term
     # (u of each partial sum, each at most the sum of the magnitudes)
 
-    def mid_terms(ym, jm):
+    def mid_terms(ym, jm, sel):
+        (kqh, kql), (kph, kpl) = [(at(h, sel), at(lo, sel)) for h, lo in (kq, kp)]
         b1, e1, dj, near1 = _bd0(jm, kqh, kql, u)
         b2, e2, dm, near2 = _bd0(ym, kph, kpl, u)
-        st = st_k - _stirlerr(jm) - _stirlerr(ym)
+        st = at(st_k, sel) - _stirlerr(jm) - _stirlerr(ym)
         if near1 and near2:
             # log(k/(j m)) = -log(k p q) - log1p(dj/kq) - log1p(dm/kp): a constant (a
             # double-double) and two small logarithms (|d/M| < 0.223) instead of three
@@ -280,13 +298,15 @@ def binomial_log_pmf(eps: float, k: int, m: np.ndarray, dtype=np.float64) -> tup
             # of the result more), three additions
             l1 = np.log1p(dj / (dt(kqh) + dt(kql)))
             l2 = np.log1p(dm / (dt(kph) + dt(kpl)))
-            c_hi, c_lo = c_log
+            c_hi, c_lo = at(c_log[0], sel), at(c_log[1], sel)
             L = ((dt(c_hi) - l1) - l2) + dt(c_lo)
-            err_L = 3.0 * u * (abs(c_hi) + np.abs(l1) + np.abs(l2)) + (_FN + 4.0) * u * (np.abs(l1) + np.abs(l2))
+            err_L = 3.0 * u * (abs(c_hi) + np.abs(l1) + np.abs(l2)) + (_FN + 4.0) * u * (np.abs(l1) + np.abs(l2)) \
+                + at(c_err, sel)
         else:
             lj, ly = np.log(jm), np.log(ym)
-            L = (lk - lj) - ly  # logs within L ulps (2L u), two additions
-            err_L = (_FN + 2.0) * u * (lk + np.abs(lj) + np.abs(ly))
+            lkm = at(lk, sel)
+            L = (lkm - lj) - ly  # logs within L ulps (2L u), two additions
+            err_L = (_FN + 2.0) * u * (lkm + np.abs(lj) + np.abs(ly))
         val = st - b1 - b2 + 0.5 * L - half
         # four additions (u of each partial sum, each at most the sum of the magnitudes),
         # the terms' own errors, the stirlerr values (a few u of < 0.25) and half (u)
@@ -294,17 +314,77 @@ def binomial_log_pmf(eps: float, k: int, m: np.ndarray, dtype=np.float64) -> tup
 
     mid = (m > 0) & (m < k)
     if mid.all():
-        return mid_terms(y, j)
+        return mid_terms(y, j, slice(None))
     top = m == k  # p^k
     none = m == 0  # q^k
     for sel, (h, lo) in ((top, lp), (none, lq)):
         if np.any(sel):
             log1 = _const(dt, h, lo)
-            out[sel] = kk * log1
-            err[sel] = 8.0 * u * abs(kk * log1) + 4.0 * u
+            kks = at(kk, sel)
+            out[sel] = kks * log1
+            err[sel] = 8.0 * u * abs(kks * log1) + 4.0 * u
     if np.any(mid):
-        out[mid], err[mid] = mid_terms(y[mid], j[mid])
+        out[mid], err[mid] = mid_terms(y[mid], j[mid], mid)
     return out, err
+
+
+def binomial_parameter(p) -> tuple:
+    """The constants of :func:`binomial_log_pmf_rows` for Bin(k, p) with any p in (0, 1) given
+    exactly (a Fraction, or an mpmath number; p and q = 1 - p at least 2^-800): p, q, log p,
+    log q and log(p q) as double-doubles from 60-digit arithmetic (hashable: cache it)."""
+    import mpmath as mp
+
+    with mp.workdps(60):
+        pm = mp.mpf(p.numerator) / p.denominator if hasattr(p, "denominator") else mp.mpf(p)
+        qm = 1 - pm
+        if not (pm >= mp.ldexp(1, -800) and qm >= mp.ldexp(1, -800)):
+            raise ValueError(f"binomial parameter p={float(pm)!r} too close to 0 or 1")
+        return (_split(pm), _split(qm), _split(mp.log(pm)), _split(mp.log(qm)), _split(mp.log(pm) + mp.log(qm)))
+
+
+def _two_product(a: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """(hi, lo) with hi + lo = a b exactly (Dekker's splitting; float64, no over- or
+    underflow: |a b| within [2^-900, 2^900], which the callers' ranges guarantee)."""
+    hi = a * b
+    sa = 134217729.0 * a
+    ah = sa - (sa - a)
+    al = a - ah
+    sb = 134217729.0 * b
+    bh = sb - (sb - b)
+    bl = b - bh
+    return hi, ((ah * bh - hi) + ah * bl + al * bh) + al * bl
+
+
+def binomial_log_pmf_rows(par: tuple, k: np.ndarray, m: np.ndarray, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """(log P[M = m], a bound on its absolute error) for M ~ Bin(k, p) with one (k, m) pair
+    per entry of the arrays ``k`` and ``m`` (0 <= m <= k <= 10^12) and any p, given by
+    ``par`` = :func:`binomial_parameter` (p): the formula and bound of
+    :func:`binomial_log_pmf`, with kq = k q and kp = k p formed exactly in double-double
+    (Dekker's product of the integer k and q's high part, plus k times its low part: within
+    2^-104 relative, as the 40-digit constants) and c = -log(k p q) = -(log k + log(p q))
+    from log k in ``dtype`` (L ulps) and two roundings, charged 2L u |log k| + 2u (|log k| +
+    |log(p q)|) on top."""
+    dt = np.dtype(dtype).type
+    u = _U if dt is np.float64 else _U_XP
+    (ph, pl), (qh, ql), lp, lq, lpq = par
+    k = np.asarray(k, dtype=np.int64)
+    m = np.asarray(m, dtype=np.int64)
+    k, m = np.broadcast_arrays(k, m)
+    kf = k.astype(np.float64)  # exact: k < 2^53
+    kq, kp = [], []
+    for h, lo in ((qh, ql), (ph, pl)):
+        a, b = _two_product(kf, h)
+        b = b + kf * lo
+        s_ = a + b
+        kq.append((s_, b - (s_ - a)))  # renormalised (|lo| <= ulp(hi)/2)
+    kq, kp = kq
+    kk = k.astype(dt)
+    with np.errstate(divide="ignore"):
+        lk = np.log(np.maximum(kk, dt(1)))
+    c_hi = -(lk + dt(lpq[0]))
+    c_err = (_FN + 2.0) * u * np.abs(lk) + 2.0 * u * abs(lpq[0])
+    c_log = (c_hi, np.full(k.shape, -lpq[1]))
+    return _log_pmf(dt, u, m, k, kk, lk, _stirlerr(np.maximum(kk, dt(1))), kq, kp, lq, lp, c_log, c_err)
 
 
 # ln 2 = hi + lo, hi with 32 significant bits (so n * hi is exact for |n| < 2^21)
@@ -337,6 +417,8 @@ def _exp_bounds(y, err, s: int, u: float):
         lo = np.maximum(np.ldexp(lo, e2) - 2.0**-1074, 0.0)
     return lo, hi
 
+
+exp_bounds = _exp_bounds  # (public name: the exact producers of mechanism laws use it too)
 
 FILL_BLOCK = 32  # atoms per anchor of the ratio fill (see binomial_masses)
 FILL_MIN = 4 * FILL_BLOCK  # windows (chunks) below this many atoms are computed atom by atom
