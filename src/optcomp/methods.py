@@ -42,7 +42,7 @@ class _Lazy:
             if self.pairs_only is not None:
                 m.black_box_only(self.pairs_only)
             if self.exact is not None:
-                return _exact_mechanisms(self.exact, m, *args)
+                return _exact_mechanisms(self.exact, m, *args)  # (max_atoms: the black boxes' option)
         if self._function is None:
             self._function = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
         return self._function(m, *args, **kwargs)
@@ -53,16 +53,20 @@ class _Lazy:
 
 def _exact_mechanisms(direction: str, m, target):
     """``method="optimal"`` for a multiset with mechanisms: the closed form of composed
-    Gaussians (:mod:`optcomp.gdp`, a bracket 1e-12 wide: its upper end), when the
-    multiset is Gaussians only (black boxes (0, 0) aside); else ExactTooLarge."""
+    Gaussians (:mod:`optcomp.gdp`, a bracket 1e-12 wide: its upper end) when the multiset is
+    Gaussians only (black boxes (0, 0) aside); else the exact composition of finite
+    mechanisms and black boxes (:func:`optcomp.optimal.optimal_mechanisms_epsilon` /
+    ``_delta``), which raises ExactTooLarge for a continuous law beside others or a
+    composition beyond its exact producers."""
     from . import gdp
-    from ._types import ExactTooLarge
 
     mu = gdp.gaussians_alone(m, m.others)
     if mu is None:
-        names = sorted({type(mech).__name__ for mech, _ in m.others})
-        raise ExactTooLarge(f"no exact composition of {', '.join(names)} mechanisms (mixed with others) is implemented "
-                            "(closed form: Gaussians alone); use method='approx' or 'auto' for certified bounds")
+        from . import optimal
+
+        if direction == "epsilon":
+            return optimal.optimal_mechanisms_epsilon(m, target)
+        return optimal.optimal_mechanisms_delta(m, target)
     if direction == "epsilon":
         return gdp.epsilon_bounds(mu[0], mu[1], target).upper
     return gdp.delta_bounds(mu[0], mu[1], target).upper

@@ -78,6 +78,7 @@ from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bound
 from ._exact.mitm import _MeetInTheMiddle, _split
 
 _REEXPORTED = (BIG_EPS,)  # optcomp.region reads optimal.BIG_EPS
+from ._exact.finite import SMALL_ATOMS, SmallLaw, compositions
 from ._exact.precise import _exact_distance_excess, _precise_epsilon, _precise_excess
 from .loss import delta_event_bounds, delta_from_excess, residual_target, solve_segments
 
@@ -363,6 +364,89 @@ def _windowed_excess(groups, shift, slack: float, x: float, max_atoms: int) -> f
         if all(len(g) == 2 for g in windowed) or log_h <= _LOG_FLOOR or charged <= _TAIL * max(h - charged, 1e-300):
             return h
         log_h = max(min(log_h - 16.0, math.log(h - charged) if h > charged else -math.inf), _LOG_FLOOR)
+
+
+# --------------------------------------------------------------------------- finite mechanisms
+
+EXACT_REL = 1e-12  # the certified bracket of a mechanism composition must be this tight (relative)
+
+
+def _finite_solver(comp):
+    """The exact producer of one global direction: the composition listed tuple by tuple
+    (:class:`~optcomp._exact.finite.SmallLaw`) when small, else its multinomial rows
+    (:mod:`optcomp._exact.multinomial`, which raises ExactTooLarge beyond them)."""
+    if "solver" not in comp.cache:
+        if comp.tuples(SMALL_ATOMS) <= SMALL_ATOMS:
+            comp.cache["solver"] = SmallLaw(comp)
+        else:
+            from ._exact.multinomial import RowLaw
+
+            comp.cache["solver"] = RowLaw(comp)
+    return comp.cache["solver"]
+
+
+def mechanism_delta_bounds(m: Mechanisms, eps_g: float) -> tuple[float, float]:
+    """Certified (lower, upper) on the optimal delta_g at eps_g of the black-box pairs and the
+    finite mechanisms of ``m`` (:mod:`optcomp._exact.finite`): the larger of the two global
+    directions' brackets."""
+    lo = hi = 0.0
+    for comp in compositions(m):
+        h = (0.0, 0.0) if eps_g >= comp.top() else _finite_solver(comp).excess_bounds(eps_g)
+        d_lo, d_hi = comp.events.delta_bounds(*h)
+        lo, hi = max(lo, d_lo), max(hi, d_hi)
+    return lo, hi
+
+
+def mechanism_epsilon_bounds(m: Mechanisms, delta_g: float, shrink: float = 0.0) -> tuple[float, float]:
+    """Certified (lower, upper) on OptComp(delta_g) of the black-box pairs and the finite
+    mechanisms of ``m``: the larger of the two global directions' brackets on the least x >= 0
+    with delta(x) <= delta_g (``shrink``: the upper end solved for the target t (1 - shrink))."""
+    lo = hi = 0.0
+    for comp in compositions(m):
+        t_low, t_high = comp.events.targets(delta_g)
+        if shrink and t_low > 0.0:
+            t_low = down(t_low * (1.0 - shrink), 1)
+        top = comp.top()
+        if t_high < 0.0:
+            return math.inf, math.inf
+        if t_low >= 1.0:
+            continue
+        if t_high == 0.0:  # H(x) = 0 exactly from the top atom on, and only there
+            x_lo = x_hi = top
+        else:
+            x_lo, x_hi = _finite_solver(comp).epsilon_bounds(t_low, t_high, top)
+        lo, hi = max(lo, x_lo), max(hi, min(x_hi, top) if t_low >= 0.0 else math.inf)
+    return lo, hi
+
+
+def optimal_mechanisms_delta(m: Mechanisms, eps_g: float) -> float:
+    """``method="optimal"``'s delta_g(eps_g) for a multiset with finite mechanisms: the upper
+    end of :func:`mechanism_delta_bounds` when the bracket is within EXACT_REL (1e-12)
+    relative or 1e-300 absolute, else ExactTooLarge."""
+    lo, hi = mechanism_delta_bounds(m, eps_g)
+    if hi - lo > EXACT_REL * hi + 1e-300:
+        raise ExactTooLarge(f"the exact composition's bracket [{lo!r}, {hi!r}] on delta_g is wider than "
+                            f"{EXACT_REL:g} relative; use method='approx' or 'auto'")
+    return hi
+
+
+def optimal_mechanisms_epsilon(m: Mechanisms, delta_g: float) -> float:
+    """``method="optimal"``'s eps_g(delta_g) for a multiset with finite mechanisms: the upper
+    end of :func:`mechanism_epsilon_bounds` when the bracket is within EXACT_REL relative
+    (else ExactTooLarge), checked against the delta direction (the inverse law
+    delta_g(eps_g(d)) <= d: where the two directions' float charges disagree by an ulp, the
+    target is shrunk by 2^-50 and then 2^-46, the root moving by far less than EXACT_REL)."""
+    lo, hi = mechanism_epsilon_bounds(m, delta_g)
+    if not hi < math.inf:
+        return hi
+    for shrink in (2.0**-50, 2.0**-46, 0.0):
+        if hi - lo > EXACT_REL * hi:
+            raise ExactTooLarge(f"the exact composition's bracket [{lo!r}, {hi!r}] on eps_g is wider than "
+                                f"{EXACT_REL:g} relative; use method='approx' or 'auto'")
+        if not shrink or mechanism_delta_bounds(m, hi)[1] <= delta_g:
+            return hi
+        lo, hi = mechanism_epsilon_bounds(m, delta_g, shrink)
+    return hi  # pragma: no cover
 
 
 def optimal_epsilon_bruteforce(m: Mechanisms, delta_g: float, *, max_k: int = 22) -> float:

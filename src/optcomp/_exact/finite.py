@@ -1,0 +1,503 @@
+r"""Finite mechanism laws, composed exactly (layer L3): the laws, the composition per global
+direction, and the small compositions enumerated in high precision.
+
+A mechanism with finitely many outcomes (k-ary randomized response, a geometric with
+sensitivity > 1, the staircase, a :class:`~optcomp.mechanisms.Pair`, a
+:class:`~optcomp.mechanisms.Profile`, and the black boxes beside them) has, in each
+direction, a privacy loss L = log(dP/dQ) with finitely many atoms l_a of P-mass p_a, plus
+P-mass at +inf.  k copies have a multinomial law: the count vector (n_a) of outcomes,
+loss sum_a n_a l_a.  Everything below reads a mechanism through one function,
+:func:`finite_law`.
+
+**The delta formula.**  Split each copy's P as its total mass T, its finite mass F and its
+mass T - F at +inf (T = 1 for a probability law; a :class:`~optcomp.mechanisms.Pair` uses
+its masses as given, and an outcome with q = 0 < p is loss +inf).  The outcomes of the
+composition with some +inf coordinate give (P - e^x Q)_+ = P: they are an independent
+delta event, and
+
+    delta(x) = sum_{tuples} (P - e^x Q)_+ = Tt - Ff (1 - H(x)),
+    Tt = prod T^c,  Ff = prod F^c,  H(x) = E[(1 - e^{x - L})_+]
+
+with L the composed loss under the *normalised* finite laws p_a / F.  With a_f = 1 - F/T
+per copy (a black box's delta, a Profile's min_j delta_j) this is Tt (1 - prod (1 - a_f)^c
+(1 - H(x))): the formula of :mod:`optcomp.loss` scaled by Tt, so
+:func:`optcomp.loss.delta_from_excess` and :func:`optcomp.loss.residual_target` do the
+rest (:class:`Events`).  Each global direction (every mechanism seen forward, or every one
+in reverse: the same two neighbouring datasets) has its own law; a composition reports the
+larger of the two, never a choice per mechanism.
+
+**Small compositions** (:class:`SmallLaw`): at most ``SMALL_ATOMS`` count-vector tuples in
+all are listed in 200-bit arithmetic -- exact rational positions where the atoms have them
+(randomized response, geometric, staircase, profiles: multiples of the float eps), else
+positions within a stated error (a Pair's log(p/q)) -- and H is summed term by term; an
+eps_g is solved on its segment in closed form and then *checked*: the float returned is
+one at which the certified H bound is below the target (moved up by ulps until it is).
+Larger ones go to the multinomial rows of :mod:`optcomp._exact.multinomial`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from itertools import combinations
+
+import mpmath
+import numpy as np
+
+from .._inputs import Mechanisms
+from .._rounding import down, exact_dir, mpf_dir, mpf_exact, up
+from .._types import ExactTooLarge
+from ..loss import delta_from_excess, residual_target
+
+__all__ = ["FiniteLaw", "finite_law", "Composition", "compositions", "Events", "SmallLaw", "SMALL_ATOMS"]
+
+PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at this precision)
+WP = 200  # bits of the small compositions' sums
+SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed in WP-bit arithmetic
+NEGLIGIBLE = 2.0**-1100  # an atom whose count x mass is below this is dropped (charged as slack)
+
+
+# --------------------------------------------------------------------------- one copy's law
+
+
+@dataclass(frozen=True, eq=False)
+class FiniteLaw:
+    """One copy's privacy-loss law given no +inf event, atoms ascending by position.
+
+    Atom a lies at ``pos[a]`` (an mpmath number, ``PREC`` bits) within ``perr[a]`` of the true
+    position, which is the Fraction ``exact[a]`` when known (then ``perr[a]`` covers only the
+    rounding of ``pos``); ``mass[a]`` (mpmath, summing to 1 at ``PREC`` bits) is the
+    normalised P-mass p_a / F, within the relative error ``rel`` of the truth.  ``a_lo``,
+    ``a_hi``: floats around a = 1 - F/T (the delta event of one copy); ``t_lo``, ``t_hi``:
+    floats around T; ``dropped``: mass of atoms left out (each below ``NEGLIGIBLE`` / count
+    of the composition, charged as slack by the caller)."""
+
+    exact: tuple
+    pos: tuple
+    perr: tuple
+    mass: tuple
+    rel: float
+    a_lo: float = 0.0
+    a_hi: float = 0.0
+    t_lo: float = 1.0
+    t_hi: float = 1.0
+    dropped: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return len(self.pos)
+
+    def top(self):
+        """(exact or None, mpmath) of the largest atom's position."""
+        return self.exact[-1], self.pos[-1] + self.perr[-1]
+
+
+def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0) -> FiniteLaw:
+    """A :class:`FiniteLaw` from (exact, pos, perr, mass) tuples (any order, zero masses left
+    out, normalised to sum 1 at ``PREC`` bits; ``rel`` the masses' relative error before)."""
+    atoms = sorted((a for a in atoms if a[3] > 0), key=lambda a: a[1])
+    with mpmath.workprec(PREC):
+        total = mpmath.fsum(a[3] for a in atoms)
+        mass = tuple(a[3] / total for a in atoms)
+    # normalising by the computed total: each mass within rel of its true share twice over
+    # (its own error and the total's), plus the division's rounding
+    return FiniteLaw(tuple(a[0] for a in atoms), tuple(a[1] for a in atoms), tuple(a[2] for a in atoms), mass,
+                     2.0 * rel + 2.0**-(PREC - 8), a_lo, a_hi, t_lo, t_hi, dropped)
+
+
+@lru_cache(maxsize=256)
+def finite_law(mech, direction: str) -> FiniteLaw | None:
+    """One copy of ``mech`` in ``direction`` as a :class:`FiniteLaw`, or None when its law has
+    a continuous part (Laplace, Gaussian).  The one place that reads a mechanism: its atoms
+    (``_atoms``: exact rational positions where the family has them, masses and the +inf mass
+    with error bounds, at ``PREC`` bits) and, for a mechanism given by its two output
+    distributions (``p`` and ``q``: a :class:`~optcomp.mechanisms.Pair`), their totals as given
+    (T = sum p, exactly; every other family is a probability law, T = 1)."""
+    if hasattr(mech, "_continuous"):
+        return None
+    with mpmath.workprec(PREC):
+        atoms, inf, inf_err = mech._atoms(direction)
+        rel = 0.0
+        rows = []
+        for pos_exact, pos, perr, m, merr in atoms:
+            if not m > 0:
+                continue
+            rel = max(rel, float(merr / m))
+            if pos_exact is not None:  # (perr: the rounding of the PREC-bit position)
+                p_mp = mpmath.mpf(pos_exact.numerator) / pos_exact.denominator
+                rows.append((pos_exact, p_mp, mpmath.ldexp(abs(p_mp), 2 - PREC), m))
+            else:
+                rows.append((None, pos, perr + mpmath.ldexp(abs(pos), 2 - PREC), m))
+        if not rows:
+            return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0)
+        if hasattr(mech, "p") and hasattr(mech, "q"):  # masses as given: T = sum p, F = sum over q > 0
+            p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
+            T = sum((Fraction(a) for a in p), Fraction(0))
+            inf_exact = sum((Fraction(a) for a, b in zip(p, q) if a > 0 and b == 0), Fraction(0))
+            a_exact = inf_exact / T
+            return _law(rows, rel, exact_dir(a_exact, False), exact_dir(a_exact, True),
+                        exact_dir(T, False), exact_dir(T, True))
+        lo, hi = inf - inf_err, inf + inf_err
+        a_lo = 0.0 if lo <= 0 else mpf_dir(lo, False)
+        a_hi = 0.0 if hi <= 0 else min(1.0, mpf_dir(hi, True))
+        # the normalised masses p_a / (1 - inf): the computed total stands for 1 - inf (its
+        # own error, the masses' and inf's, relative to it)
+        total = mpmath.fsum(r[3] for r in rows)
+        rel = max(rel, float(abs(total - (1 - inf)) + inf_err) / float(total))
+        return _law(rows, rel, a_lo, a_hi)
+
+
+@lru_cache(maxsize=1024)
+def black_box_law(eps: float) -> FiniteLaw:
+    """The randomized response of a black box (eps, delta) given no delta event (MV Def. 3.1):
+    +eps with e^eps/(1 + e^eps), -eps with 1/(1 + e^eps), exact positions (eps >= 0)."""
+    e = Fraction(eps)
+    with mpmath.workprec(PREC):
+        em = mpmath.mpf(eps)
+        up_ = 1 / (1 + mpmath.exp(-em))
+        dn = 1 / (1 + mpmath.exp(em))
+        z = mpmath.mpf(0)
+        atoms = [(e, em, z, up_)] + ([(-e, -em, z, dn)] if eps > 0 else [])
+        return _law(atoms, 2.0**-(PREC - 8))
+
+
+# --------------------------------------------------------------------------- the composition
+
+
+class Events:
+    """The delta events of a composition and the scale Tt: delta(x) = Tt (1 - prod(1 - a)(1 -
+    H(x))) with the black boxes' delta_i and each mechanism's a_f (see the module
+    docstring), as two multisets of (0, a) pairs -- ``m_up`` with every a rounded up, ``m_lo``
+    down -- that :mod:`optcomp.loss` evaluates, and Tt within [tt_lo, tt_hi]."""
+
+    def __init__(self, m: Mechanisms, laws):
+        self.tt_lo, self.tt_hi = 1.0, 1.0
+        up_, lo_ = [], []
+        log_t = [[], []]
+        for law, c in laws:
+            if law.a_hi > 0.0:
+                up_.append((law.a_hi, c))
+            if law.a_lo > 0.0:
+                lo_.append((law.a_lo, c))
+            if law.t_lo != 1.0 or law.t_hi != 1.0:
+                log_t[0].append((law.t_lo, c))
+                log_t[1].append((law.t_hi, c))
+        if log_t[0]:
+            with mpmath.workprec(200):
+                for side, pairs in enumerate(log_t):
+                    s = mpmath.fsum(c * mpmath.log(mpmath.mpf(t)) for t, c in pairs)
+                    v = mpmath.exp(s)
+                    v = v * (1 + (mpmath.ldexp(1, -150) if side else -mpmath.ldexp(1, -150)))
+                    if side:
+                        self.tt_hi = mpf_dir(v, True)
+                    else:
+                        self.tt_lo = mpf_dir(v, False)
+        self.m_up = _with_events(m, up_)
+        self.m_lo = _with_events(m, lo_)
+
+    def delta_bounds(self, h_lo: float, h_hi: float) -> tuple[float, float]:
+        """(lower, upper) delta from bounds on H."""
+        lo = delta_from_excess(self.m_lo, h_lo, round_up=False)
+        hi = delta_from_excess(self.m_up, h_hi)
+        if self.tt_lo != 1.0:
+            lo = max(0.0, down(lo * self.tt_lo, 1))
+        if self.tt_hi != 1.0:
+            hi = min(1.0, up(hi * self.tt_hi, 1))
+        return lo, hi
+
+    def targets(self, delta_g: float) -> tuple[float, float]:
+        """(t_low, t_high): H(x) <= t_low implies delta(x) <= delta_g, and delta(x) <= delta_g
+        implies H(x) <= t_high (:func:`optcomp.loss.residual_target`; t >= 1 when even
+        delta(x) = Tt is within delta_g: then any x >= 0 will do)."""
+        d_lo, d_hi = delta_g, delta_g
+        if self.tt_hi != 1.0:
+            d_lo = down(delta_g / self.tt_hi, 1)
+        if self.tt_lo != 1.0:
+            d_hi = up(delta_g / self.tt_lo, 1)
+        t_low = 1.0 if d_lo >= 1.0 else residual_target(self.m_up, d_lo)
+        t_high = 1.0 if d_hi >= 1.0 else residual_target(self.m_lo, d_hi, round_up=True)
+        return t_low, t_high
+
+
+def _with_events(m: Mechanisms, extra) -> Mechanisms:
+    """``m`` with the pairs (0, a) x c of ``extra`` added (their eps 0: events only)."""
+    if not extra:
+        return m
+    eps = np.concatenate([m.eps, np.zeros(len(extra))])
+    delta = np.concatenate([m.delta, [a for a, _ in extra]])
+    count = np.concatenate([m.count, np.array([c for _, c in extra], dtype=np.int64)])
+    order = np.lexsort((delta, eps))
+    return Mechanisms(eps=eps[order], delta=delta[order], count=count[order])
+
+
+@dataclass(frozen=True, eq=False)
+class Composition:
+    """One global direction of a multiset: its factors ((law, count) pairs: black-box groups
+    and mechanisms, every law with at least one atom), its delta events, and ``slack``: mass
+    dropped with negligible atoms (an absolute charge to H's upper bound).  ``cache``: its
+    exact producer, once built (see :func:`optcomp.optimal._finite_solver`)."""
+
+    factors: tuple
+    events: Events
+    slack: float
+    cache: dict = field(default_factory=dict, repr=False)
+
+    def tuples(self, cap: int) -> int:
+        """Count vectors of the whole composition (any value above ``cap`` once it passes it)."""
+        total = 1
+        for law, c in self.factors:
+            total *= math.comb(c + law.size - 1, law.size - 1) if law.size > 1 else 1
+            if total > cap:
+                return cap + 1
+        return total
+
+    def top(self) -> float:
+        """The largest composed loss, rounded up (H = 0 from there on)."""
+        exact, approx = Fraction(0), mpmath.mpf(0)
+        known = True
+        with mpmath.workprec(PREC):
+            for law, c in self.factors:
+                e, a = law.top()
+                approx += c * a
+                if e is None:
+                    known = False
+                else:
+                    exact += c * e
+            if known:
+                return exact_dir(exact, True)
+            return mpf_dir(approx * (1 + mpmath.ldexp(1, 8 - PREC)) + mpmath.ldexp(1, -PREC), True)
+
+
+def _directions(m: Mechanisms) -> tuple:
+    return ("forward",) if all(getattr(mech, "symmetric", True) for mech, _ in m.others) else ("forward", "reverse")
+
+
+def compositions(m: Mechanisms) -> list[Composition]:
+    """One :class:`Composition` per global direction of ``m`` (black-box pairs and the
+    finite mechanisms of ``m.others``); ExactTooLarge when a mechanism has a continuous law.
+    Cached by the multiset's value (a curve or a search asks the same multiset again)."""
+    return _compositions(tuple(m.eps.tolist()), tuple(m.delta.tolist()), tuple(m.count.tolist()), m.others)
+
+
+@lru_cache(maxsize=32)
+def _compositions(eps: tuple, delta: tuple, count: tuple, others: tuple) -> list[Composition]:
+    m = Mechanisms(eps=np.array(eps, dtype=float), delta=np.array(delta, dtype=float),
+                   count=np.array(count, dtype=np.int64), others=others)
+    out = []
+    for direction in _directions(m):
+        laws, slack = [], 0.0
+        e, c = m.positive()
+        for eps, n in zip(e.tolist(), c.tolist()):
+            laws.append((black_box_law(eps), int(n)))
+        for mech, n in m.others:
+            law = finite_law(mech, direction)
+            if law is None:
+                raise ExactTooLarge(f"no exact composition of {type(mech).__name__} mechanisms beside others "
+                                    "(a continuous privacy loss; closed form: Gaussians alone); use "
+                                    "method='approx' or 'auto' for certified bounds")
+            laws.append((law, int(n)))
+        factors = []
+        for law, n in laws:
+            kept, drop = _negligible(law, n)
+            slack += drop
+            if kept.size:
+                factors.append((kept, n))
+        out.append(Composition(tuple(factors), Events(m, laws), slack))
+    return out
+
+
+def _negligible(law: FiniteLaw, count: int) -> tuple[FiniteLaw, float]:
+    """``law`` without its atoms of mass below NEGLIGIBLE / count (their outcomes, in all of
+    probability <= count x their mass, are charged as slack; the rest renormalised, which
+    moves every kept mass by that relative amount at most), and the charge."""
+    small = [float(m) * count < NEGLIGIBLE for m in law.mass]
+    if not any(small) or all(small):
+        return law, 0.0
+    with mpmath.workprec(PREC):
+        gone = mpmath.fsum(m for m, s in zip(law.mass, small) if s)
+    drop = up(float(gone) * count * (1.0 + 1e-9), 1)
+    atoms = [(e, p, d, m) for e, p, d, m, s in zip(law.exact, law.pos, law.perr, law.mass, small) if not s]
+    return _law(atoms, law.rel + float(gone), law.a_lo, law.a_hi, law.t_lo, law.t_hi), drop
+
+
+# --------------------------------------------------------------------------- small compositions
+
+
+def _count_vectors(c: int, m: int) -> np.ndarray:
+    """All (n_1, ..., n_m) >= 0 with sum c, as the rows of an int64 array (stars and bars:
+    the m - 1 bars among c + m - 1 places)."""
+    if m == 1:
+        return np.array([[c]], dtype=np.int64)
+    bars = np.array(list(combinations(range(c + m - 1), m - 1)), dtype=np.int64).reshape(-1, m - 1)
+    edges = np.concatenate([np.full((bars.shape[0], 1), -1), bars, np.full((bars.shape[0], 1), c + m - 1)], axis=1)
+    return np.diff(edges, axis=1) - 1
+
+
+_LD = np.longdouble
+_U_LD = float(np.finfo(_LD).epsneg) if np.finfo(_LD).nmant > 52 else 2.0**-53  # unit roundoff of _LD
+
+
+def _int_ld(n: int):
+    """A (huge) Python integer in long double, truncated to 64 bits: relative error <= 2^-63."""
+    s = max(0, n.bit_length() - 64)
+    return np.ldexp(_LD(n >> s), s)
+
+
+def _mp_ld(x):
+    """An mpmath number as the nearest long double (two doubles: relative error <= 2^-64)."""
+    hi = float(x)
+    return _LD(hi) + _LD(float(x - hi))
+
+
+class SmallLaw:
+    """The composed law listed tuple by tuple in long double (numpy.longdouble; x87 extended
+    precision on x86-64): masses e^{log C + sum n_a log p_a} per factor, positions sum n_a l_a
+    with a bound on their error, exact (Fraction) distances for the atoms near x whose
+    positions are rational, and certified H bounds and roots (see the module docstring)."""
+
+    def __init__(self, comp: Composition):
+        u = _U_LD
+        lm = np.zeros(1, dtype=_LD)  # log masses of the tuples so far
+        lm_err = np.zeros(1)  # their absolute error bounds
+        pos = np.zeros(1, dtype=_LD)
+        perr = np.zeros(1)
+        mag = np.zeros(1)  # sum n |l| (the size of the position sums)
+        counts = np.zeros((1, 0), dtype=np.int64)
+        exact, rel = [], 0.0
+        for law, c in comp.factors:
+            rel += c * law.rel
+            v = _count_vectors(c, law.size)
+            coef = [_multinomial(c, row) for row in v.tolist()]
+            lc = np.log(np.array([_int_ld(n) for n in coef], dtype=_LD))
+            lp = np.array([_mp_ld(mpmath.log(m)) for m in law.mass], dtype=_LD)
+            lf = np.array([_mp_ld(p) for p in law.pos], dtype=_LD)
+            pf = np.array([float(e) for e in law.perr])
+            ab = np.abs(lf).astype(float)
+            vl = v.astype(_LD)
+            f_lm = lc + vl @ lp
+            f_err = 4.0 * u * (np.abs(lc).astype(float) + v @ np.abs(lp).astype(float) + 1.0)
+            f_pos = vl @ lf
+            f_perr = v @ pf
+            f_mag = v @ ab
+            # the cartesian product with the tuples so far
+            lm = (lm[:, None] + f_lm[None, :]).ravel()
+            lm_err = (lm_err[:, None] + f_err[None, :]).ravel()
+            pos = (pos[:, None] + f_pos[None, :]).ravel()
+            perr = (perr[:, None] + f_perr[None, :]).ravel()
+            mag = (mag[:, None] + f_mag[None, :]).ravel()
+            counts = np.concatenate([np.repeat(counts, v.shape[0], axis=0), np.tile(v, (counts.shape[0], 1))], axis=1)
+            exact.extend(law.exact)
+        order = np.argsort(pos, kind="stable")
+        self.pos, self.counts = pos[order], counts[order]
+        self.mass = np.exp(lm[order])
+        # position error: the atoms' own (perr) and, per term and sum, 2^-64 of the magnitudes
+        self.perr = perr[order] + 4.0 * u * (mag[order] + 1.0)
+        self.lm = lm[order]
+        self.exact = exact if all(e is not None for e in exact) else None
+        # masses: the laws' relative errors times the counts, the log errors, the exp
+        self.rel = rel + float(np.max(lm_err)) * 1.01 + 16.0 * u + 4.0 * self.pos.size * u
+        self.slack = comp.slack
+
+    def _exact(self, i: int) -> Fraction:
+        return sum((int(n) * e for n, e in zip(self.counts[i].tolist(), self.exact) if n), Fraction(0))
+
+    def _distances(self, x: float, upper: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, distances l - x) of the atoms above x, each distance at its far end
+        (upper) or near end (lower) of its error; exact (rounded to long double) for atoms
+        with rational positions whose computed distance is within 2^-20 of its error bound."""
+        d = self.pos - _LD(x)
+        err = self.perr + 4.0 * _U_LD * abs(x)
+        close = np.abs(d).astype(float) <= err * 2.0**20
+        dd = d + _LD(1.0) * (err if upper else -err)
+        if self.exact is not None and np.any(close):
+            fx = Fraction(x)
+            idx = np.nonzero(close)[0]
+            for i in idx.tolist():
+                e = self._exact(i) - fx
+                dd[i] = _LD(e.numerator) / _LD(e.denominator) if e else _LD(0)
+                dd[i] *= (1 + 4 * _U_LD) if upper else (1 - 4 * _U_LD)
+        keep = dd > 0
+        return np.nonzero(keep)[0], dd[keep]
+
+    def excess_bounds(self, x: float) -> tuple[float, float]:
+        """Certified (lower, upper) floats around H(x)."""
+        out = []
+        for upper in (False, True):
+            idx, d = self._distances(x, upper)
+            h = float(np.sum(self.mass[idx] * -np.expm1(-d)))
+            # expm1 within 8 units, the products and the sum: 4 + n units of u
+            f = self.rel + (16.0 + idx.size) * _U_LD
+            if upper:
+                out.append(up(h * (1.0 + f) + self.slack, 2) if (h > 0.0 or self.slack) else 0.0)
+            else:
+                out.append(max(0.0, down(h * (1.0 - f), 2)))
+        return out[0], out[1]
+
+    def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
+        """Certified (lower, upper) floats around the least x >= 0 with H(x) <= t: the upper end
+        with H's upper bound below t_low, the lower end with H's lower bound above t_high
+        just below it (so the root of any t in [t_low, t_high] lies between)."""
+        if t_low >= 1.0:
+            return 0.0, 0.0
+        hi = self._root(t_low, True, top)
+        lo = self._root(t_high, False, top)
+        return min(lo, hi), hi
+
+    def _root(self, t: float, upper: bool, top: float) -> float:
+        if t < 0.0:
+            return math.inf
+        if self.excess_bounds(0.0)[1 if upper else 0] <= t:
+            return 0.0
+        if upper and t <= self.slack:  # (H = 0 exactly from the top atom on)
+            return top
+        x = self._segment_root(t, upper)
+        # check (and move) the float: an upper end needs H_hi(x) <= t, a lower end H_lo(x) > t
+        step = max(abs(x) * 2.0**-60, 5e-324)
+        for _ in range(64):
+            hl, hh = self.excess_bounds(x)
+            if upper and hh <= t:
+                return min(x, top)
+            if not upper and (hl > t or x == 0.0):
+                return x
+            step *= 2.0
+            x = up(x + step, 1) if upper else max(0.0, down(x - step, 1))
+        return top if upper else 0.0  # pragma: no cover - the closed-form root is far closer
+
+    def _segment_root(self, t: float, upper: bool) -> float:
+        """The root of the listed sum on its segment, in closed form, as a float on the
+        requested side (then checked by the caller): H(x) = A_j - e^{x - l_j} C_j between
+        the atom below and atom j, A_j, C_j the sums of m_i and m_i e^{-(l_i - l_j)} over
+        the atoms i >= j; the segment from H at every atom (approximate sums: only a choice)."""
+        pos, lm = self.pos, self.lm
+        n = pos.size
+        A = np.cumsum(self.mass[::-1])[::-1]  # A_j = sum_{i >= j} m_i
+        L = np.logaddexp.accumulate((lm - pos)[::-1])[::-1]  # log sum_{i >= j} m_i e^{-l_i}
+        # H at atom k: A_{k+1} - e^{l_k} sum_{i > k} m_i e^{-l_i}
+        D = np.empty(n, dtype=_LD)
+        D[:-1] = A[1:] - np.exp(pos[:-1] + L[1:])
+        D[-1] = 0
+        if upper:
+            D = D + _LD(self.slack)
+        above = np.nonzero(D > _LD(t))[0]
+        j = int(above[-1]) + 1 if above.size else 0  # the root lies in [l_{j-1}, l_j]
+        j = min(j, n - 1)
+        a = A[j] + (_LD(self.slack) if upper else _LD(0))
+        c = np.sum(self.mass[j:] * np.exp(-(pos[j:] - pos[j])))
+        if a <= _LD(t) or c <= 0:
+            x = pos[j]
+        else:
+            x = pos[j] - np.log(c / (a - _LD(t)))
+        if self.exact is not None:
+            xe = self._exact(j) - Fraction(float(pos[j] - x)) - Fraction(float((pos[j] - x) - _LD(float(pos[j] - x))))
+            return max(0.0, exact_dir(xe, up=upper))
+        return max(0.0, float(x))
+
+
+def _multinomial(c: int, n) -> int:
+    out, rest = 1, c
+    for k in n:
+        out *= math.comb(rest, k)
+        rest -= k
+    return out
