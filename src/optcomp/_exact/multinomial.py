@@ -496,6 +496,82 @@ def _log_geometric(c: int, binom: _Binom, m: int, upper: bool) -> float:
 # --------------------------------------------------------------------------- the rows
 
 
+LATTICE_R_MAX = 4096  # the most copies of the outer law convolved one by one (lattice mode)
+LATTICE_POINTS = 2**20  # lattice points of the outer law at most
+
+
+def _common_unit(values) -> Fraction | None:
+    """The largest u with every value an integer multiple of it (a gcd of rationals), or None
+    when the multiples exceed 2^31 (no useful lattice)."""
+    vals = [v for v in values if v != 0]
+    if not vals:
+        return Fraction(1)
+    den = math.lcm(*[v.denominator for v in vals])
+    nums = [int(v * den) for v in vals]
+    g = math.gcd(*nums)
+    unit = Fraction(g, den)
+    if max(abs(n) // g for n in nums) > 2**31:
+        return None
+    return unit
+
+
+def _split_dd_array(idx: np.ndarray, unit: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """idx * unit (integers times a rational) as double-doubles, exactly rounded pieces."""
+    uh, ul = _split_dd(unit)
+    return _dd_scale(idx.astype(float), uh, ul)
+
+
+def _convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The full convolution of two non-negative long double arrays (direct sums)."""
+    out = np.zeros(a.size + b.size - 1, dtype=_LD)
+    small, big = (a, b) if a.size <= b.size else (b, a)
+    for i, v in enumerate(small.tolist()):
+        if v:
+            out[i:i + big.size] += big * v
+    return out
+
+
+def _power_law(atoms, c: int) -> tuple[np.ndarray, int]:
+    """The c-fold convolution of a law on the integers ((index, mass) pairs, long double),
+    one copy at a time: (values, offset of the first)."""
+    lo = min(i for i, _ in atoms)
+    width = max(i for i, _ in atoms) - lo
+    law = np.zeros(width + 1, dtype=_LD)
+    for i, m in atoms:
+        law[i - lo] += m
+    out = np.ones(1, dtype=_LD)
+    for _ in range(c):
+        out = _convolve(out, law)
+    return out, c * lo
+
+
+def _fold_rows(atoms, R_lo: int, R_hi: int):
+    """F_R for R = R_lo..R_hi, the R-fold convolutions of the law ((index, mass) pairs), as
+    rows of one array on a common offset (R_hi times the lowest index), and each row's
+    relative error bound (R (m + 2) 2^-64: m positive terms a step)."""
+    off = min(0, R_hi * min(i for i, _ in atoms))
+    width = max(0, R_hi * max(i for i, _ in atoms)) - off + 1
+    cur = np.zeros(width, dtype=_LD)
+    cur[-off] = 1  # F_0: all mass at index 0
+    rows = []
+    shifts = [(i, m) for i, m in atoms]
+    for R in range(R_hi + 1):
+        if R >= R_lo:
+            rows.append(cur.copy())
+        if R == R_hi:
+            break
+        nxt = np.zeros(width, dtype=_LD)
+        for i, m in shifts:
+            if i >= 0:
+                nxt[i:] += cur[:width - i] * m
+            else:
+                nxt[:width + i] += cur[-i:] * m
+        cur = nxt
+    m = len(atoms)
+    frel = np.array([R * (m + 2) * 2.0 * _U for R in range(R_lo, R_hi + 1)])
+    return off, np.stack(rows), frel
+
+
 class _Atom:
     """One enumerated atom of a factor: exact position (or None), double-double position with
     an error bound, mass (mpmath)."""
@@ -514,9 +590,17 @@ class _Outer:
     log weight (long double) and its error bound, the counts of each enumerated atom (to
     recover exact shifts: ``atoms``), and the mass cut by the windows."""
 
-    def __init__(self, N, Sh, Sl, Serr, lw, lwerr, counts, atoms, cut):
+    def __init__(self, N, Sh, Sl, Serr, lw, lwerr, counts, atoms, cut, unit=None):
         self.N, self.Sh, self.Sl, self.Serr, self.lw, self.lwerr = N, Sh, Sl, Serr, lw, lwerr
-        self.counts, self.atoms, self.cut = counts, atoms, cut
+        self.counts, self.atoms, self.cut, self.unit = counts, atoms, cut, unit
+
+    def exact_shift(self, i: int):
+        """The exact (rational) shift of outer atom i, or None when its positions are not."""
+        if self.unit is not None:  # lattice mode: counts holds the index on the lattice unit Z
+            return int(self.counts[i, 0]) * self.unit
+        if not all(a.exact is not None for a in self.atoms):
+            return None
+        return sum((int(k) * a.exact for k, a in zip(self.counts[i].tolist(), self.atoms) if k), Fraction(0))
 
 
 class RowLaw:
@@ -591,10 +675,18 @@ class RowLaw:
         return out
 
     def _outer(self, log_budget: float) -> _Outer:
-        """The outer atoms, windows cutting at most e^log_budget of mass in all."""
+        """The outer atoms, windows cutting at most e^log_budget of mass in all: merged on a
+        common lattice (:meth:`_outer_lattice`) when the main factor has several outer atoms
+        and every enumerated position is rational, else enumerated count vector by count
+        vector (:meth:`_outer_vectors`)."""
         key = round(log_budget, 3)
-        if key in self._outers:
-            return self._outers[key]
+        if key not in self._outers:
+            res = self._outer_lattice(log_budget) if len(self.main_outer) >= 2 else None
+            self._outers[key] = res if res is not None else self._outer_vectors(log_budget)
+        return self._outers[key]
+
+    def _outer_vectors(self, log_budget: float) -> _Outer:
+        """The outer atoms count vector by count vector (nested binomial windows)."""
         stages = self._stages()
         n_windows = sum(len(st) for _, st, _ in stages) or 1
         log_each = log_budget - math.log(2.0 * n_windows)
@@ -637,9 +729,97 @@ class RowLaw:
         if not stages[-1][1]:  # no outer atom in the main factor: all c copies are the pivot's
             N = np.full(N.size, self.c, dtype=np.int64)
         counts = np.stack(cols, axis=1) if cols else np.zeros((N.size, 0), dtype=np.int64)
-        res = _Outer(N, Sh, Sl, Serr, lw, lwerr, counts, atoms, cut)
-        self._outers[key] = res
-        return res
+        return _Outer(N, Sh, Sl, Serr, lw, lwerr, counts, atoms, cut)
+
+    def _outer_lattice(self, log_budget: float) -> _Outer | None:
+        """The outer atoms merged by position on the lattice u Z (u the common unit of every
+        enumerated position, all rational), or None when they are not (or the lattice or the
+        counts are too large).  R ~ Bin(c, P_out) copies of the main factor fall on its outer
+        atoms (a window of R); given R their loss is the R-fold convolution F_R of the outer
+        law, built one copy at a time in long double (each step a sum of at most m positive
+        terms: F_R within R (m + 2) 2^-64 relative); the side factors' laws are convolved in
+        the same way (a two-atom factor, a black box, by its binomial masses).  Entries of
+        weight Bin(c, P_out)(R) F_R(s) are kept from the largest down until the rest weighs at
+        most half the budget (charged as cut, with the window's tails)."""
+        atoms = self.main_outer + [a for _, st, _ in self._stages()[:-1] for a, _, _ in st]
+        if any(a.exact is None for a in atoms):
+            return None
+        unit = _common_unit([a.exact for a in atoms])
+        if unit is None:
+            return None
+        idx = {id(a): int(a.exact / unit) for a in atoms}
+        # the main factor's outer law (normalised), its R window
+        with mpmath.workprec(PREC):
+            p_out = mpmath.fsum(a.mass for a in self.main_outer)
+            if not 0 < p_out < 1:
+                return None
+            outer = [(idx[id(a)], _ld(*_split_dd(a.mass / p_out))) for a in self.main_outer]
+            cut_log = log_budget - math.log(4.0)
+            R_lo, R_hi, cut = _window(self.c, _Binom(p_out), cut_log)
+        span = max(i for i, _ in outer) - min(i for i, _ in outer)
+        if R_hi > LATTICE_R_MAX or span * R_hi > LATTICE_POINTS:
+            return None
+        # side factors on the same lattice
+        side = np.ones(1, dtype=_LD)
+        side_lo = 0
+        side_rel = 0.0
+        for law, c in self.side:
+            ids = [int(e / unit) for e in law.exact] if all(e is not None for e in law.exact) else None
+            if ids is None or any(i * unit != e for i, e in zip(ids, law.exact)):
+                return None
+            if law.size == 2:
+                b = _Binom(law.mass[1] / (law.mass[0] + law.mass[1]))
+                lo, hi, out = _window(c, b, cut_log - math.log(2.0 * len(self.side)))
+                cut += out
+                k = np.arange(lo, hi + 1)
+                m_lo, m_hi = b.path(np.full(k.size, c), k)
+                vals = np.sqrt(m_lo * m_hi)  # (the bracket's geometric middle; its half-width charged below)
+                rel = float(np.max((m_hi - m_lo) / np.maximum(m_hi, _LD(1e-4900))))
+                pos = k * ids[1] + (c - k) * ids[0]
+                base = int(np.min(pos))
+                f_law = np.zeros(int(np.max(pos)) - base + 1, dtype=_LD)
+                np.add.at(f_law, pos - base, vals)
+            elif c <= LATTICE_R_MAX and c * (max(ids) - min(ids)) <= LATTICE_POINTS:
+                with mpmath.workprec(PREC):
+                    one = [(i, _ld(*_split_dd(m))) for i, m in zip(ids, law.mass)]
+                f_law, base = _power_law(one, c)
+                rel = c * (law.size + 2) * 2.0 * _U
+            else:
+                return None
+            side = _convolve(side, f_law)
+            side_lo += base
+            side_rel += rel
+        F = _fold_rows(outer, R_lo, R_hi)  # rows R_lo..R_hi: (offset, values) with one offset
+        offs, rows, frel = F
+        # weights Bin(c, P_out)(R) F_R(s), convolved with the side factors
+        Rs = np.arange(R_lo, R_hi + 1)
+        ly, le = _Binom(p_out).log_pmf(np.full(Rs.size, self.c), Rs)
+        if side.size > 1:
+            rows = np.stack([_convolve(r_, side) for r_ in rows])
+        lw_rows = np.log(np.where(rows > 0, rows, _LD(1))) + ly[:, None]
+        lw_rows = np.where(rows > 0, lw_rows, -np.inf)
+        err_rows = np.broadcast_to(le[:, None] + (frel[:, None] + side_rel + 8 * _U).astype(_LD), lw_rows.shape)
+        # keep the heaviest entries: the rest (sorted ascending, summed) within half the budget
+        flat = lw_rows.ravel()
+        live = np.nonzero(np.isfinite(flat))[0]
+        order = live[np.argsort(flat[live])]
+        with np.errstate(under="ignore"):
+            w_up = np.exp(flat[order] + err_rows.ravel()[order])
+        acc = np.cumsum(w_up)
+        drop = acc <= _LD(math.exp(log_budget) / 2.0)
+        keep = order[~drop]
+        if np.any(drop):  # (the dropped weights' sum, in long double, rounded up to a float)
+            gone = acc[drop][-1] * _LD(1.0 + 1e-9)
+            cut = up(cut + max(float(gone), 5e-324), 1)
+        if keep.size > OUTER_MAX:
+            return None
+        r_i, s_i = np.divmod(keep, lw_rows.shape[1])
+        N = self.c - Rs[r_i]
+        s_idx = offs + side_lo + s_i
+        Sh, Sl = _split_dd_array(s_idx, unit)
+        Serr = np.abs(Sh) * 2.0**-100
+        return _Outer(N.astype(np.int64), Sh, Sl, Serr, flat[keep], err_rows.ravel()[keep],
+                      s_idx.astype(np.int64)[:, None], [], cut, unit=unit)
 
     def _cgf(self, theta: float) -> tuple[float, float, float]:
         """(K, K', K'') of the composed loss at the tilt theta (floats: estimates only)."""
@@ -772,7 +952,8 @@ class RowLaw:
         return h_lo / g, h_hi * g, p_above
 
     def _exact_ok(self, o: _Outer) -> bool:
-        return self.la.exact is not None and self.beta_exact is not None and all(a.exact is not None for a in o.atoms)
+        return self.la.exact is not None and self.beta_exact is not None and \
+            (o.unit is not None or all(a.exact is not None for a in o.atoms))
 
     def _exact_distances(self, x, o, nn, v, verr, amb):
         """The ambiguous atoms' distances from their exact rational positions (exact sign)."""
@@ -780,7 +961,7 @@ class RowLaw:
         v = v.copy()
         verr = verr.copy()
         for r, col in zip(*[a.tolist() for a in np.nonzero(amb)]):
-            S = sum((int(k) * a.exact for k, a in zip(o.counts[r].tolist(), o.atoms) if k), Fraction(0))
+            S = o.exact_shift(r)
             d = S + int(o.N[r]) * self.la.exact + int(nn[r, col]) * self.beta_exact - fx
             v[r, col] = _LD(float(d)) if d > 0 else _LD(0)
             verr[r, col] = abs(float(d)) * 2.0**-52 if d > 0 else 0.0
