@@ -182,11 +182,17 @@ class _Binom:
     """Bin(N, p) for one exactly given p: masses of (N, n) pairs in long double, with bounds."""
 
     def __init__(self, p):
-        self.par = binomial_parameter(p)
-        self.p = float(p)
-        self.p_ld = _ld(*self.par[0])  # p, q within 2^-64 relative
-        self.q_ld = _ld(*self.par[1])
-        self.lp, self.lq = self.par[2][0], self.par[3][0]
+        with mpmath.workdps(60):
+            pm = mpmath.mpf(p.numerator) / p.denominator if isinstance(p, Fraction) else mpmath.mpf(p)
+            self.p = float(pm)
+            self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(1 - pm))  # within 2^-64 relative
+            self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log1p(-pm))
+        try:
+            self.par = binomial_parameter(pm)
+            self.tiny = None
+        except ValueError:  # p or q below 2^-800 (a double-double cannot carry k p): 60 digits
+            self.par = None
+            self.tiny = pm
 
     def pmf(self, N: np.ndarray, n: np.ndarray, precise: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) long double bounds on P[Bin(N, p) = n] (0 outside 0..N); ``precise``:
@@ -209,7 +215,25 @@ class _Binom:
 
     def path(self, N: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`pmf` of (N_k, n_k) pairs forming a path (see :class:`_Path`)."""
+        if self.tiny is not None:
+            return self.pmf(N, n)
         return self.on_path(_Path(N, n))
+
+    def _log_pmf_mp(self, N, n) -> tuple[np.ndarray, np.ndarray]:
+        """log pmf in 60-digit arithmetic, one pair at a time (p or q below 2^-800: the few
+        counts of a window near 0 or N), its error 10^-50 of the terms' sizes."""
+        N = np.broadcast_to(np.asarray(N, dtype=np.int64), np.shape(n))
+        n = np.asarray(n, dtype=np.int64)
+        y = np.empty(n.shape, dtype=_LD)
+        err = np.empty(n.shape, dtype=_LD)
+        with mpmath.workdps(60):
+            lp, lq = mpmath.log(self.tiny), mpmath.log1p(-self.tiny)
+            for i, (kk, m) in enumerate(zip(N.ravel().tolist(), n.ravel().tolist())):
+                v = mpmath.loggamma(kk + 1) - mpmath.loggamma(m + 1) - mpmath.loggamma(kk - m + 1) + m * lp + (kk - m) * lq
+                y.ravel()[i] = _ld(*_split_dd(v))
+                err.ravel()[i] = _LD(float(abs(v) + abs(m * lp) + abs((kk - m) * lq) + 10 * (abs(mpmath.loggamma(kk + 1)) + 1))
+                                     * 1e-50 + 2.0**-62 * (float(abs(v)) + 1))
+        return y, err
 
     def on_path(self, path: "_Path") -> tuple[np.ndarray, np.ndarray]:
         """:meth:`pmf` along ``path``: the certified masses (long double logs) at its anchors,
@@ -242,6 +266,8 @@ class _Binom:
     def log_pmf(self, N: np.ndarray, n: np.ndarray, precise: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(log P[Bin(N, p) = n], error bound) in long double, 0 <= n <= N (refined in long
         double where the float64 bound exceeds REFINE_ERR, or everywhere when ``precise``)."""
+        if self.tiny is not None:
+            return self._log_pmf_mp(N, n)
         if precise:
             return binomial_log_pmf_rows(self.par, N, n, dtype=_LD)
         y, err = binomial_log_pmf_rows(self.par, N, n)
@@ -659,18 +685,14 @@ class RowLaw:
         with mpmath.workprec(PREC):
             for law, c in self.side:
                 order = sorted(range(law.size), key=lambda i: law.mass[i], reverse=True)
-                rem = mpmath.fsum(law.mass)
-                st = []
-                for i in order:
-                    at = _Atom(law.exact[i], law.pos[i], law.perr[i], law.mass[i])
-                    st.append((at, at.mass / rem, at.mass))
-                    rem -= at.mass
+                atoms = [_Atom(law.exact[i], law.pos[i], law.perr[i], law.mass[i]) for i in order]
+                # conditional masses from the sums of the masses left (never by subtraction)
+                st = [(at, at.mass / mpmath.fsum(a.mass for a in atoms[j:]) if j < len(atoms) - 1 else mpmath.mpf(1),
+                       at.mass) for j, at in enumerate(atoms)]
                 out.append((c, st, True))
-            rem = mpmath.fsum(at.mass for at in self.main_outer) + self.pivot_mass
-            st = []
-            for at in sorted(self.main_outer, key=lambda t: t.mass, reverse=True):
-                st.append((at, at.mass / rem, at.mass))
-                rem -= at.mass
+            atoms = sorted(self.main_outer, key=lambda t: t.mass, reverse=True)
+            st = [(at, at.mass / (mpmath.fsum(a.mass for a in atoms[j:]) + self.pivot_mass), at.mass)
+                  for j, at in enumerate(atoms)]
             out.append((self.c, st, False))
         return out
 
@@ -997,7 +1019,8 @@ class RowLaw:
         if not t_low > 0.0:
             return 0.0, top  # (a target below the float range: the top atom bounds it)
         o = self._outer(math.log(TAIL_REL) + math.log(t_low))
-        t = math.sqrt(t_low * t_high)
+        t = math.exp(0.5 * (math.log(t_low) + math.log(t_high)))  # (the geometric middle, no underflow)
+        t = min(max(t, t_low), t_high)
 
         def H(x):
             key = (x, id(o))
