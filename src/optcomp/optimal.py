@@ -397,20 +397,24 @@ def mechanism_delta_bounds(m: Mechanisms, eps_g: float) -> tuple[float, float]:
     return lo, hi
 
 
-def mechanism_epsilon_bounds(m: Mechanisms, delta_g: float, shrink: float = 0.0) -> tuple[float, float]:
+def mechanism_epsilon_bounds(m: Mechanisms, delta_g: float) -> tuple[float, float]:
     """Certified (lower, upper) on OptComp(delta_g) of the black-box pairs and the finite
     mechanisms of ``m``: the larger of the two global directions' brackets on the least x >= 0
-    with delta(x) <= delta_g (``shrink``: the upper end solved for the target t (1 - shrink))."""
+    with delta(x) <= delta_g.  The upper end's target t_low is lowered by ulps until the delta
+    events turn H = t_low into a delta_g <= the given one (so delta_g(eps_g(d)) <= d holds to
+    the last ulp: :func:`mechanism_delta_bounds` at the upper end evaluates the same events)."""
     lo = hi = 0.0
     for comp in compositions(m):
         t_low, t_high = comp.events.targets(delta_g)
-        if shrink and t_low > 0.0:
-            t_low = down(t_low * (1.0 - shrink), 1)
-        top = comp.top()
         if t_high < 0.0:
             return math.inf, math.inf
         if t_low >= 1.0:
             continue
+        for _ in range(64):
+            if t_low <= 0.0 or comp.events.delta_bounds(0.0, t_low)[1] <= delta_g:
+                break
+            t_low = down(t_low, 1)
+        top = comp.top()
         if t_high == 0.0:  # H(x) = 0 exactly from the top atom on, and only there
             x_lo = x_hi = top
         else:
@@ -432,21 +436,13 @@ def optimal_mechanisms_delta(m: Mechanisms, eps_g: float) -> float:
 
 def optimal_mechanisms_epsilon(m: Mechanisms, delta_g: float) -> float:
     """``method="optimal"``'s eps_g(delta_g) for a multiset with finite mechanisms: the upper
-    end of :func:`mechanism_epsilon_bounds` when the bracket is within EXACT_REL relative
-    (else ExactTooLarge), checked against the delta direction (the inverse law
-    delta_g(eps_g(d)) <= d: where the two directions' float charges disagree by an ulp, the
-    target is shrunk by 2^-50 and then 2^-46, the root moving by far less than EXACT_REL)."""
+    end of :func:`mechanism_epsilon_bounds` when the bracket is within EXACT_REL relative,
+    else ExactTooLarge."""
     lo, hi = mechanism_epsilon_bounds(m, delta_g)
-    if not hi < math.inf:
-        return hi
-    for shrink in (2.0**-50, 2.0**-46, 0.0):
-        if hi - lo > EXACT_REL * hi:
-            raise ExactTooLarge(f"the exact composition's bracket [{lo!r}, {hi!r}] on eps_g is wider than "
-                                f"{EXACT_REL:g} relative; use method='approx' or 'auto'")
-        if not shrink or mechanism_delta_bounds(m, hi)[1] <= delta_g:
-            return hi
-        lo, hi = mechanism_epsilon_bounds(m, delta_g, shrink)
-    return hi  # pragma: no cover
+    if hi < math.inf and hi - lo > EXACT_REL * hi:
+        raise ExactTooLarge(f"the exact composition's bracket [{lo!r}, {hi!r}] on eps_g is wider than "
+                            f"{EXACT_REL:g} relative; use method='approx' or 'auto'")
+    return hi
 
 
 def optimal_epsilon_bruteforce(m: Mechanisms, delta_g: float, *, max_k: int = 22) -> float:

@@ -98,6 +98,20 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0) -> Fin
     """A :class:`FiniteLaw` from (exact, pos, perr, mass) tuples (any order, zero masses left
     out, normalised to sum 1 at ``PREC`` bits; ``rel`` the masses' relative error before)."""
     atoms = sorted((a for a in atoms if a[3] > 0), key=lambda a: a[1])
+    # atoms at one position merged (rows decompose the law by distinct positions): equal exact
+    # positions, or floating ones whose error intervals meet (their union is the new error)
+    merged = []
+    with mpmath.workprec(PREC):
+        for a in atoms:
+            if merged:
+                b = merged[-1]
+                same = (a[0] == b[0]) if (a[0] is not None and b[0] is not None) else \
+                    (a[0] is None and b[0] is None and a[1] - a[2] <= b[1] + b[2])
+                if same:
+                    merged[-1] = (b[0], b[1], max(b[2], a[1] + a[2] - b[1]), b[3] + a[3])
+                    continue
+            merged.append(a)
+    atoms = merged
     with mpmath.workprec(PREC):
         total = mpmath.fsum(a[3] for a in atoms)
         mass = tuple(a[3] / total for a in atoms)
@@ -134,6 +148,21 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
             return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0)
         if hasattr(mech, "p") and hasattr(mech, "q"):  # masses as given: T = sum p, F = sum over q > 0
             p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
+            # the outcomes by their exact likelihood ratio (equal ratios: one atom), loss log(ratio)
+            ratios = {}
+            for a, b in zip(p, q):
+                if a > 0 and b > 0:
+                    r = Fraction(a) / Fraction(b)
+                    ratios[r] = ratios.get(r, Fraction(0)) + Fraction(a)
+            rows = []
+            for r, w in ratios.items():
+                m = mpmath.mpf(w.numerator) / w.denominator
+                if r == 1:
+                    rows.append((Fraction(0), mpmath.mpf(0), mpmath.mpf(0), m))
+                else:
+                    pos = mpmath.log(mpmath.mpf(r.numerator)) - mpmath.log(mpmath.mpf(r.denominator))
+                    rows.append((None, pos, mpmath.ldexp(abs(pos) + 1, 8 - PREC), m))
+            rel = 2.0**-(PREC - 8)  # (the masses: sums of floats, rounded once)
             T = sum((Fraction(a) for a in p), Fraction(0))
             inf_exact = sum((Fraction(a) for a, b in zip(p, q) if a > 0 and b == 0), Fraction(0))
             a_exact = inf_exact / T
@@ -294,9 +323,9 @@ def _compositions(eps: tuple, delta: tuple, count: tuple, others: tuple) -> list
         for mech, n in m.others:
             law = finite_law(mech, direction)
             if law is None:
-                raise ExactTooLarge(f"no exact composition of {type(mech).__name__} mechanisms beside others "
-                                    "(a continuous privacy loss; closed form: Gaussians alone); use "
-                                    "method='approx' or 'auto' for certified bounds")
+                raise ExactTooLarge(f"no exact composition of {type(mech).__name__} mechanisms is implemented (a "
+                                    "continuous privacy loss; exact: finite mechanisms, and Gaussians alone by their "
+                                    "closed form); use method='approx' or 'auto' for certified bounds")
             laws.append((law, int(n)))
         factors = []
         for law, n in laws:

@@ -67,11 +67,11 @@ from .finite import PREC, Composition
 __all__ = ["RowLaw", "OUTER_MAX"]
 
 OUTER_MAX = 2**18  # outer atoms (enumerated tuples) of one composition at most
+MAX_ELEMENTS = 2**22  # the largest array of one evaluation (long doubles: 64 MiB), else ExactTooLarge
 REFINE_ERR = 2.0**-43  # log-pmf bounds above this are recomputed in long double
 TAIL_REL = 2.0**-56  # mass cut by the windows, relative to the target (or to H)
 _LD = np.longdouble
 _U = float(np.finfo(_LD).epsneg) if np.finfo(_LD).nmant > 52 else 2.0**-53  # long double unit roundoff
-_DD_REL = 2.0**-100  # relative error of a double-double product or sum here
 PATH_ANCHOR = 1024  # masses along a path: a certified one every this many steps, ratios between
 PATH_STEP = 4  # the largest step (in N, n and N - n) a path's ratios bridge
 
@@ -127,16 +127,20 @@ def _ld(hi, lo):
 # --------------------------------------------------------------------------- binomial masses
 
 
-def _fact_ratio(a: np.ndarray, b: np.ndarray, D: int) -> np.ndarray:
-    """a! / b! for integers with |a - b| <= D (a product of at most D integers, long double)."""
-    d = a - b
-    base = np.minimum(a, b).astype(_LD)
-    prods = [np.ones(a.shape, dtype=_LD)]
-    for j in range(1, D + 1):
-        prods.append(prods[-1] * (base + j))
-    val = np.choose(np.abs(d), prods)
-    with np.errstate(divide="ignore"):  # (a zero factor: only on steps that are not bridged)
-        return np.where(d >= 0, val, 1 / val)
+def _fact_ratio_const(a: np.ndarray, d: int) -> np.ndarray:
+    """a! / (a - d)! for integers a >= 0 and one step d (|d| small), in long double: d
+    factors (d > 0) multiplied, or the reciprocal of -d factors."""
+    out = np.ones(a.shape, dtype=_LD)
+    af = a.astype(_LD)
+    if d > 0:
+        for j in range(d):
+            out *= af - j
+    elif d < 0:
+        den = np.ones(a.shape, dtype=_LD)
+        for j in range(1, -d + 1):
+            den *= af + j
+        out = out / den
+    return out
 
 
 class _Path:
@@ -169,12 +173,16 @@ class _Path:
         self.start = np.maximum.accumulate(np.where(anchor | ~valid, k, 0))
         self.dn_c = np.clip(dn, -D, D)
         self.dm_c = np.clip(dm, -D, D)
-        dN_c = np.clip(dN, -D, D)
-        if self.follow.size:  # (steps not bridged may divide by a zero factor: unused)
+        if self.follow.size:
+            # by step type (dN, dn): a few distinct ones per path, each a product of integers
+            self.comb = np.ones(L - 1, dtype=_LD)
             N1, n1, m1 = N[1:], n[1:], (N - n)[1:]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                self.comb = _fact_ratio(N1, N1 - dN_c, D) / _fact_ratio(n1, n1 - self.dn_c, D) / \
-                    _fact_ratio(m1, m1 - self.dm_c, D)
+            kind = (dN + D) * (2 * D + 1) + (dn + D)
+            for kd in np.unique(kind[self.near]).tolist():
+                sel = np.nonzero(self.near & (kind == kd))[0]
+                a, b = divmod(kd, 2 * D + 1)
+                self.comb[sel] = _fact_ratio_const(N1[sel], a - D) / _fact_ratio_const(n1[sel], b - D) / \
+                    _fact_ratio_const(m1[sel], (a - D) - (b - D))
         self.grow = _LD(1.0 + (3 * D + 4) * PATH_ANCHOR * 2.0 * _U)
 
 
@@ -429,8 +437,9 @@ def _chain(binom: _Binom, disc, N: np.ndarray, f: np.ndarray, q=None):
     fmin = np.full(K, np.iinfo(np.int64).max)
     np.minimum.at(fmin, inv, fa)
     width = int(np.max(nt - fmin)) + 1
-    if K * width > 2**24:
-        raise ExactTooLarge(f"the multinomial rows' tails need {K * width:,} terms (> 2^24)")
+    if K * width > MAX_ELEMENTS or tot > MAX_ELEMENTS:
+        raise ExactTooLarge(f"the multinomial rows' tails need {max(K * width, tot):,} terms (> {MAX_ELEMENTS:,}); "
+                            "use method='approx' or 'auto'")
     nn = fmin[:, None] + np.arange(width)[None, :]
     live = nn < nt[:, None]
     rows = [np.zeros((K, width), dtype=_LD) for _ in range(4)]
@@ -466,7 +475,9 @@ def _linear_recurrence(alpha: np.ndarray, g: np.ndarray, b0) -> np.ndarray:
     recurrence's), the block's last value carried to the next."""
     out = np.empty(g.size, dtype=_LD)
     carry = _LD(b0)
-    B = 256
+    # block length: the cumulative product of alpha >= disc stays above e^-10000 (long double)
+    a_min = float(np.min(alpha)) if alpha.size else 1.0
+    B = int(min(4096, max(16, 10000.0 / max(-math.log(max(a_min, 1e-4900)), 1e-9))))
     for s in range(0, g.size, B):
         a = alpha[s:s + B]
         P = np.cumprod(a)
@@ -779,7 +790,7 @@ class RowLaw:
             cut_log = log_budget - math.log(4.0)
             R_lo, R_hi, cut = _window(self.c, _Binom(p_out), cut_log)
         span = max(i for i, _ in outer) - min(i for i, _ in outer)
-        if R_hi > LATTICE_R_MAX or span * R_hi > LATTICE_POINTS:
+        if R_hi > LATTICE_R_MAX or span * R_hi > LATTICE_POINTS or (R_hi - R_lo + 1) * (span * R_hi + 1) > MAX_ELEMENTS:
             return None
         # side factors on the same lattice
         side = np.ones(1, dtype=_LD)
@@ -817,6 +828,8 @@ class RowLaw:
         Rs = np.arange(R_lo, R_hi + 1)
         ly, le = _Binom(p_out).log_pmf(np.full(Rs.size, self.c), Rs)
         if side.size > 1:
+            if rows.shape[0] * (rows.shape[1] + side.size) > MAX_ELEMENTS:
+                return None
             rows = np.stack([_convolve(r_, side) for r_ in rows])
         lw_rows = np.log(np.where(rows > 0, rows, _LD(1))) + ly[:, None]
         lw_rows = np.where(rows > 0, lw_rows, -np.inf)
@@ -932,6 +945,9 @@ class RowLaw:
             tau = tau + move
         n1 = np.maximum(tau + 1.0, 0.0).astype(np.int64)
         M = self.M
+        if N.size * M > MAX_ELEMENTS:
+            raise ExactTooLarge(f"the multinomial rows need {N.size:,} rows x {M} near atoms (> {MAX_ELEMENTS:,}); "
+                                "use method='approx' or 'auto'")
         nn = n1[:, None] + np.arange(M)[None, :]
         live = nn <= N[:, None]
         vh, vl = _dd_add(*_dd_scale(nn.astype(float), bh, bl), -yh[:, None], -yl[:, None])
@@ -1051,6 +1067,7 @@ class RowLaw:
             if xn <= 0.0 or a == b == 0.0:
                 if H(0.0)[1] <= t_low:
                     return 0.0, 0.0
+                xn = max(xn, 0.0)
             done = abs(xn - x) <= 2.0**-52 * max(abs(x), 1e-300) or b - a <= 2.0**-52 * b
             x = xn
             if done:
@@ -1062,7 +1079,9 @@ class RowLaw:
             d_lo = max(math.log(t_high / lo), 0.0) / -slope * 1.25 + 4.0 * math.ulp(x)
         else:
             d_hi = d_lo = 2.0**-40 * max(x, 1.0)
-        x_hi = self._check(x + d_hi, t_low, True, H, top, d_hi)
+        # the upper end below t_low (1 - 2^-48): the delta direction's windows (cut <= 2^-50 H)
+        # then give H's upper bound <= t_low there too (delta_g(eps_g(d)) <= d)
+        x_hi = self._check(x + d_hi, t_low * (1.0 - 2.0**-48), True, H, top, d_hi)
         x_lo = self._check(x - d_lo, t_high, False, H, top, d_lo)
         return min(x_lo, x_hi), x_hi
 
