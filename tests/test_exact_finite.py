@@ -12,8 +12,8 @@ randomized response with its delta event -- and a composition's delta(x) is
     sum over outcome tuples (P(tuple) - e^x Q(tuple))_+        (60-digit mpmath),
 
 the tuples grouped per mechanism by count vector (multinomial coefficients), the larger of
-the two *global* directions (every mechanism forward, or every one reversed: (P, Q) ->
-(Q, P)).  For k up to 10^6: a two-outcome Pair (a binomial: the positive part is a window
+the two *global* directions (every Pair forward, or every Pair reversed: (P, Q) -> (Q, P);
+the other families are symmetric, a black box's delta event included).  For k up to 10^6: a two-outcome Pair (a binomial: the positive part is a window
 of it, summed directly) and, under ``-m slow``, k-ary randomized response (the trinomial's
 coefficients by their three-term recurrence from directly summed ones).
 
@@ -107,7 +107,10 @@ def pq(mech, direction):
         else:
             raise TypeError(mech)
         out = [(p, q) for p, q in out if p > 0 or q > 0]
-        return out if direction == "forward" else [(q, p) for p, q in out]
+        # a Pair is asymmetric: "reverse" swaps its two distributions; the others are
+        # symmetric (documented: the same law in both directions -- a black box's delta event
+        # included: (eps, delta)-DP holds both ways)
+        return [(q, p) for p, q in out] if direction == "reverse" and isinstance(mech, Pair) else out
 
 
 def _vectors(c, m):
@@ -162,7 +165,9 @@ def ref_delta_err(items, x):
                     total += P - ex * Q
                 err += max(P, ex * Q)
             best = max(best, total)
-        return best, err * mp.mpf(10) ** (8 - DPS)
+        # (a Pair's masses summing above 1 in binary can push the sum above 1: delta is a
+        # probability, and the library reports at most 1)
+        return min(best, mp.mpf(1)), err * mp.mpf(10) ** (8 - DPS)
 
 
 def tuples(items):

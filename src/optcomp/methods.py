@@ -28,8 +28,9 @@ class _Lazy:
     ``pairs_only``: the theorem speaks of (eps, delta) pairs only -- a multiset holding
     mechanisms of :mod:`optcomp.mechanisms` that are not black boxes is refused with a
     ``ValueError`` naming the method; ``exact``: the exact method, which composes such
-    mechanisms only where a closed form exists (Gaussians: :mod:`optcomp.gdp`) and raises
-    :class:`~optcomp.ExactTooLarge` otherwise (``auto`` then falls back to ``approx``)."""
+    mechanisms by the closed form of Gaussians alone (:mod:`optcomp.gdp`) or exactly when
+    they are finite (:mod:`optcomp._exact.finite`) and raises :class:`~optcomp.ExactTooLarge`
+    otherwise (``auto`` then falls back to ``approx``)."""
 
     __slots__ = ("module", "name", "_function", "pairs_only", "exact")
 

@@ -27,12 +27,18 @@ in reverse: the same two neighbouring datasets) has its own law; a composition r
 larger of the two, never a choice per mechanism.
 
 **Small compositions** (:class:`SmallLaw`): at most ``SMALL_ATOMS`` count-vector tuples in
-all are listed in 200-bit arithmetic -- exact rational positions where the atoms have them
-(randomized response, geometric, staircase, profiles: multiples of the float eps), else
-positions within a stated error (a Pair's log(p/q)) -- and H is summed term by term; an
-eps_g is solved on its segment in closed form and then *checked*: the float returned is
-one at which the certified H bound is below the target (moved up by ulps until it is).
-Larger ones go to the multinomial rows of :mod:`optcomp._exact.multinomial`.
+all are listed in long double (x87 extended precision: masses e^{log C + sum n_a log p_a},
+positions sum n_a l_a with their error bound) -- the distance to x taken from the exact
+rational position (randomized response, geometric, staircase, profiles: multiples of the
+float eps) for every atom near it, else from positions within a stated error (a Pair's
+log(p/q)) -- and H is summed term by term; an eps_g is solved on its segment in closed
+form and then *checked*: the float returned is one at which the certified H bound is below
+the target (moved up by ulps until it is).  Larger ones go to the multinomial rows of
+:mod:`optcomp._exact.multinomial`.
+
+The laws' positions and masses come from the mechanisms at ``PREC`` = 256 bits (their
+relative errors, times the counts, are charged to every composed mass): with float masses
+k copies would carry k ulps, 1e-10 relative at k = 10^6.
 """
 
 from __future__ import annotations
@@ -54,8 +60,7 @@ from ..loss import delta_from_excess, residual_target
 __all__ = ["FiniteLaw", "finite_law", "Composition", "compositions", "Events", "SmallLaw", "SMALL_ATOMS"]
 
 PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at this precision)
-WP = 200  # bits of the small compositions' sums
-SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed in WP-bit arithmetic
+SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed (SmallLaw)
 NEGLIGIBLE = 2.0**-1100  # an atom whose count x mass is below this is dropped (charged as slack)
 
 
@@ -394,7 +399,7 @@ class SmallLaw:
         perr = np.zeros(1)
         mag = np.zeros(1)  # sum n |l| (the size of the position sums)
         counts = np.zeros((1, 0), dtype=np.int64)
-        exact, rel = [], 0.0
+        exact, mp_pos, rel = [], [], 0.0
         for law, c in comp.factors:
             rel += c * law.rel
             v = _count_vectors(c, law.size)
@@ -418,35 +423,50 @@ class SmallLaw:
             mag = (mag[:, None] + f_mag[None, :]).ravel()
             counts = np.concatenate([np.repeat(counts, v.shape[0], axis=0), np.tile(v, (counts.shape[0], 1))], axis=1)
             exact.extend(law.exact)
+            mp_pos.extend(zip(law.pos, law.perr))
         order = np.argsort(pos, kind="stable")
         self.pos, self.counts = pos[order], counts[order]
         self.mass = np.exp(lm[order])
         # position error: the atoms' own (perr) and, per term and sum, 2^-64 of the magnitudes
         self.perr = perr[order] + 4.0 * u * (mag[order] + 1.0)
         self.lm = lm[order]
-        self.exact = exact if all(e is not None for e in exact) else None
+        self.exact = exact
+        self.mp_pos = mp_pos
         # masses: the laws' relative errors times the counts, the log errors, the exp
         self.rel = rel + float(np.max(lm_err)) * 1.01 + 16.0 * u + 4.0 * self.pos.size * u
         self.slack = comp.slack
 
-    def _exact(self, i: int) -> Fraction:
-        return sum((int(n) * e for n, e in zip(self.counts[i].tolist(), self.exact) if n), Fraction(0))
+    def _exact(self, i: int) -> Fraction | None:
+        """The exact position of atom i, when every atom it is made of has one."""
+        terms = [(int(n), e) for n, e in zip(self.counts[i].tolist(), self.exact) if n]
+        if any(e is None for _, e in terms):
+            return None
+        return sum((n * e for n, e in terms), Fraction(0))
 
     def _distances(self, x: float, upper: bool) -> tuple[np.ndarray, np.ndarray]:
         """(indices, distances l - x) of the atoms above x, each distance at its far end
-        (upper) or near end (lower) of its error; exact (rounded to long double) for atoms
-        with rational positions whose computed distance is within 2^-20 of its error bound."""
+        (upper) or near end (lower) of its error; for the atoms whose long double distance
+        is within 2^20 of its error bound, the distance from the exact rational position
+        (rounded to long double) or from the PREC-bit positions (with their errors)."""
         d = self.pos - _LD(x)
         err = self.perr + 4.0 * _U_LD * abs(x)
         close = np.abs(d).astype(float) <= err * 2.0**20
         dd = d + _LD(1.0) * (err if upper else -err)
-        if self.exact is not None and np.any(close):
+        if np.any(close):
             fx = Fraction(x)
-            idx = np.nonzero(close)[0]
-            for i in idx.tolist():
-                e = self._exact(i) - fx
-                dd[i] = _LD(e.numerator) / _LD(e.denominator) if e else _LD(0)
-                dd[i] *= (1 + 4 * _U_LD) if upper else (1 - 4 * _U_LD)
+            for i in np.nonzero(close)[0].tolist():
+                e = self._exact(i)
+                if e is not None:
+                    e -= fx
+                    v = _LD(e.numerator) / _LD(e.denominator) if e else _LD(0)
+                    dd[i] = v * ((1 + 4 * _U_LD) if upper else (1 - 4 * _U_LD))
+                    continue
+                with mpmath.workprec(PREC):
+                    terms = [(int(n), pe) for n, pe in zip(self.counts[i].tolist(), self.mp_pos) if n]
+                    v = mpmath.fsum(n * p for n, (p, _) in terms) - mpmath.mpf(x)
+                    ev = mpmath.fsum(n * (e_ + mpmath.ldexp(abs(p), 4 - PREC)) for n, (p, e_) in terms) \
+                        + mpmath.ldexp(abs(x) + 1, 4 - PREC)
+                    dd[i] = _mp_ld(v + ev) * (1 + 4 * _U_LD) if upper else _mp_ld(v - ev) * (1 - 4 * _U_LD)
         keep = dd > 0
         return np.nonzero(keep)[0], dd[keep]
 
@@ -518,8 +538,9 @@ class SmallLaw:
             x = pos[j]
         else:
             x = pos[j] - np.log(c / (a - _LD(t)))
-        if self.exact is not None:
-            xe = self._exact(j) - Fraction(float(pos[j] - x)) - Fraction(float((pos[j] - x) - _LD(float(pos[j] - x))))
+        lj = self._exact(j)
+        if lj is not None:
+            xe = lj - Fraction(float(pos[j] - x)) - Fraction(float((pos[j] - x) - _LD(float(pos[j] - x))))
             return max(0.0, exact_dir(xe, up=upper))
         return max(0.0, float(x))
 

@@ -5,49 +5,55 @@ law of the count vector.  Pick two atoms a < b of the *main* factor (the pivot p
 heaviest two above its lowest atom) and enumerate everything else -- the counts of the
 main factor's other atoms, and every count vector of the other factors (black-box groups,
 other mechanisms) -- as *outer atoms* i: a shift S_i, the number N_i of the main factor's
-copies left for the pivot pair, and the weight w_i (a product of binomial masses, the
+copies left for the pivot pair, and the weight w_i (a product of binomial masses: the
 sequential decomposition of each multinomial).  Given outer atom i the pivot count n of
 atom b is Bin(N_i, pi), pi = p_b / (p_a + p_b), and the loss is the row
 
     L = S_i + N_i l_a + n beta,   beta = l_b - l_a > 0,
 
-so H(x) = sum_i w_i H_i(x) with H_i a binomial row's hockey stick.  Row i's atoms above x
-start at n_1 = floor(y_i / beta) + 1, y_i = x - S_i - N_i l_a; the first M (M beta >= 1/4)
-are summed term by term (``-expm1`` of their exact distance: no cancellation), the rest
-in closed form through two binomial tails,
+so H(x) = sum_i w_i H_i(x), H_i a binomial row's hockey stick.  Row i's atoms above x start
+at n_1 = floor(y_i / beta) + 1, y_i = x - S_i - N_i l_a; the first M of them (M beta >= 1/4)
+are summed term by term (``-expm1`` of their exact distance: no cancellation), the rest in
+closed form,
 
-    sum_{n >= f} b(n) (1 - e^{x - L(n)}) = U_pi(N, f) - e^{y + N log rho} U_pi'(N, f),
-    rho = 1 - pi + pi e^{-beta},  pi' = pi e^{-beta} / rho
+    sum_{n >= f} b(n) (1 - e^{x - L(n)}) = A(N, f) - e^{-(f beta - y)} B(N, f),
+    A(N, f) = P[Bin(N, pi) >= f],   B(N, f) = sum_{j >= f} b(j) e^{-(j - f) beta},
 
-(the P- and Q-tails of the row: b(n) e^{-n beta} = rho^N Bin(N, pi')(n)), whose difference
-is at least (1 - e^{-M beta}) U: a relative error grows by at most 1/(1 - e^{-1/4}) < 4.6.
+whose difference is at least (1 - e^{-M beta}) A: a relative error grows by at most
+1/(1 - e^{-1/4}) < 4.6.
 
-**Tails.**  U(N, f) = P[Bin(N, pi) >= f] obeys U(N + 1, f) = U(N, f) + pi b(N, f - 1) and
-U(N, f - 1) = U(N, f) + b(N, f - 1): additions only while N grows and f falls.  With the
-pivot pair above the main factor's lowest atom, the rows' far thresholds fall as N grows
-(one fewer copy at the lowest atom raises the row), so one chain over the distinct N
-ascending (thresholds made monotone by a suffix maximum) gives every tail from one tail
-summed directly (terms until a geometric bound of the rest is negligible) by sums of
-positive terms -- in long double, 2^-64 per addition, over at most a few 10^4 steps.
+**Tails.**  A and B obey A(N + 1, n) = A(N, n) + pi b(N, n - 1), A(N, n - 1) = A(N, n) +
+b(N, n - 1), B(N + 1, n) = rho B(N, n) + pi b(N, n - 1) (rho = 1 - pi + pi e^-beta) and
+B(N, n - 1) = b(N, n - 1) + e^-beta B(N, n): positive combinations only, while N grows and
+n falls.  With the pivot pair above the main factor's lowest atom the rows' thresholds fall
+as N grows (one copy fewer at the lowest atom raises the row), so one chain over the
+distinct N ascending (thresholds made monotone by a suffix maximum) gives every A and B from
+one pair summed directly, in long double (2^-64 a step, over at most a few 10^4 steps), and
+each outer atom's own threshold by the terms between (:func:`_chain`).
 
-**Masses.**  Every binomial mass is e^y with y from
-:func:`optcomp._binomial.binomial_log_pmf_rows` (Loader's saddle-point form, parameters in
-double-double: an error bound independent of k; recomputed in long double where the bound
-exceeds 2^-43), exponentiated in long double (range to 1e-4932: no scaling).  Lower and
-upper bounds are carried through every sum.
+**Masses.**  A binomial mass is e^y with y from :func:`optcomp._binomial.binomial_log_pmf_rows`
+(Loader's saddle-point form, parameters in double-double: an error bound independent of k;
+long double where the bound exceeds 2^-43), exponentiated in long double (range to 1e-4932:
+no scaling).  The masses of a path of (N, n) pairs one step apart (the near atoms row by
+row, the chain's terms) are certified every PATH_ANCHOR steps and multiplied up between by
+the exact pmf ratios (:class:`_Path`).  Lower and upper bounds are carried through every sum.
 
-**Windows.**  Each enumerated count (n of an outer atom) is cut to a window of its
-marginal Bin(c, p_a) whose two tails are certified (Chernoff quantiles, checked by the
-geometric series of the pmf ratio) to weigh at most eps / (2 windows): the tuples outside
-are charged (+inf for the upper bound, dropped for the lower) -- eps = 2^-56 of the target
-t, or of the H found (checked, and narrowed again if needed).  The pivot pair is never cut.
+**Windows.**  Each enumerated count is cut to a window of its marginal Bin(c, p_a) whose two
+tails are certified (Chernoff quantiles, checked by the geometric series of the pmf ratio)
+to weigh at most eps / (2 windows); the tuples outside are charged (+inf for the upper
+bound, dropped for the lower), eps = 2^-56 of the target t, or of the H found (checked, and
+narrowed again if needed).  The pivot pair is never cut.  A main factor with several outer
+atoms at rational positions (a :class:`~optcomp.mechanisms.Profile`: 2 per guarantee) is
+enumerated merged by position on their common lattice (:meth:`RowLaw._outer_lattice`).
 
-**Roots.**  eps_g by Newton's method on log H (H' = H - P[L > x]), safeguarded by a bracket;
-the float returned is one where the certified upper bound on H is below t (and the lower
-end one where the lower bound is above t), so both are checked, never assumed.
+**Roots.**  eps_g by Newton's method on log H (d log H / dx = 1 - P[L > x] / H) from the
+saddle-point estimate, safeguarded by a bracket; the float returned is one where the
+certified upper bound on H is below t, and the lower end one where the lower bound is
+above t: both checked, never assumed.
 
 Positions are double-doubles (2^-100 relative), with exact rational positions where the
-laws have them to decide an atom within rounding of x.
+laws have them to decide an atom within rounding of x.  Memory: no array beyond
+MAX_ELEMENTS entries (ExactTooLarge before it).
 """
 
 from __future__ import annotations
