@@ -752,8 +752,9 @@ class RowLaw:
                     total = int(np.sum(width))
                     if total > OUTER_MAX:
                         raise ExactTooLarge(f"exact composition of these mechanisms needs more than {OUTER_MAX:,} "
-                                            "outer count vectors (beyond the multinomial rows); use method='approx' "
-                                            "or 'auto' for certified bounds")
+                                            "count vectors beside its largest factor (several large or many distinct "
+                                            "factors: computing it exactly is #P-complete in general, MV Thm 1.6); "
+                                            "use method='approx' or 'auto' for certified bounds")
                     sel = np.repeat(np.arange(N.size), width)
                     n = first[sel] + (np.arange(total) - np.repeat(np.cumsum(width) - width, width))
                     w_y, w_e = _Binom(cond).log_pmf(N[sel], n)
