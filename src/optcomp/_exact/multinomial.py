@@ -1045,12 +1045,22 @@ class RowLaw:
         t = math.exp(0.5 * (math.log(t_low) + math.log(t_high)))  # (the geometric middle, no underflow)
         t = min(max(t, t_low), t_high)
 
+        # the upper end below t_low (1 - 2^-48): the delta direction's windows (cut <= 2^-50 H)
+        # then give H's upper bound <= t_low there too (delta_g(eps_g(d)) <= d)
+        t_up = t_low * (1.0 - 2.0**-48)
+        ends = [top, 0.0]  # the least x seen with H_hi <= t_up, the largest with H_lo > t_high
+
         def H(x):
             key = (x, id(o))
             if key not in self._memo:
                 lo, hi, pa = self._bounds(x, o)
                 self._memo[key] = (float(lo), float(hi), pa)
-            return self._memo[key]
+            lo, hi, pa = self._memo[key]
+            if hi <= t_up:
+                ends[0] = min(ends[0], x)
+            if lo > t_high:
+                ends[1] = max(ends[1], x)
+            return lo, hi, pa
 
         a, b = 0.0, top  # H(a) > t >= H(b) (H(0) > t is checked when the iterates reach 0)
         x = min(max(self._saddle_x(t), 0.0), top)
@@ -1066,7 +1076,12 @@ class RowLaw:
                 b = min(b, x)
             if mid > 0.0 and pa > mid:
                 slope = 1.0 - pa / mid  # d log H / dx < 0
-                xn = x - (math.log(mid) - math.log(t)) / slope
+                if pa > t:
+                    # Newton in e^x: on the segment of x (no atom between), H = P - e^{x' - x} (P - H)
+                    # exactly (P = P[L > x]): the step lands on the root when it stays there
+                    xn = x + math.log1p((mid - t) / (pa - mid))
+                else:  # (P[L > x] < t: the root lies atoms away) Newton on log H
+                    xn = x - (math.log(mid) - math.log(t)) / slope
                 if not (a <= xn <= b):  # (xn = x: converged to within an ulp)
                     xn = 0.5 * (a + b)
             else:
@@ -1086,10 +1101,10 @@ class RowLaw:
             d_lo = max(math.log(t_high / lo), 0.0) / -slope * 1.25 + 4.0 * math.ulp(x)
         else:
             d_hi = d_lo = 2.0**-40 * max(x, 1.0)
-        # the upper end below t_low (1 - 2^-48): the delta direction's windows (cut <= 2^-50 H)
-        # then give H's upper bound <= t_low there too (delta_g(eps_g(d)) <= d)
-        x_hi = self._check(x + d_hi, t_low * (1.0 - 2.0**-48), True, H, top, d_hi)
-        x_lo = self._check(x - d_lo, t_high, False, H, top, d_lo)
+        # an end certified on the way (within 2^-47 of x) is kept; else checked from x
+        close = 2.0**-47 * x + 8.0 * math.ulp(x)
+        x_hi = ends[0] if ends[0] - x <= close else self._check(x + d_hi, t_up, True, H, top, d_hi)
+        x_lo = ends[1] if x - ends[1] <= close else self._check(x - d_lo, t_high, False, H, top, d_lo)
         return min(x_lo, x_hi), x_hi
 
     def _check(self, x: float, t: float, upper: bool, H, top: float, step: float) -> float:
