@@ -53,7 +53,7 @@ import mpmath
 import numpy as np
 
 from .._inputs import Mechanisms
-from .._rounding import down, exact_dir, mpf_dir, mpf_exact, up
+from .._rounding import down, exact_dir, mpf_dir, up
 from .._types import ExactTooLarge
 from ..loss import delta_from_excess, residual_target
 
@@ -129,13 +129,16 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0) -> Fin
 @lru_cache(maxsize=256)
 def finite_law(mech, direction: str) -> FiniteLaw | None:
     """One copy of ``mech`` in ``direction`` as a :class:`FiniteLaw`, or None when its law has
-    a continuous part (Laplace, Gaussian).  The one place that reads a mechanism: its atoms
-    (``_atoms``: exact rational positions where the family has them, masses and the +inf mass
-    with error bounds, at ``PREC`` bits) and, for a mechanism given by its two output
-    distributions (``p`` and ``q``: a :class:`~optcomp.mechanisms.Pair`), their totals as given
+    a continuous part (``kind == "cells"``: Laplace, Gaussian).  The one place that reads a
+    mechanism, through the mechanism contract (:mod:`optcomp._laws`): its
+    :class:`~optcomp._laws.AtomLaw` (the +inf mass bracket), its atoms at ``PREC`` bits (an
+    atom mechanism's ``_atoms``: exact rational positions where the family has them, masses
+    with error bounds -- the float brackets of the AtomLaw would cost k ulps at k copies) and,
+    for the family ``"pair"`` (two output distributions used exactly as given), their totals
     (T = sum p, exactly; every other family is a probability law, T = 1)."""
-    if hasattr(mech, "_continuous"):
+    if mech.kind != "atoms":
         return None
+    contract = mech.law(1.0, direction)
     with mpmath.workprec(PREC):
         atoms, inf, inf_err = mech._atoms(direction)
         rel = 0.0
@@ -151,7 +154,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
                 rows.append((None, pos, perr + mpmath.ldexp(abs(pos), 2 - PREC), m))
         if not rows:
             return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0)
-        if hasattr(mech, "p") and hasattr(mech, "q"):  # masses as given: T = sum p, F = sum over q > 0
+        if mech.family == "pair":  # masses as given: T = sum p, F = sum over q > 0
             p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
             # the outcomes by their exact likelihood ratio (equal ratios: one atom), loss log(ratio)
             ratios = {}
@@ -173,9 +176,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
             a_exact = inf_exact / T
             return _law(rows, rel, exact_dir(a_exact, False), exact_dir(a_exact, True),
                         exact_dir(T, False), exact_dir(T, True))
-        lo, hi = inf - inf_err, inf + inf_err
-        a_lo = 0.0 if lo <= 0 else mpf_dir(lo, False)
-        a_hi = 0.0 if hi <= 0 else min(1.0, mpf_dir(hi, True))
+        a_lo, a_hi = contract.inf_lo, contract.inf_hi
         # the normalised masses p_a / (1 - inf): the computed total stands for 1 - inf (its
         # own error, the masses' and inf's, relative to it)
         total = mpmath.fsum(r[3] for r in rows)
@@ -305,7 +306,8 @@ class Composition:
 
 
 def _directions(m: Mechanisms) -> tuple:
-    return ("forward",) if all(getattr(mech, "symmetric", True) for mech, _ in m.others) else ("forward", "reverse")
+    """The global directions to evaluate: both when some mechanism's laws differ."""
+    return max((mech.directions() for mech, _ in m.others), key=len, default=("forward",))
 
 
 def compositions(m: Mechanisms) -> list[Composition]:
