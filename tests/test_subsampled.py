@@ -223,9 +223,8 @@ def test_gaussian_profile_against_quadrature(sigma, s, x):
     assert _contains(m.profile_bounds(x), ref, rel=1e-9)
 
 
-@pytest.mark.parametrize("sigma, s", [(1.0, 0.5), (1.1, 256 / 60000), (0.5, 0.01), (3.0, 1e-6), (0.3, 1.0 - 2**-40),
-                                      (100.0, 1e-3)])
-@pytest.mark.parametrize("x", [0.0, 0.003, 0.3, 2.0, 30.0])
+@pytest.mark.parametrize("sigma, s", [(1.1, 256 / 60000), (3.0, 1e-6), (0.3, 1.0 - 2**-40), (100.0, 1e-3)])
+@pytest.mark.parametrize("x", [0.0, 0.003, 2.0, 30.0])
 def test_gaussian_profile_against_half_line_integrals(sigma, s, x):
     """The densities integrated over the half-line where each direction's integrand is
     positive, in Phi (60 digits): to the profile's own 2^-64 relative."""
@@ -276,14 +275,18 @@ def test_tiny_q_keeps_the_loss():
 # compositions
 
 
-@pytest.mark.parametrize("sigma, s, x", [(1.0, 0.3, 0.4), (0.8, 0.05, 0.05), (2.0, 0.5, 0.1)])
-def test_gaussian_two_steps_against_quadrature(sigma, s, x):
+@pytest.mark.parametrize("sigma, s, x, tol", [
+    (2.0, 0.5, 0.1, 1e-5),
+    pytest.param(1.0, 0.3, 0.4, 1e-7, marks=pytest.mark.slow),
+    pytest.param(0.8, 0.05, 0.05, 1e-7, marks=pytest.mark.slow),
+])
+def test_gaussian_two_steps_against_quadrature(sigma, s, x, tol):
     m = Subsampled(Gaussian(sigma), s)
-    with mpmath.workdps(30):
+    with mpmath.workdps(20):
         ref = max(gauss_h2(sigma, s, x, FORWARD), gauss_h2(sigma, s, x, REVERSE))
-    b = optcomp.delta_bounds(m, k=2, eps_g=x, tol=1e-7)
-    assert _contains(b, ref, rel=1e-10)
-    assert b.gap <= 1e-6 * b.upper
+    b = optcomp.delta_bounds(m, k=2, eps_g=x, tol=tol)
+    assert _contains(b, ref, rel=1e-12)
+    assert b.gap <= tol * b.upper
 
 
 @pytest.mark.parametrize("k", [1, 2])
@@ -342,15 +345,18 @@ def test_laplace_five_steps_reports_the_add_direction():
     assert both.lower >= rev.lower and both.upper >= rev.upper * (1 - 1e-12)
 
 
-@pytest.mark.parametrize("k", [1, 2, 3])
-@pytest.mark.parametrize("s", [Fraction(1, 2), Fraction(1, 10), Fraction(1, 1000)])
+@pytest.mark.parametrize("k, s", [(1, Fraction(1, 10)), (2, Fraction(1, 2)), (3, Fraction(1, 1000))]
+                         + [pytest.param(k, s, marks=pytest.mark.slow) for k in (1, 2, 3)
+                            for s in (Fraction(1, 2), Fraction(1, 10), Fraction(1, 1000))])
 def test_finite_pair_against_enumeration(k, s):
-    p = [Fraction(1, 2), Fraction(3, 10), Fraction(1, 5), Fraction(0)]
-    q = [Fraction(1, 10), Fraction(3, 10), Fraction(1, 2), Fraction(1, 10)]
+    """A pair with an outcome Q never produces (+inf loss) and one P never produces (-inf):
+    both map as the module docstring says, in both directions."""
+    p = [Fraction(1, 2), Fraction(3, 10), Fraction(1, 5), Fraction(0)]  # outcome 0: loss +inf forward,
+    q = [Fraction(0), Fraction(2, 5), Fraction(1, 2), Fraction(1, 10)]  # outcome 3: -inf
     m = Subsampled(Pair(tuple(map(float, p)), tuple(map(float, q))), float(s))
     for x in (0.0, 0.05, 0.3):
         ref = max(finite_h(p, q, s, k, x, d) for d in (FORWARD, REVERSE))
-        assert _contains(optcomp.delta_bounds(m, k=k, eps_g=x, tol=1e-6), ref, rel=1e-9)
+        assert _contains(optcomp.delta_bounds(m, k=k, eps_g=x, tol=1e-5), ref, rel=1e-9)
 
 
 @pytest.mark.parametrize("eps, delta, s, k", [(1.0, 1e-6, 0.5, 2), (0.5, 0.0, 0.1, 3), (2.0, 1e-3, 0.01, 2)])
@@ -415,31 +421,49 @@ def test_optimal_method_refuses_or_answers():
 def _eps_truth(sigma, s, delta):
     """The least x >= 0 with max over the directions of one step's H(x) <= delta (bisection
     on the quadrature-free closed form of the densities' half-line integrals)."""
-    with mpmath.workdps(60 + int(-math.log10(delta))):
+    with mpmath.workdps(40):  # (mpmath's exponent is unbounded: tiny deltas need no more digits)
         f = lambda x: max(gauss_h_closed(sigma, s, x, FORWARD), gauss_h_closed(sigma, s, x, REVERSE))  # noqa: E731
         if f(mpmath.mpf(0)) <= delta:
             return 0.0
         lo, hi = mpmath.mpf(0), mpmath.mpf(1)
         while f(hi) > delta:
             lo, hi = hi, 2 * hi
-        for _ in range(80):
+        for _ in range(64):
             mid = (lo + hi) / 2
             lo, hi = (lo, mid) if f(mid) <= delta else (mid, hi)
         return hi
 
 
-@settings(max_examples=25, deadline=None)
-@given(log_q=st.floats(-6, 0), log_sigma=st.floats(math.log10(0.3), 2), log_delta=st.floats(-300, -1))
-def test_one_step_epsilon_bracket_holds_truth(log_q, log_sigma, log_delta):
+def _one_step_epsilon_check(log_q, log_sigma, log_delta):
     s, sigma, delta = 10.0**log_q, 10.0**log_sigma, 10.0**log_delta
     m = Subsampled(Gaussian(sigma), s)
     truth = _eps_truth(sigma, s, delta)
-    b = optcomp.epsilon_bounds(m, k=1, delta_g=delta, tol=1e-3)
+    b = optcomp.epsilon_bounds(m, k=1, delta_g=delta, tol=1e-3 * max(1.0, float(truth)))
     assert math.isfinite(b.upper)
     assert b.lower <= truth * (1 + 1e-12) + 1e-300 and truth <= b.upper * (1 + 1e-12) + 1e-300
 
 
-@settings(max_examples=8, deadline=None)
+@given(log_q=st.floats(-6, 0), log_sigma=st.floats(math.log10(0.3), 2), log_delta=st.floats(-300, -1))
+@settings(max_examples=6, deadline=None)
+def test_one_step_epsilon_bracket_holds_truth(log_q, log_sigma, log_delta):
+    _one_step_epsilon_check(log_q, log_sigma, log_delta)
+
+
+@pytest.mark.slow
+@given(log_q=st.floats(-6, 0), log_sigma=st.floats(math.log10(0.3), 2), log_delta=st.floats(-300, -1))
+@settings(max_examples=60, deadline=None)
+def test_one_step_epsilon_bracket_holds_truth_more(log_q, log_sigma, log_delta):
+    _one_step_epsilon_check(log_q, log_sigma, log_delta)
+
+
+@pytest.mark.parametrize("log_q, log_sigma, log_delta", [(-6, math.log10(0.3), -300), (0, 2, -300), (-6, 2, -1),
+                                                          (-0.99999, 0.0, -55.0)])
+def test_one_step_epsilon_at_the_corners(log_q, log_sigma, log_delta):
+    _one_step_epsilon_check(log_q, log_sigma, log_delta)
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None)
 @given(log_q=st.floats(-6, 0), log_sigma=st.floats(math.log10(0.3), 2), x=st.floats(0.0, 3.0))
 def test_two_step_delta_bracket_holds_truth(log_q, log_sigma, x):
     s, sigma = 10.0**log_q, 10.0**log_sigma

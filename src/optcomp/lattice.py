@@ -638,12 +638,18 @@ def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_po
         return to_delta(*lp.excess_bounds(eps_g))
 
     best = to_delta(0.0, 1.0)  # certified before any pass: 0 <= H <= 1
-    return _chernoff_fallback(
-        lambda: _refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
-                        lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points,
-                        info=info, workers=workers, progress=progress),
-        lambda: to_delta(0.0, work.chernoff_delta(eps_g, theta, _chernoff_step(work, h))).upper, "delta_g",
-        to_delta(0.0, 1.0))
+    try:
+        return _chernoff_fallback(
+            lambda: _refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
+                            lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points,
+                            info=info, workers=workers, progress=progress),
+            lambda: to_delta(0.0, work.chernoff_delta(eps_g, theta, _chernoff_step(work, h))).upper, "delta_g",
+            to_delta(0.0, 1.0))
+    except ApproxTooCostly as exc:
+        # a size limit whose (Chernoff) bracket is within float's own floor of 0 is an answer
+        if exc.bounds is not None and exc.bounds.gap <= DELTA_FLOOR:
+            return exc.bounds
+        raise
 
 
 # --------------------------------------------------------------------------- mechanisms (issue 18)
