@@ -37,10 +37,27 @@ which certifies the evaluation at the float nearest to the transformed threshold
 
 s = 1 is the base mechanism itself (every method delegates to it).
 
-Other schemes and relations
----------------------------
-See :class:`Subsampled` for replace-one and sampling without replacement: implemented only
-where the literature establishes a dominating pair; refused with a ``ValueError`` otherwise.
+Sampling without replacement, replace-one neighbours
+----------------------------------------------------
+A batch of m of the n records, drawn uniformly (q = m/n); neighbours differ in one record's
+value.  For a mechanism known by (eps, delta)-DP guarantees under replace-one -- a
+:class:`~optcomp.mechanisms.BlackBox` (or any mechanism whose ``black_box()`` is its pair) or
+a :class:`~optcomp.mechanisms.Profile` -- each guarantee becomes (log(1 + q (e^eps - 1)),
+q delta) (Balle, Barthe and Gaboardi 2018, Thm 9), and the subsampled mechanism is the black
+box (profile) of the amplified guarantees, rounded up: a dominating pair under composition,
+as every (eps, delta)-DP mechanism is dominated by its randomized response (Kairouz, Oh and
+Viswanath 2015; Murtagh and Vadhan 2016 Def. 3.1) and a family of guarantees by the pair of
+its trade-off function (Dong, Roth and Su 2022).
+
+Refused (``ValueError``)
+------------------------
+Poisson sampling under replace-one, sampling without replacement under add/remove, and
+sampling without replacement under replace-one for mechanisms known by more than (eps,
+delta) (Gaussian, Laplace, finite pairs): optcomp implements no dominating pair established
+in the literature for them.  (Lebeda, Regehr, Kamath and Steinke, *Avoiding Pitfalls for
+Privacy Accounting of Subsampled Mechanisms under Composition*, 2024, show why the pair of
+one step's worst-case datasets need not dominate a composition, and that Poisson sampling
+and sampling without replacement can differ by an order of magnitude in eps.)
 """
 
 from __future__ import annotations
@@ -58,7 +75,7 @@ from .._laws import FORWARD, MAX_ATOMS, REVERSE, TAIL, Mechanism, Points
 from .._pairs import mpf_err
 from .._rounding import LIBM_ULPS, UNIT, exact_dir
 from .._types import Bounds
-from ._base import AtomMechanism, CellMechanism, _check_direction, _Registered, _real
+from ._base import AtomMechanism, CellMechanism, _Registered, _real
 
 __all__ = ["Subsampled", "SCHEMES", "RELATIONS"]
 
@@ -76,17 +93,21 @@ def _up(x: float) -> float:
 
 @dataclass(frozen=True)
 class Subsampled(_Registered):
-    """``mechanism`` run on a Poisson subsample: each record enters independently with
-    probability ``q`` (the sampling rate, 0 < q <= 1).
+    """``mechanism`` run on a random subsample (module docstring).
 
-    ``scheme="poisson"``, ``relation="add_remove"``: the dominating pairs of Zhu–Dong–Wang
-    (AISTATS 2022, Thm 11): remove (forward) ((1 - q) Q + q P, Q), add (reverse)
-    (Q, (1 - q) Q + q P), (P, Q) the base's forward pair; loss laws and profiles as in the
-    module docstring.  Works for every mechanism of the package (black boxes, finite pairs,
-    profiles, Laplace, Gaussian, ...); ``q = 1`` is the base mechanism.
+    ``scheme="poisson"``, ``relation="add_remove"`` (the default; DP-SGD's accounting):
+    each record enters independently with probability ``q`` (0 < q <= 1); the dominating
+    pairs of Zhu–Dong–Wang (AISTATS 2022, Thm 11): remove (forward) ((1 - q) Q + q P, Q),
+    add (reverse) (Q, (1 - q) Q + q P), (P, Q) the base's forward pair; for every mechanism
+    of the package (black boxes, finite pairs, profiles, Laplace, Gaussian, ...); ``q = 1``
+    is the base mechanism.
 
-    Other schemes/relations: a ``ValueError`` where no dominating pair is established in
-    the literature (see :data:`SCHEMES`, :data:`RELATIONS`)."""
+    ``scheme="without_replacement"``, ``relation="replace_one"``: a batch of a fraction
+    ``q = m/n`` of the records; for black boxes and profiles (Balle–Barthe–Gaboardi 2018,
+    Thm 9).  The base's guarantee must hold under replace-one (for a clipped sum: the
+    sensitivity of a replacement, twice the clipping norm).
+
+    Other combinations: ``ValueError`` (no dominating pair established in the literature)."""
 
     family = "subsampled"
     aliases = ("poisson",)
@@ -105,32 +126,49 @@ class Subsampled(_Registered):
             raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, got {_describe(self.scheme)}")
         if self.relation not in RELATIONS:
             raise ValueError(f"relation must be one of {', '.join(RELATIONS)}, got {_describe(self.relation)}")
-        if (self.scheme, self.relation) != ("poisson", "add_remove"):
-            raise ValueError(f"scheme={self.scheme!r} with relation={self.relation!r}: no dominating pair "
-                             "is implemented for it yet")
+        object.__setattr__(self, "_dom", None)
+        if (self.scheme, self.relation) == ("poisson", "add_remove"):
+            return
+        if (self.scheme, self.relation) == ("without_replacement", "replace_one"):
+            dom = _amplified_black_box(self.mechanism, self.q)
+            if dom is not None:
+                object.__setattr__(self, "_dom", dom)
+                return
+            raise ValueError(f"scheme='without_replacement', relation='replace_one': a dominating pair is "
+                             f"established only for a black box or a privacy profile (Balle, Barthe and Gaboardi "
+                             f"2018, Thm 9), not for {type(self.mechanism).__name__}")
+        raise ValueError(f"scheme={self.scheme!r} with relation={self.relation!r}: optcomp implements no dominating "
+                         "pair established in the literature for it (Poisson sampling is supported under "
+                         "add_remove, sampling without replacement under replace_one for black boxes and profiles)")
 
     # -- what kind of law: the base's ---------------------------------------------------------
     @property
     def kind(self) -> str:  # type: ignore[override]
-        return self.mechanism.kind
+        return self._inner.kind
 
     @property
     def _whole(self) -> bool:
-        return self.q == 1.0
+        return self.q == 1.0 or self._dom is not None
+
+    @property
+    def _inner(self) -> Mechanism:
+        """The mechanism every method delegates to when the subsampled law is another
+        mechanism's: the base itself (q = 1), or the amplified black box / profile."""
+        return self._dom if self._dom is not None else self.mechanism
 
     def directions(self):
-        return self.mechanism.directions() if self._whole else (FORWARD, REVERSE)
+        return self._inner.directions() if self._whole else (FORWARD, REVERSE)
 
     def black_box(self):
-        return self.mechanism.black_box() if self._whole else None
+        return self._inner.black_box() if self._whole else None
 
     def gaussian(self):
-        return self.mechanism.gaussian() if self._whole else None
+        return self._inner.gaussian() if self._whole else None
 
     # -- the contract ----------------------------------------------------------------------------
     def law(self, h, direction: str = FORWARD, *, tail=TAIL, max_atoms=MAX_ATOMS):
         if self._whole:
-            return self.mechanism.law(h, direction, tail=tail, max_atoms=max_atoms)
+            return self._inner.law(h, direction, tail=tail, max_atoms=max_atoms)
         impl = AtomMechanism if self.kind == "atoms" else CellMechanism
         return impl.law(self, h, direction, tail=tail, max_atoms=max_atoms)
 
@@ -138,23 +176,23 @@ class Subsampled(_Registered):
 
     def loss_range(self, direction: str = FORWARD, *, tail=TAIL):
         if self._whole:
-            return self.mechanism.loss_range(direction, tail=tail)
+            return self._inner.loss_range(direction, tail=tail)
         impl = AtomMechanism if self.kind == "atoms" else CellMechanism
         return impl.loss_range(self, direction, tail=tail)
 
     def inf_mass(self, direction: str = FORWARD):
         if self._whole:
-            return self.mechanism.inf_mass(direction)
+            return self._inner.inf_mass(direction)
         return super().inf_mass(direction)
 
     def profile_bounds(self, eps) -> Bounds:
         if self._whole:
-            return self.mechanism.profile_bounds(eps)
+            return self._inner.profile_bounds(eps)
         return super().profile_bounds(eps)
 
     def _pair(self, h, side, direction, tail, max_atoms):
         if self._whole:
-            return self.mechanism._pair(h, side, direction, tail, max_atoms)
+            return self._inner._pair(h, side, direction, tail, max_atoms)
         if self.kind != "atoms":
             raise ValueError("discrete_pair: a subsampled mechanism with a continuous part gives its law "
                              "(law(h, direction)), not a discrete pair")
@@ -529,3 +567,30 @@ def _mix(s: float, p, q, up: bool):
     if up:
         return np.where(m > 0.0, np.minimum(np.nextafter(m * (1.0 + 4.0 * UNIT), 2.0), 1.0), 0.0)
     return np.maximum(m * (1.0 - 4.0 * UNIT), 0.0)
+
+
+def _amplified_black_box(mech, q: float):
+    """Sampling a fraction q = m/n without replacement under replace-one neighbours turns an
+    (eps, delta)-DP mechanism into an (log(1 + q (e^eps - 1)), q delta)-DP one (Balle, Barthe
+    and Gaboardi, *Privacy Amplification by Subsampling*, NeurIPS 2018, Thm 9), for each of
+    its guarantees: a black box (or a privacy profile: every guarantee of the list) maps to
+    the black box (profile) of the amplified guarantees, rounded up; None for any other
+    mechanism."""
+    from fractions import Fraction
+
+    from .._rounding import exact_dir, mpf_dir
+    from .finite import BlackBox, Profile
+
+    if isinstance(mech, Profile):
+        guarantees = list(mech.guarantees)
+    elif mech.black_box() is not None:
+        guarantees = [mech.black_box()]
+    else:
+        return None
+    out = []
+    for e, d in guarantees:
+        with mpmath.workprec(128):
+            v = mpmath.log1p(mpmath.mpf(q) * mpmath.expm1(mpmath.mpf(e)))
+            eps = mpf_dir(v + mpf_err(1, v, bits=8), True)
+        out.append((min(eps, e), exact_dir(Fraction(q) * Fraction(d), True)))
+    return BlackBox(*out[0]) if len(out) == 1 else Profile(out)
