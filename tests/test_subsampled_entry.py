@@ -134,3 +134,50 @@ def test_dpsgd_bad_input():
         dpsgd.max_steps(-1.0, 0.1, 1.0, 1e-5)
     with pytest.raises(ValueError, match="rtol"):
         dpsgd.noise_multiplier(0.1, 10, 1.0, 1e-5, rtol=0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def _cli_rows(*args):
+    import io
+    import sys
+
+    from optcomp import cli
+
+    out = io.StringIO()
+    saved, sys.stdout = sys.stdout, out
+    try:
+        assert cli.main([*args, "--json"]) == 0
+    finally:
+        sys.stdout = saved
+    return json.loads(out.getvalue())["rows"]
+
+
+def test_command_line_mechanism_with_a_sampling_rate(tmp_path):
+    m = Subsampled(Gaussian(1.1), 0.05)
+    want = optcomp.epsilon_g(m, k=20, delta_g=1e-5)
+    rows = _cli_rows("epsilon", "--mechanism", "gaussian:sigma=1.1,q=0.05,count=20", "--delta-g", "1e-5")
+    assert rows[0]["eps_g"] == want
+    # a ledger file with a q column: an (eps, delta) row and a mechanism row, each subsampled
+    path = tmp_path / "run.csv"
+    path.write_text("eps,delta,count,mechanism,q\n1.0,1e-7,3,,0.1\n,,20,gaussian:sigma=1.1,0.05\n0.2,0,1,,\n")
+    rows = _cli_rows("epsilon", "--file", str(path), "--delta-g", "1e-5")
+    direct = optcomp.epsilon_g([Subsampled(BlackBox(1.0, 1e-7), 0.1), m, 0.2], counts=[3, 20, 1], delta_g=1e-5)
+    assert rows[0]["eps_g"] == direct
+
+
+@pytest.mark.parametrize("spec, match", [("gaussian:sigma=1.1,q=1.5", "q must be"),
+                                         ("gaussian:sigma=1.1,q=0.1,relation=replace_one", "established"),
+                                         ("gaussian:sigma=1.1,scheme=poisson", "sampling rate"),
+                                         ("subsampled:q=0.1", "sampling rate")])
+def test_command_line_refuses_bad_sampling(spec, match, capsys):
+    from optcomp import cli
+
+    try:
+        status = cli.main(["epsilon", "--mechanism", spec, "--delta-g", "1e-5"])
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    assert status == 2 and out == "" and len(err.splitlines()) == 1 and match in err
