@@ -33,6 +33,7 @@ LAYERS = {
     # (``ledger``: the Accountant's files and mechanism specs; ``noise``: calibrate's mechanism-aware
     # search; ``_search``: the certified search of calibrate, noise and Accountant.remaining)
     "accountant": 6, "ledger": 6, "calibrate": 6, "noise": 6, "_search": 6, "curves": 6, "region": 6, "cli": 6, "__main__": 6,
+    "dpsgd": 6,
     "integrations": 6,
     # L7 pipeline
     "pipeline": 7, "pipeline_config": 7, "provenance": 7, "reporting": 7, "experiments": 7, "figures": 7,

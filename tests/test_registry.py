@@ -29,6 +29,8 @@ SAMPLES = {
     "discrete_gaussian": [M.DiscreteGaussian(2.5, sensitivity=2)],
     "laplace": [M.Laplace(1.5, sensitivity=2.0)],
     "gaussian": [M.Gaussian(2.0, sensitivity=1.5)],
+    "subsampled": [M.Subsampled(M.Gaussian(1.1), 0.01), M.Subsampled(M.Laplace(2.0), 0.3),
+                   M.Subsampled(M.Pair((0.5, 0.3, 0.2, 0.0), (0.1, 0.3, 0.4, 0.2)), 0.2)],
 }
 
 
@@ -41,8 +43,10 @@ def test_every_family_has_a_sample_and_states_its_contract():
     for fam, cls in M.REGISTRY.items():
         assert fam in SAMPLES, f"family {fam!r} has no sample in tests/test_registry.py"
         assert cls.family == fam and M.family(fam) is cls
-        assert isinstance(cls.relation, str) and len(cls.relation) > 10, f"{fam}: state its neighbouring relation"
-        assert cls.kind in ("atoms", "cells")
+        # (Subsampled's relation is its parameter: add_remove or replace_one)
+        assert isinstance(cls.relation, str) and (len(cls.relation) > 10 or cls is M.Subsampled), \
+            f"{fam}: state its neighbouring relation"
+        assert cls.kind in ("atoms", "cells") or cls is M.Subsampled  # (Subsampled: its base's kind)
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
         assert issubclass(cls, optcomp.mechanisms.Mechanism)
         for alias in cls.aliases:
@@ -90,7 +94,8 @@ def test_command_line_specs_know_every_family(fam, mech):
     from optcomp import cli
 
     spec = cli._spec(mech)
-    assert spec.startswith(fam + ":")
+    # a subsampled mechanism is its base's spec with the sampling rate
+    assert spec.startswith((mech.mechanism.family if fam == "subsampled" else fam) + ":")
     back, count = cli._parse_mechanism(spec + ",count=4")
     assert back == mech and count == 4
 

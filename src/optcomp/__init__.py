@@ -11,6 +11,7 @@ Public API::
     optcomp.privacy_curve(eps, delta=0.0, *, k=None, ...) -> PrivacyCurve
     optcomp.calibrate                        # budget splitting: per-query eps and noise
     optcomp.mechanisms                       # Laplace, Gaussian, ... known by more than (eps, delta)
+    optcomp.dpsgd                            # DP-SGD: least noise multiplier, most steps, largest q
     optcomp.integrations                     # adapters for other libraries (dp_accounting)
 
 ``eps``/``delta`` are either numbers together with ``k=`` (k mechanisms, each
@@ -70,7 +71,7 @@ _LAZY = {
 # modules a user may reach as optcomp.<name> and sees in dir(optcomp), each imported on first
 # use (``optcomp.mechanisms`` loads scipy: ``import optcomp`` does not); the pipeline's
 # experiments and figures (which need the `pipeline` extra) are reachable but not listed
-_SUBMODULES = ("accountant", "approx", "auto", "bounds", "calibrate", "cli", "curves", "gdp", "hardness",
+_SUBMODULES = ("accountant", "approx", "auto", "bounds", "calibrate", "cli", "curves", "dpsgd", "gdp", "hardness",
                "integrations", "kov_noise", "lattice", "ledger", "loss", "mechanisms", "methods", "optimal", "region")
 _PIPELINE = ("experiments", "figures")
 

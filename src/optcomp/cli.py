@@ -215,10 +215,11 @@ def _add_mechanisms(p: argparse.ArgumentParser) -> None:
                         "1/(1+e^(E/2)))][,sensitivity=S], randomized_response:eps=E[,values=K], pair:p=P1/P2/..,"
                         "q=Q1/Q2/.., profile:eps=E1/E2/..,delta=D1/D2/.., black_box:eps=E[,delta=D]; count=N for "
                         "N copies (or --k with one --mechanism, --count with one item per --mechanism when there is "
-                        "no --eps)")
+                        "no --eps); q=R (sampling_rate=R for a pair) runs it on a Poisson subsample of rate R "
+                        "(DP-SGD: gaussian:sigma=1.1,q=0.0042,count=14063)")
     g.add_argument("--file", action=_Once, metavar="PATH",
-                   help="CSV (header eps,delta[,count][,mechanism]: a row gives eps[,delta] or a --mechanism spec in "
-                        "the mechanism column) or JSON ([{\"eps\":..,\"delta\":..,\"count\":..}, {\"mechanism\": "
+                   help="CSV (header eps,delta[,count][,mechanism][,q]: a row gives eps[,delta] or a --mechanism "
+                        "spec in the mechanism column, and q a Poisson sampling rate for it) or JSON ([{\"eps\":..,\"delta\":..,\"count\":..}, {\"mechanism\": "
                         "\"Laplace\", \"scale\": 10, \"count\": 5}] or an Accountant.to_dict record) with the "
                         "mechanisms; '-' reads stdin")
 

@@ -85,10 +85,17 @@ def _count(text: str) -> int:
 # ----------------------------------------------------------------------------------- mechanism specs
 
 
+#: the keys of a subsampled mechanism's spec, on top of its base's (``q`` only where the
+#: base has no parameter of that name: a pair's ``q`` is its distribution)
+_SAMPLING_KEYS = ("sampling_rate", "q", "scheme", "relation")
+
+
 def _parse_mechanism(text: str):
     """(mechanism object, count or None) of a spec ``NAME[:KEY=VALUE,...]`` (NAME a family of
     ``optcomp.mechanisms.REGISTRY``); ValueError naming the bad key (the object's own checks
-    name its parameter)."""
+    name its parameter).  A sampling rate (``q=`` or ``sampling_rate=``, with ``scheme=`` and
+    ``relation=`` words) makes it that mechanism subsampled
+    (:class:`~optcomp.mechanisms.Subsampled`): ``gaussian:sigma=1.1,q=0.0042``."""
     from . import mechanisms as mech
 
     name, _, rest = text.strip().partition(":")
@@ -96,32 +103,61 @@ def _parse_mechanism(text: str):
         cls = mech.family(name)
     except ValueError:
         raise ValueError(f"unknown mechanism {_show(name.strip())} (choose from {', '.join(mech.REGISTRY)})") from None
+    if cls is mech.Subsampled:
+        raise ValueError("give the sampled mechanism's spec with its sampling rate, e.g. gaussian:sigma=1.1,q=0.01")
     keys = cls.spec_keys()
+    sampling = [k for k in _SAMPLING_KEYS if k not in keys]
     values: dict = {}
+    sampled: dict = {}
     count = None
     for item in rest.split(",") if rest.strip() else ():
         key, eq, value = (part.strip() for part in item.partition("="))
         key = key.lower()
         if not eq or not key or not value:
             raise ValueError(f"expected KEY=VALUE, got {_show(item.strip())}")
-        if key in values or (key == "count" and count is not None):
+        if key in values or ("q" if key == "sampling_rate" else key) in sampled or (key == "count" and count is not None):
             raise ValueError(f"{key} given twice")
-        if key != "count" and key not in keys:
-            raise ValueError(f"unknown key {key!r} for {cls.family} (expected {', '.join(keys + ['count'])})")
+        if key != "count" and key not in keys and key not in sampling:
+            raise ValueError(f"unknown key {key!r} for {cls.family} (expected {', '.join(keys + sampling + ['count'])})")
         try:
             if key == "count":
                 count = _count(value)
+            elif key in ("scheme", "relation"):
+                sampled[key] = value.lower()
+            elif key in sampling:
+                sampled["q" if key == "sampling_rate" else key] = _real(value)
             elif key in cls.list_keys:
                 values[key] = [_real(v.strip()) for v in value.split("/")]
             else:
                 values[key] = _real(value)
         except ValueError as exc:  # a number that does not parse: named by its key
             raise ValueError(f"{key}: {exc}") from None
-    return cls.from_spec(values), count
+    base = cls.from_spec(values)
+    if not sampled:
+        return base, count
+    if "q" not in sampled:
+        raise ValueError(f"{', '.join(sorted(sampled))} without a sampling rate (q=... or sampling_rate=...)")
+    return mech.Subsampled(base, sampled.pop("q"), **sampled), count
+
+
+def _sampled(mech, q: float):
+    """``mech`` Poisson-subsampled at rate ``q`` (the q column of a ledger file)."""
+    from .mechanisms import Subsampled
+
+    if isinstance(mech, Subsampled):
+        raise ValueError("a sampling rate in both the q column and the mechanism spec")
+    return Subsampled(mech, q)
 
 
 def _spec(m) -> str:
     """The --mechanism spec of a mechanism object (what _parse_mechanism reads back)."""
+    from .mechanisms import Subsampled
+
+    if isinstance(m, Subsampled):
+        rate = "q" if "q" not in type(m.mechanism).spec_keys() else "sampling_rate"
+        extra = "" if (m.scheme, m.relation) == ("poisson", "add_remove") else \
+            f",scheme={m.scheme},relation={m.relation}"
+        return f"{_spec(m.mechanism)},{rate}={m.q!r}{extra}"
     parts = []
     for key, v in m.spec_values().items():
         parts.append(f"{key}={'/'.join(repr(x) for x in v) if isinstance(v, tuple) else repr(v)}")
@@ -239,8 +275,8 @@ def _csv_accountant(text: str, name: str):
     line, header = rows[0]
     header = [h.strip().lower() for h in header]
     for h in header:
-        if h not in ("eps", "delta", "count", "mechanism"):
-            raise LedgerError(f"{name}: unknown column {_show(h)} (expected eps, delta, count, mechanism)")
+        if h not in ("eps", "delta", "count", "mechanism", "q"):
+            raise LedgerError(f"{name}: unknown column {_show(h)} (expected eps, delta, count, mechanism, q)")
     if len(set(header)) != len(header):
         raise LedgerError(f"{name}: duplicate column in header {','.join(header)}")
     if "eps" not in header and "mechanism" not in header:
@@ -251,12 +287,13 @@ def _csv_accountant(text: str, name: str):
             raise LedgerError(f"{name} line {line}: {len(row)} fields, the header has {len(header)}")
         cells = {col: cell.strip() for col, cell in zip(header, row)}
         spec = cells.pop("mechanism", "")
+        rate = cells.pop("q", "")  # a Poisson sampling rate: the row's mechanism subsampled
         if spec:  # a mechanism: its spec gives its parameters, eps and delta stay empty
             given = [col for col in ("eps", "delta") if cells.get(col)]
             if given:
                 raise LedgerError(f"{name} line {line}: give {given[0]} or a mechanism, not both")
             cells = {col: cell for col, cell in cells.items() if col == "count"}
-        elif "eps" not in cells:
+        elif not cells.get("eps"):
             raise LedgerError(f"{name} line {line}: empty mechanism")
         values = {}
         for col, cell in cells.items():
@@ -267,6 +304,12 @@ def _csv_accountant(text: str, name: str):
             except ValueError as exc:
                 raise LedgerError(f"{name} line {line}, {col}: {exc}") from None
         try:
+            q = None
+            if rate:
+                try:
+                    q = _real(rate)
+                except ValueError as exc:
+                    raise LedgerError(f"{name} line {line}, q: {exc}") from None
             if spec:
                 try:
                     mech, count = _parse_mechanism(spec)
@@ -275,7 +318,14 @@ def _csv_accountant(text: str, name: str):
                 if count is not None and "count" in values:
                     raise LedgerError(f"{name} line {line}: count given twice (count column and count= in "
                                       f"the mechanism)")
+                if q is not None:
+                    mech = _sampled(mech, q)
                 acc.compose(mech, count=count if count is not None else values.get("count", 1))
+            elif q is not None:
+                from .mechanisms import BlackBox
+
+                acc.compose(_sampled(BlackBox(values["eps"], values.get("delta", 0.0)), q),
+                            count=values.get("count", 1))
             else:
                 acc.compose(values["eps"], values.get("delta", 0.0), values.get("count", 1))
         except LedgerError:
