@@ -52,11 +52,12 @@ from .._pairs import DiscretePair
 from ._base import REGISTRY, AtomMechanism, CellMechanism
 from .finite import MAX_WINDOW, BlackBox, DiscreteGaussian, Geometric, Pair, Profile, RandomizedResponse, Staircase
 from .continuous import Gaussian, Laplace  # noqa: E402,I001 (registry order: finite laws first)
+from .subsampled import Subsampled  # noqa: E402,I001
 
 
 
 __all__ = ["Mechanism", "BlackBox", "Laplace", "Gaussian", "Geometric", "DiscreteGaussian", "Staircase",
-           "RandomizedResponse", "Pair", "Profile", "DiscretePair", "FORWARD", "REVERSE", "DIRECTIONS", "REGISTRY",
+           "RandomizedResponse", "Pair", "Profile", "Subsampled", "DiscretePair", "FORWARD", "REVERSE", "DIRECTIONS", "REGISTRY",
            "AtomLaw", "CellLaw", "Points", "AtomMechanism", "CellMechanism", "family"]
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._inputs import ParameterTypeError, _check_real, _describe, _integer
 from .._laws import DIRECTIONS, FORWARD, MAX_ATOMS, TAIL, AtomLaw, CellLaw, Mechanism, Points
+from .._rounding import mpf_exact
 from .._pairs import LOWER, UPPER, DiscretePair, bracket, lattice_index, lattice_index_mp, lattice_pair, mpf_err, settle
 from .._types import Bounds
 
@@ -175,7 +176,7 @@ class AtomMechanism(_Registered):
     def _delta_mp(self, x, direction):
         """(value, error bound) of the hockey-stick divergence at x: the sum over the atoms."""
         atoms, inf_mass, inf_err = self._atoms(direction)
-        xf = Fraction(float(x))
+        xf = mpf_exact(mpmath.mpf(x))  # exact: x may carry more bits than a float
         total = inf_mass
         err = inf_err
         for pos_exact, pos, perr, m, merr in atoms:

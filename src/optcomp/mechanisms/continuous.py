@@ -16,6 +16,7 @@ import numpy as np
 
 from .._laws import Points
 from .._pairs import mpf_err
+from .._rounding import mpf_exact
 from ._base import CellMechanism, _mp, _real
 
 
@@ -49,7 +50,7 @@ class Laplace(CellMechanism):
 
     def _delta_mp(self, x, direction):
         a = self._a
-        if Fraction(float(x)) >= a:
+        if mpf_exact(mpmath.mpf(x)) >= a:  # exact: x may carry more bits than a float
             return mpmath.mpf(0), mpmath.mpf(0)
         am = _mp(a)
         v = -mpmath.expm1((x - am) / 2)

@@ -1,0 +1,416 @@
+r"""Privacy amplification by subsampling: :class:`Subsampled` runs any mechanism of the
+package on a random subsample of the dataset.
+
+Poisson sampling, add/remove neighbours
+---------------------------------------
+Each record enters the subsample independently with probability s = ``q``.  With (P, Q)
+the base mechanism's forward pair (its output law on D, holding the record, and on D' =
+D minus the record), the subsampled mechanism has the dominating pairs (Zhu, Dong and
+Wang, *Optimal Accounting of Differential Privacy via Characteristic Function*, AISTATS
+2022, Thm 11; Balle, Barthe and Gaboardi, *Privacy Amplification by Subsampling*,
+NeurIPS 2018, Thm 8 for the profile)
+
+* remove, ``"forward"``:  (P', Q) with P' = (1 - s) Q + s P;
+* add, ``"reverse"``:     (Q, P').
+
+The mechanism is not symmetric: a composition takes the larger of the two *global*
+directions (all steps remove, or all add), never the worse direction of one step.
+
+**Loss laws.**  An outcome with base loss l = log(dP/dQ) has the remove loss
+g(l) = log(1 - s + s e^l), bounded below by log(1 - s), with P'-mass (1 - s) q_b + s p_b =
+q_b e^{g(l)}; and the add loss -g(l), bounded above by -log(1 - s), with P''-mass q_b.  g is
+increasing, g(0) = 0, 0 < g' <= 1, and g^{-1}(y) = log(1 + (e^y - 1)/s) for y > log(1 - s).
+The base's infinite losses map as: P-mass pi at +inf -> remove: s pi at +inf; add: Q''-mass
+s pi at -inf.  Q-mass nu at -inf (outcomes P never produces) -> remove: P'-mass (1 - s) nu at
+log(1 - s); add: P''-mass nu at -log(1 - s).
+
+**Profiles** in closed form from the base's hockey-stick divergences H (x >= 0):
+
+* remove: H_{e^x}((1 - s) Q + s P || Q) = s H_{e^{x'}}(P || Q),  e^{x'} = 1 + (e^x - 1)/s
+  (Balle–Barthe–Gaboardi Thm 8, with equality for the pair);
+* add: H_{e^x}(Q || (1 - s) Q + s P) = c H_{g}(Q || P),  c = 1 - e^x (1 - s),
+  g = s e^x / c >= 1 (and 0 when c <= 0: the add loss never exceeds -log(1 - s)).
+
+Both follow from (a Q + b P - e^x Q)_+ = b (P - (e^x - a)/b Q)_+ pointwise.  H is
+1-Lipschitz in its log-threshold (dH/dx = -e^x Q[L > x] and e^x Q[L > x] <= P[L > x] <= 1),
+which certifies the evaluation at the float nearest to the transformed threshold.
+
+s = 1 is the base mechanism itself (every method delegates to it).
+
+Other schemes and relations
+---------------------------
+See :class:`Subsampled` for replace-one and sampling without replacement: implemented only
+where the literature establishes a dominating pair; refused with a ``ValueError`` otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import mpmath
+import numpy as np
+
+from .._inputs import ParameterTypeError, _describe
+from .._laws import FORWARD, MAX_ATOMS, REVERSE, TAIL, Mechanism, Points
+from .._pairs import mpf_err
+from .._rounding import LIBM_ULPS, UNIT, exact_dir
+from .._types import Bounds
+from ._base import AtomMechanism, CellMechanism, _check_direction, _Registered, _real
+
+__all__ = ["Subsampled", "SCHEMES", "RELATIONS"]
+
+SCHEMES = ("poisson", "without_replacement")
+RELATIONS = ("add_remove", "replace_one")
+
+
+def _down(x: float) -> float:
+    return math.nextafter(x, -math.inf)
+
+
+def _up(x: float) -> float:
+    return math.nextafter(x, math.inf)
+
+
+@dataclass(frozen=True)
+class Subsampled(_Registered):
+    """``mechanism`` run on a Poisson subsample: each record enters independently with
+    probability ``q`` (the sampling rate, 0 < q <= 1).
+
+    ``scheme="poisson"``, ``relation="add_remove"``: the dominating pairs of Zhu–Dong–Wang
+    (AISTATS 2022, Thm 11): remove (forward) ((1 - q) Q + q P, Q), add (reverse)
+    (Q, (1 - q) Q + q P), (P, Q) the base's forward pair; loss laws and profiles as in the
+    module docstring.  Works for every mechanism of the package (black boxes, finite pairs,
+    profiles, Laplace, Gaussian, ...); ``q = 1`` is the base mechanism.
+
+    Other schemes/relations: a ``ValueError`` where no dominating pair is established in
+    the literature (see :data:`SCHEMES`, :data:`RELATIONS`)."""
+
+    family = "subsampled"
+    aliases = ("poisson",)
+
+    mechanism: Mechanism
+    q: float
+    scheme: str = "poisson"
+    relation: str = "add_remove"
+
+    def __post_init__(self):
+        if not isinstance(self.mechanism, Mechanism):
+            raise ParameterTypeError(f"mechanism must be a mechanism of optcomp.mechanisms, "
+                                     f"got {_describe(self.mechanism)}")
+        object.__setattr__(self, "q", _real("q", self.q, hi=1.0, hi_open=False))
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, got {_describe(self.scheme)}")
+        if self.relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {', '.join(RELATIONS)}, got {_describe(self.relation)}")
+        if (self.scheme, self.relation) != ("poisson", "add_remove"):
+            raise ValueError(f"scheme={self.scheme!r} with relation={self.relation!r}: no dominating pair "
+                             "is implemented for it yet")
+
+    # -- what kind of law: the base's ---------------------------------------------------------
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.mechanism.kind
+
+    @property
+    def _whole(self) -> bool:
+        return self.q == 1.0
+
+    def directions(self):
+        return self.mechanism.directions() if self._whole else (FORWARD, REVERSE)
+
+    def black_box(self):
+        return self.mechanism.black_box() if self._whole else None
+
+    def gaussian(self):
+        return self.mechanism.gaussian() if self._whole else None
+
+    # -- the contract ----------------------------------------------------------------------------
+    def law(self, h, direction: str = FORWARD, *, tail=TAIL, max_atoms=MAX_ATOMS):
+        if self._whole:
+            return self.mechanism.law(h, direction, tail=tail, max_atoms=max_atoms)
+        impl = AtomMechanism if self.kind == "atoms" else CellMechanism
+        return impl.law(self, h, direction, tail=tail, max_atoms=max_atoms)
+
+    _law = AtomMechanism._law  # the finite law's assembly (used by AtomMechanism.law)
+
+    def loss_range(self, direction: str = FORWARD, *, tail=TAIL):
+        if self._whole:
+            return self.mechanism.loss_range(direction, tail=tail)
+        impl = AtomMechanism if self.kind == "atoms" else CellMechanism
+        return impl.loss_range(self, direction, tail=tail)
+
+    def inf_mass(self, direction: str = FORWARD):
+        if self._whole:
+            return self.mechanism.inf_mass(direction)
+        return super().inf_mass(direction)
+
+    def profile_bounds(self, eps) -> Bounds:
+        if self._whole:
+            return self.mechanism.profile_bounds(eps)
+        return super().profile_bounds(eps)
+
+    def _pair(self, h, side, direction, tail, max_atoms):
+        if self._whole:
+            return self.mechanism._pair(h, side, direction, tail, max_atoms)
+        if self.kind != "atoms":
+            raise ValueError("discrete_pair: a subsampled mechanism with a continuous part gives its law "
+                             "(law(h, direction)), not a discrete pair")
+        return AtomMechanism._pair(self, h, side, direction, tail, max_atoms)
+
+    # -- the profile: closed forms from the base's ---------------------------------------------
+    def _delta_mp(self, x, direction):
+        """(value, error) of the hockey-stick divergence at x >= 0 of ``direction`` (module
+        docstring), from the base's at the transformed threshold (an mpmath number: the
+        base compares it with its loss atoms exactly); the threshold's own rounding is
+        charged through the 1-Lipschitz bound."""
+        base = self.mechanism
+        s = mpmath.mpf(self.q)
+        if direction == FORWARD:
+            xt = mpmath.log1p(mpmath.expm1(x) / s)  # >= x >= 0
+            xt_err = mpf_err(xt, bits=6)
+            v, e = base._delta_mp(xt, FORWARD)
+            if v == 0 and e == 0 and base._delta_mp(xt - xt_err, FORWARD) == (0, 0):
+                return mpmath.mpf(0), mpmath.mpf(0)  # H is nonincreasing: 0 at the true threshold
+            total = s * v
+            return total, s * (e + xt_err) + mpf_err(total, bits=2)
+        # add: c H_g(Q || P), c = 1 - e^x (1 - s) = -expm1(x + log(1 - s)), log g = log s + x - log c
+        ls = mpmath.log1p(-s)
+        c = -mpmath.expm1(x + ls)
+        c_err = mpf_err(1, x, ls, bits=6)  # the sum's rounding (times e^{x + ls} <= 1), expm1's
+        if c + c_err <= 0:
+            return mpmath.mpf(0), mpmath.mpf(0)
+        if c <= 2 * c_err:  # x at or beyond -log(1 - s) within rounding: H <= c
+            return mpmath.mpf(0), max(c, mpmath.mpf(0)) + c_err
+        lc = mpmath.log(c)
+        lg = max(mpmath.log(s) + x - lc, mpmath.mpf(0))  # g >= 1 for x >= 0
+        lg_err = mpf_err(mpmath.log(s), x, lc, lg, bits=6) + 2 * c_err / c  # |d log c| <= err/(c - err)
+        v, e = base._delta_mp(lg, REVERSE)
+        if v == 0 and e == 0 and base._delta_mp(lg - lg_err, REVERSE) == (0, 0):
+            return mpmath.mpf(0), mpmath.mpf(0)
+        total = c * v
+        return total, c_err * v + c * (e + lg_err) + mpf_err(total, bits=2)
+
+    # -- finite bases: the atoms -------------------------------------------------------------------
+    @lru_cache(maxsize=64)
+    def _atoms_at(self, prec, direction):
+        """(atoms, +inf mass, its error, -inf Q-mass, its error) of ``direction``."""
+        base = self.mechanism
+        with mpmath.workprec(prec):
+            s = mpmath.mpf(self.q)
+            one_s = 1 - s  # exact: q is a float >= 2^-1074 and prec >= 128 ... or within 1 ulp
+            atoms_b, inf_b, inf_be = base._atoms(FORWARD)
+            neg_b, neg_be = base._neg_q(FORWARD)
+            out = []
+            fwd = direction == FORWARD
+            for pos_exact, pos, perr, m, merr in atoms_b:
+                # g(l) = log(1 - s + s e^l): the sum of two positive terms, each within a few
+                # ulps; g' <= 1 carries the base position's error
+                y = mpmath.log(one_s + s * mpmath.exp(pos))
+                yerr = perr + mpf_err(1, y, bits=4)
+                ex = mpmath.exp(-pos)  # the Q-mass of the atom is m e^{-l}
+                spread = mpmath.expm1(perr)  # |e^{-l'} - e^{-l}| <= e^{-l} expm1(perr)
+                if fwd:
+                    w = s + one_s * ex
+                    mass = m * w
+                    err = merr * (w + one_s * ex * spread) + m * one_s * ex * spread + mpf_err(mass, bits=4)
+                else:
+                    y = -y
+                    mass = m * ex
+                    err = merr * ex * (1 + spread) + mass * spread + mpf_err(mass, bits=4)
+                exact = Fraction(0) if pos_exact == 0 else None
+                out.append((exact, +y if exact is None else mpmath.mpf(0), yerr if exact is None else mpmath.mpf(0),
+                            mass, err))
+            if neg_b > 0 or neg_be > 0:
+                y = mpmath.log1p(-s)
+                yerr = mpf_err(y, bits=4)
+                if fwd:
+                    mass = one_s * neg_b
+                    out.append((None, y, yerr, mass, one_s * neg_be + mpf_err(mass, bits=4)))
+                else:
+                    out.append((None, -y, yerr, neg_b, neg_be))
+            s_inf = s * inf_b
+            s_inf_err = s * inf_be + mpf_err(s_inf, bits=2)
+            if fwd:
+                return out, s_inf, s_inf_err, mpmath.mpf(0), mpmath.mpf(0)
+            return out, mpmath.mpf(0), mpmath.mpf(0), s_inf, s_inf_err
+
+    def _atoms(self, direction):
+        atoms, inf_m, inf_e, _, _ = self._atoms_at(mpmath.mp.prec, direction)
+        return atoms, inf_m, inf_e
+
+    def _neg_q(self, direction):
+        _, _, _, neg, neg_e = self._atoms_at(mpmath.mp.prec, direction)
+        return neg, neg_e
+
+    # -- bases with a continuous part: cells mapped back through g^{-1} ---------------------------
+    def _base_box(self, tail):
+        """Floats (A, B): the base loss lies in [A, B] except for at most ``tail`` of P-mass
+        and of Q-mass on each side (Q[L < a] = P_rev[L > -a] by duality)."""
+        base = self.mechanism
+        lo_f, hi_f = base._support(FORWARD, tail)
+        lo_r, hi_r = base._support(REVERSE, tail)
+        A = exact_dir(min(Fraction(lo_f), -Fraction(hi_r)), False)
+        B = exact_dir(max(Fraction(hi_f), -Fraction(lo_r)), True)
+        return A, B
+
+    def _g(self, v: float, up: bool) -> float:
+        """g(v) = log(1 - s + s e^v) rounded to the requested side (float v)."""
+        with mpmath.workprec(128):
+            s = mpmath.mpf(self.q)
+            y = mpmath.log1p(s * mpmath.expm1(mpmath.mpf(v)))
+            e = mpf_err(1, y, bits=6)
+            val = y + e if up else y - e
+        from .._rounding import mpf_dir
+
+        return mpf_dir(val, up)
+
+    def _support(self, direction, tail):
+        A, B = self._base_box(tail)
+        if direction == FORWARD:
+            lo, hi = self._g(A, False), self._g(B, True)
+        else:
+            lo, hi = -self._g(B, True), -self._g(A, False)
+        return Fraction(lo), Fraction(hi)
+
+    def _ginv(self, y):
+        """Float edges v(y) = g^{-1}(y) = log1p(expm1(y)/s) of float losses y, with bounds of
+        their errors; v = -inf where y <= log(1 - s) could hold.
+
+        expm1 within 2 LIBM_ULPS u relative, the division within u: r = t/s within
+        rho = (2 LIBM_ULPS + 2) u |r| of R = expm1(y)/s; log1p within 2 LIBM_ULPS u |v| and
+        |log1p(r) - log1p(R)| <= rho / (1 + r - rho) (the slope 1/(1 + .) on the segment)."""
+        s = self.q
+        y = np.asarray(y, float)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            r = np.expm1(y) / s
+            rho = (2 * LIBM_ULPS + 2) * UNIT * np.abs(r) + 1e-300
+            room = 1.0 + r - rho
+            ok = room > 0.0
+            v = np.where(ok, np.log1p(np.where(ok, r, 0.0)), -np.inf)
+            err = np.where(ok, 2 * LIBM_ULPS * UNIT * np.abs(v) + rho / np.where(ok, room, 1.0), np.inf)
+            err = err * (1.0 + 8.0 * UNIT) + 5e-324
+        return v, err
+
+    def _interval_masses(self, l0, l1, direction):
+        """Certified P- and Q-masses of the subsampled loss on [l0_i, l1_i]: the base's masses
+        on the preimage intervals, outer (rounded outward) for the upper ends, inner for the
+        lower ends; below the base's box [A, B] its tails (P and Q, by duality) are charged to
+        the upper ends.  Remove: (P', Q') = ((1 - s) Q_b + s P_b, Q_b) on g^{-1}[l0, l1];
+        add: (P'', Q'') = (Q_b, (1 - s) Q_b + s P_b) on g^{-1}[-l1, -l0]."""
+        base = self.mechanism
+        s = self.q
+        l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
+        if direction == FORWARD:
+            y0, y1 = l0, l1
+        else:
+            y0, y1 = -l1, -l0
+        A, B = self._base_box(TAIL)
+        v0, e0 = self._ginv(y0)
+        v1, e1 = self._ginv(y1)
+        with np.errstate(invalid="ignore"):
+            o0 = np.nextafter(v0 - e0 * (1.0 + 4.0 * UNIT), -np.inf)  # outer lower edge
+            o1 = np.nextafter(v1 + e1 * (1.0 + 4.0 * UNIT), np.inf)
+            i0 = np.nextafter(v0 + e0 * (1.0 + 4.0 * UNIT), np.inf)
+            i1 = np.nextafter(v1 - e1 * (1.0 + 4.0 * UNIT), -np.inf)
+        # below A: tails bounded separately (upper ends), cut from the inner intervals
+        low = ~(o0 >= A)  # includes -inf / nan
+        o0 = np.where(low, A, o0)
+        o1 = np.where(np.isfinite(o1), np.maximum(o1, o0), np.inf)
+        high = ~np.isfinite(o1)
+        o1 = np.where(high, np.maximum(B, o0), o1)
+        i0 = np.where(np.isfinite(i0), np.maximum(i0, A), A)
+        i1 = np.where(np.isfinite(i1), i1, -np.inf)
+        i1 = np.maximum(i1, i0)
+        p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
+        p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
+        # tails below A (and above B for an edge that overflowed)
+        pa_below, qa_below = self._p_below(A), self._q_below(A)
+        pa_above, qa_above = self._p_above(B), self._q_above(B)
+        p_hi_b = np.minimum(p_hi_b + np.where(low, pa_below, 0.0) + np.where(high, pa_above, 0.0), 1.0)
+        q_hi_b = np.minimum(q_hi_b + np.where(low, qa_below, 0.0) + np.where(high, qa_above, 0.0), 1.0)
+        p_hi_b, q_hi_b = np.nextafter(p_hi_b, 2.0), np.nextafter(q_hi_b, 2.0)  # the additions
+        mix_hi, mix_lo = _mix(s, p_hi_b, q_hi_b, True), _mix(s, p_lo_b, q_lo_b, False)
+        if direction == FORWARD:
+            return mix_lo, mix_hi, q_lo_b, np.minimum(q_hi_b, 1.0)
+        return q_lo_b, np.minimum(q_hi_b, 1.0), mix_lo, mix_hi
+
+    def _points(self, direction):
+        """The base's point masses, moved to g(l) (remove) or -g(l) (add) with their masses
+        mixed (module docstring)."""
+        pts = self.mechanism._points(FORWARD)
+        if not pts.loss.size:
+            return Points.none()
+        s = self.q
+        y, yerr = [], []
+        for l, e in zip(pts.loss, pts.perr):
+            with mpmath.workprec(128):
+                v = mpmath.log1p(mpmath.mpf(s) * mpmath.expm1(mpmath.mpf(l)))
+                f = float(v)
+                d = abs(mpmath.mpf(f) - v) + mpf_err(1, v, bits=6)
+            y.append(f)
+            yerr.append(_up(float(e) + float(d) * (1.0 + 2.0**-50) + 5e-324))
+        y, yerr = np.array(y), np.array(yerr)
+        mix_lo, mix_hi = _mix(s, pts.p_lo, pts.q_lo, False), _mix(s, pts.p_hi, pts.q_hi, True)
+        if direction == FORWARD:
+            return Points(y, yerr, mix_lo, mix_hi, pts.q_lo, pts.q_hi)
+        return Points(-y, yerr, pts.q_lo, pts.q_hi, mix_lo, mix_hi)
+
+    def _tails(self, e0, e1, direction):
+        """Upper bounds of the P-mass below e0 and above e1: the base's P- and Q-tails beyond
+        the preimages of the edges, rounded outward (remove: y < e0 iff l < g^{-1}(e0); add:
+        y < e0 iff l > g^{-1}(-e0))."""
+        s = self.q
+        if direction == FORWARD:
+            a = self._edge(e0, up=True)  # l < g^{-1}(e0) <= a
+            b = self._edge(e1, up=False)  # l > g^{-1}(e1) >= b
+            below = _mix(s, [self._p_below(a)], [self._q_below(a)], True)[0]
+            above = _mix(s, [self._p_above(b)], [self._q_above(b)], True)[0]
+            return min(below, 1.0), min(above, 1.0)
+        b = self._edge(-e0, up=False)  # y < e0 iff l > g^{-1}(-e0) >= b
+        a = self._edge(-e1, up=True)  # y > e1 iff l < g^{-1}(-e1) <= a
+        return min(self._q_above(b), 1.0), min(self._q_below(a), 1.0)
+
+    def _edge(self, y: float, up: bool) -> float:
+        """g^{-1}(y) rounded outward to the requested side (-inf where y <= log(1 - s) could
+        hold: then nothing lies below it, or everything above)."""
+        v, err = self._ginv(np.array([y]))
+        v, err = float(v[0]), float(err[0])
+        if not math.isfinite(v) or not math.isfinite(err):
+            return -math.inf if (v == -math.inf or not up) else math.inf
+        return _up(v + err * (1.0 + 4.0 * UNIT)) if up else _down(v - err * (1.0 + 4.0 * UNIT))
+
+    # the base's tails: P by its forward law, Q by duality (Q[L < a] = P_rev[L_rev > -a])
+    def _p_below(self, a: float) -> float:
+        return 0.0 if a == -math.inf else (1.0 if a == math.inf else self.mechanism._tails(a, a, FORWARD)[0])
+
+    def _q_below(self, a: float) -> float:
+        return 0.0 if a == -math.inf else (1.0 if a == math.inf else self.mechanism._tails(-a, -a, REVERSE)[1])
+
+    def _p_above(self, b: float) -> float:
+        return 1.0 if b == -math.inf else (0.0 if b == math.inf else self.mechanism._tails(b, b, FORWARD)[1])
+
+    def _q_above(self, b: float) -> float:
+        return 1.0 if b == -math.inf else (0.0 if b == math.inf else self.mechanism._tails(-b, -b, REVERSE)[0])
+
+
+def _pick_hi(masses):
+    p_lo, p_hi, q_lo, q_hi = masses
+    return np.asarray(p_hi, float), np.asarray(q_hi, float)
+
+
+def _pick_lo(masses):
+    p_lo, p_hi, q_lo, q_hi = masses
+    return np.asarray(p_lo, float), np.asarray(q_lo, float)
+
+
+def _mix(s: float, p, q, up: bool):
+    """(1 - s) q + s p rounded to the requested side (floats; 1 - s, the products and the sum
+    each within u: a relative 4u charged)."""
+    p, q = np.asarray(p, float), np.asarray(q, float)
+    m = (1.0 - s) * q + s * p
+    if up:
+        return np.minimum(np.nextafter(m * (1.0 + 4.0 * UNIT), 2.0), 1.0)
+    return np.maximum(m * (1.0 - 4.0 * UNIT), 0.0)
