@@ -208,6 +208,23 @@ class Mechanism(abc.ABC):
         law = self.law(1.0, direction)
         return law.inf_lo, law.inf_hi
 
+    def guide(self, direction: str = FORWARD, *, tail: float = TAIL, cells: int = 512) -> tuple[np.ndarray, np.ndarray]:
+        """A coarse float picture of the finite part of the loss law of ``direction``:
+        (positions, P-masses), for the engine's *estimates* only (tilt, step, window; never a
+        bound).  A finite law: its atoms; a law with a continuous part: the midpoints of the
+        cells of its law at a step giving about ``cells`` cells over :meth:`loss_range`, and
+        its point masses.  A mechanism whose mass sits in a small part of a long range (a
+        subsampled one) overrides it with a finer picture where the mass is."""
+        if self.kind == "atoms":
+            law = self.law(1.0, direction)
+            return law.loss, law.p_hi
+        lo_loss, hi_loss = self.loss_range(direction, tail=tail)
+        hg = 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / cells, 2.0**-40)))
+        law = self.law(hg, direction, tail=tail)
+        pts = law.points
+        loss = np.concatenate([(np.arange(law.p_hi.size) + law.n0 + 0.5) * hg, pts.loss])
+        return loss, np.concatenate([law.p_hi, pts.p_hi])
+
     def black_box(self) -> tuple[float, float] | None:
         """(eps, delta) when the mechanism's dominating pair *is* the randomized response of a
         black box (eps, delta) (it then composes exactly as that pair), else None."""

@@ -170,6 +170,16 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     qea_lo = np.maximum(np.maximum(np.where(q_lo > 0, qea_lo, 0.0), 0.0),
                         m_lo * math.exp(-h) * (1.0 - 2.0 * (LIBM_ULPS + 1) * UNIT))
     qea_hi = np.where(q_hi >= 2.0**-1000, np.minimum(qea_hi, m_hi), m_hi)
+    # and q e^a as a product: within (2 LIBM_ULPS + 2) u relative, not |log q| u (which at
+    # a fine step h, against numerators ~m h/2, costs ~|log q| u / h; a product that may
+    # have left the normal range is not used)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        prod_lo = q_lo * np.exp(a)
+        prod_hi = q_hi * np.exp(a)
+    fine = (prod_lo >= 2.0**-1000) & (prod_hi <= 2.0**1000)
+    rel = (2.0 * LIBM_ULPS + 2.0) * UNIT
+    qea_lo = np.where(fine, np.maximum(qea_lo, prod_lo * (1.0 - rel)), qea_lo)
+    qea_hi = np.where(fine, np.minimum(qea_hi, prod_hi * (1.0 + rel)), qea_hi)
     num_b = m_hi - qea_lo
     num_b = num_b + 4.0 * UNIT * (m_hi + qea_lo)
     num_a = qea_hi - m_lo * math.exp(-h) * (1.0 - 2.0 * UNIT)

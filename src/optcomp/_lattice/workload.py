@@ -69,26 +69,24 @@ def inf_mass(mech, direction: str = FORWARD) -> tuple[float, float]:
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
 
 
+def _guide_step(lo_loss: float, hi_loss: float) -> float:
+    """A step giving ~GUIDE_CELLS cells over a law's range."""
+    return 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / GUIDE_CELLS, 2.0**-40)))
+
+
 class Source:
     """``count`` copies of one mechanism in one direction: its leaves by step (cached) and a
     coarse float picture of its loss law (atoms, P-masses) for the estimates."""
 
     def __init__(self, mech, count: int, direction: str = FORWARD, tail: float = TAIL):
         self.mech, self.count, self.direction, self.tail = mech, int(count), direction, tail
+        loss, p = mech.guide(direction, tail=tail, cells=GUIDE_CELLS)
         if mech.kind == "atoms":
-            law = mech.law(1.0, direction)
-            loss, p = law.loss, law.p_hi
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
-            self.top_loss = law.top()
+            self.top_loss = mech.law(1.0, direction).top()
         else:
             lo_loss, hi_loss = mech.loss_range(direction, tail=tail)
-            # a step giving ~GUIDE_CELLS cells over the law's range
-            hg = 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / GUIDE_CELLS, 2.0**-40)))
-            law = mech.law(hg, direction, tail=tail)
-            pts = law.points
-            loss = np.concatenate([(np.arange(law.p_hi.size) + law.n0 + 0.5) * hg, pts.loss])
-            p = np.concatenate([law.p_hi, pts.p_hi])
-            self.inf_mass = float(law.above_hi)
+            self.inf_mass = float(mech.law(_guide_step(lo_loss, hi_loss), direction, tail=tail).above_hi)
             # a bounded law (no tail above the cells): its largest loss is the upper end of
             # loss_range (the continuous part's end or a point mass's, rounded up)
             self.top_loss = hi_loss if self.inf_mass == 0.0 else math.inf

@@ -160,6 +160,21 @@ class Subsampled(_Registered):
                              "(law(h, direction)), not a discrete pair")
         return AtomMechanism._pair(self, h, side, direction, tail, max_atoms)
 
+    def guide(self, direction: str = FORWARD, *, tail=TAIL, cells: int = 512):
+        """The base's coarse picture mapped through g (an estimate for the engine's tilt and
+        window, never a bound): the subsampled loss crowds its mass near 0 within a range
+        set by the far tail, which cells uniform over that range would not resolve."""
+        if self._whole or self.kind == "atoms":
+            return super().guide(direction, tail=tail, cells=cells)
+        loss, p = self.mechanism.guide(FORWARD, tail=tail, cells=cells)
+        s = self.q
+        with np.errstate(over="ignore", under="ignore"):
+            y = np.log1p(s * np.expm1(loss))
+            q = np.minimum(p * np.exp(-loss), 1.0)  # the Q-mass of each picture atom (approximately)
+            if direction == FORWARD:
+                return y, np.minimum((1.0 - s) * q + s * p, 1.0)
+            return -y, q
+
     # -- the profile: closed forms from the base's ---------------------------------------------
     def _delta_mp(self, x, direction):
         """(value, error) of the hockey-stick divergence at x >= 0 of ``direction`` (module
@@ -331,11 +346,111 @@ class Subsampled(_Registered):
         pa_above, qa_above = self._p_above(B), self._q_above(B)
         p_hi_b = np.minimum(p_hi_b + np.where(low, pa_below, 0.0) + np.where(high, pa_above, 0.0), 1.0)
         q_hi_b = np.minimum(q_hi_b + np.where(low, qa_below, 0.0) + np.where(high, qa_above, 0.0), 1.0)
-        p_hi_b, q_hi_b = np.nextafter(p_hi_b, 2.0), np.nextafter(q_hi_b, 2.0)  # the additions
+        added = low | high
+        p_hi_b = np.where(added, np.nextafter(p_hi_b, 2.0), p_hi_b)  # the additions
+        q_hi_b = np.where(added, np.nextafter(q_hi_b, 2.0), q_hi_b)
         mix_hi, mix_lo = _mix(s, p_hi_b, q_hi_b, True), _mix(s, p_lo_b, q_lo_b, False)
+        q_hi_b = np.minimum(q_hi_b, 1.0)
+        if base.gaussian() is not None:  # narrow preimages: the series of _gaussian_cells
+            ok, g = self._gaussian_cells(y0, y1)
+            if ok.any():
+                q_lo_b, q_hi_b = np.where(ok, g[0], q_lo_b), np.where(ok, g[1], q_hi_b)
+                mix_lo, mix_hi = np.where(ok, g[2], mix_lo), np.where(ok, g[3], mix_hi)
         if direction == FORWARD:
-            return mix_lo, mix_hi, q_lo_b, np.minimum(q_hi_b, 1.0)
-        return q_lo_b, np.minimum(q_hi_b, 1.0), mix_lo, mix_hi
+            return mix_lo, mix_hi, q_lo_b, q_hi_b
+        return q_lo_b, q_hi_b, mix_lo, mix_hi
+
+    def _gaussian_cells(self, y0, y1):
+        r"""Masses of a Gaussian base on the preimages of narrow g-intervals, to a few units
+        of float64 rounding (the generic path's log-Phi differences lose ~1e-12/width).
+
+        For [y0, y1] (floats, w_g = y1 - y0 exact in long double) with D = s + expm1(y0) > 0
+        the preimage is [v_a, v_a + w]: e^{v_a} = D/s and w = log1p(e^{y0} expm1(w_g)/D), each
+        formed in long double (unit u) with no cancellation beyond D's: expm1, exp, log,
+        log1p within 2 LIBM_ULPS u (``_rounding``'s assumption 2), so D within
+        delta_D = (2 LIBM_ULPS |expm1(y0)| + |D|) u / D relative, w within delta_w =
+        delta_D + (6 LIBM_ULPS + 3) u relative (log1p's slope A/((1 + A) log1p A) <= 1), v_a
+        within e_v = delta_D + 2 LIBM_ULPS u (|log D| + |log s|) + u |v_a|.
+
+        The base loss is N(mu^2/2, mu^2) under P and N(-mu^2/2, mu^2) under Q (mu = Delta/sigma):
+        in z units an interval [c - r, c + r] (c_P = (v_a + w/2 - mu^2/2)/mu, c_Q = c_P + mu,
+        r = w/(2 mu)) has mass phi(c) 2r E(c, r), E = sum_m He_2m(c) r^2m/(2m + 1)! (the
+        Hermite expansion of phi(c + t)/phi(c) integrated over [-r, r]), kept to m = 12 where
+        x = r (|c| + r + 6) <= 3/2: the Taylor remainder is at most x^26/(27 26!)
+        e^{2|c| r + r^2/2} relative (|He_n(y)| <= (|y| + sqrt n)^n, n = 26; E >= e^{-|c| r -
+        r^2/2}).  Relative errors charged: the remainder; 64 u e^{|c| r + r^2/2} for the
+        series (the He recurrence and the sum, terms decreasing at least 4-fold); the
+        position of c, (|c| + r) e_c
+        (|d log M/dc| <= |c| + r), e_c = (e_v + w delta_w + u (|v_a| + w + mu^2))/mu + ...;
+        delta_w for r; phi's exp and c^2, (2 LIBM_ULPS + 2) u + 2 u c^2; mu's rounding (u
+        relative) moves the log-density by at most u (1 + (|c| + r)(|v| / mu + mu)).  The
+        mixture (1 - s) Q + s P is formed in long double (4u) and every bracket end rounded
+        outward to float64.  Returns (mask of the cells served, (Q_lo, Q_hi, mix_lo, mix_hi))."""
+        ld = np.longdouble
+        u = float(np.finfo(ld).epsneg)
+        L = LIBM_ULPS
+        sigma, sens = self.mechanism.gaussian()
+        s = ld(self.q)
+        y0 = np.asarray(y0, float).astype(ld)
+        y1 = np.asarray(y1, float).astype(ld)
+        wg = y1 - y0
+        exact = ((y0 + wg) == y1) & ((y1 - wg) == y0) & (wg > 0)
+        em = np.expm1(y0)
+        D = s + em
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            dD = (2 * L * np.abs(em) + np.abs(D)) * u / D
+            ok = exact & (D > 0) & (dD < 2.0**-20) & np.isfinite(em)
+            Dk = np.where(ok, D, ld(1))
+            logD = np.log(Dk)
+            logs = np.log(s)
+            va = logD - logs
+            ev = dD * (1 + 2 * dD) + 2 * L * u * (np.abs(logD) + abs(logs)) + u * np.abs(va)
+            A = np.exp(np.where(ok, y0, ld(0))) * np.expm1(np.where(ok, wg, ld(0))) / Dk
+            w = np.log1p(A)
+            dw = dD * (1 + 2 * dD) + (6 * L + 3) * u
+            mu = ld(sens) / ld(sigma)
+            cP = (va + w / 2 - mu * mu / 2) / mu
+            cQ = cP + mu
+            r = w / (2 * mu)
+            vmax = np.maximum(np.abs(va), np.abs(va + w))
+            ec = (ev + w * dw + 4 * u * (np.abs(va) + w + mu * mu)) / mu + 4 * u * (np.abs(cP) + r)
+            cmax = np.maximum(np.abs(cP), np.abs(cQ))
+            ok &= np.isfinite(r) & (r * (cmax + r + 6) <= 1.5)
+            r = np.where(ok, r, ld(0))
+
+            def mass(c):
+                c = np.where(ok, c, ld(0))
+                r2 = r * r
+                he_prev, he = np.ones_like(c), c  # He_0, He_1
+                total = np.ones_like(c)
+                term_scale = np.ones_like(c)
+                for n in range(1, 25):  # He_{n+1} = c He_n - n He_{n-1}
+                    he_prev, he = he, c * he - n * he_prev
+                    if (n + 1) % 2 == 0:
+                        m2 = n + 1
+                        term_scale = term_scale * r2 / ((m2) * (m2 + 1))
+                        total = total + he * term_scale
+                ac = np.abs(c)
+                x = r * (ac + r + 6)
+                grow = np.exp(ac * r + r2 / 2)  # 1/E at most
+                trunc = x**26 / (27 * float(math.factorial(26))) * grow * grow
+                rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
+                       + (2 * L + 2) * u + 2 * u * c * c
+                       + u * (1 + (ac + r) * (vmax / mu + mu)))
+                m = np.exp(-c * c / 2) * (2 * r) * total / np.sqrt(2 * ld(np.pi))
+                return m, rel
+
+            mP, rP = mass(cP)
+            mQ, rQ = mass(cQ)
+            mix = (1 - s) * mQ + s * mP
+            rmix = np.maximum(rP, rQ) + 4 * u
+            ok &= (rP < 2.0**-30) & (rQ < 2.0**-30)
+        out = []
+        for m, rel in ((mQ, rQ), (mix, rmix)):
+            lo = np.nextafter((m * (1 - rel)).astype(float), -np.inf)
+            hi = np.nextafter((m * (1 + rel)).astype(float), np.inf)
+            out += [np.where(ok, np.clip(lo, 0.0, 1.0), 0.0), np.where(ok, np.clip(hi, 0.0, 1.0), 1.0)]
+        return ok, out
 
     def _points(self, direction):
         """The base's point masses, moved to g(l) (remove) or -g(l) (add) with their masses
@@ -412,5 +527,5 @@ def _mix(s: float, p, q, up: bool):
     p, q = np.asarray(p, float), np.asarray(q, float)
     m = (1.0 - s) * q + s * p
     if up:
-        return np.minimum(np.nextafter(m * (1.0 + 4.0 * UNIT), 2.0), 1.0)
+        return np.where(m > 0.0, np.minimum(np.nextafter(m * (1.0 + 4.0 * UNIT), 2.0), 1.0), 0.0)
     return np.maximum(m * (1.0 - 4.0 * UNIT), 0.0)
