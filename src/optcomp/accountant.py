@@ -43,43 +43,63 @@ _FORMAT_VERSION_MECHANISMS = 2  # with mechanism entries (a reader of version 1 
 #: the classes a record may name (``{"mechanism": "Laplace", ...}``): optcomp.mechanisms', no other
 _CLASSES = {cls.__name__: cls for cls in (_mech.BlackBox, _mech.Laplace, _mech.Gaussian, _mech.Geometric,
                                           _mech.DiscreteGaussian, _mech.Staircase, _mech.RandomizedResponse,
-                                          _mech.Pair, _mech.Profile)}
+                                          _mech.Pair, _mech.Profile, _mech.Subsampled)}
+#: a field holding a mechanism (Subsampled's ``mechanism``) is a nested record under this key
+#: (the key "mechanism" names the class)
+_NESTED = {"mechanism": "base"}
 
 
-def _mechanism_record(mech, count: int) -> dict:
-    """``{"mechanism": class name, field: value ..., "count": n}`` (tuples as JSON lists)."""
+def _mechanism_record(mech, count: int | None) -> dict:
+    """``{"mechanism": class name, field: value ..., "count": n}`` (tuples as JSON lists; a
+    field holding a mechanism as a nested record without count, Subsampled's ``mechanism``
+    under the key ``"base"``)."""
 
     def plain(v):
         return [plain(x) for x in v] if isinstance(v, tuple) else v
 
     out = {"mechanism": type(mech).__name__}
-    out.update({f.name: plain(getattr(mech, f.name)) for f in dataclasses.fields(mech)})
-    out["count"] = count
+    for f in dataclasses.fields(mech):
+        v = getattr(mech, f.name)
+        out[_NESTED.get(f.name, f.name)] = _mechanism_record(v, None) if _is_object(v) else plain(v)
+    if count is not None:
+        out["count"] = count
     return out
 
 
-def _mechanism_from_record(item: dict, i: int):
+def _mechanism_from_record(item: dict, i, *, nested: bool = False):
     """The mechanism object of a record of :func:`_mechanism_record` (fields checked by name,
     values by the class: ``ValueError`` naming ``mechanisms[i]`` and the field)."""
+    where = i if isinstance(i, str) else f"mechanisms[{i}]"
     name = item["mechanism"]
     cls = _CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise ValueError(f"mechanisms[{i}]: mechanism must name a class of optcomp.mechanisms "
+        raise ValueError(f"{where}: mechanism must name a class of optcomp.mechanisms "
                          f"({', '.join(_CLASSES)}), got {_describe(name)}")
     fields = dataclasses.fields(cls)
-    names = [f.name for f in fields]
-    extra = sorted(set(item) - set(names) - {"mechanism", "count"})
+    keys = {_NESTED.get(f.name, f.name): f.name for f in fields}
+    extra = sorted(set(item) - set(keys) - {"mechanism"} - (set() if nested else {"count"}))
     if extra:
-        raise ValueError(f"mechanisms[{i}]: unknown field {extra[0]!r} for {name} "
-                         f"(expected {', '.join(names)}, count)")
-    missing = [f.name for f in fields if f.name not in item
+        raise ValueError(f"{where}: unknown field {extra[0]!r} for {name} "
+                         f"(expected {', '.join(keys)}{'' if nested else ', count'})")
+    missing = [key for key, f in zip(keys, fields) if key not in item
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
-        raise ValueError(f"mechanisms[{i}]: {name} needs the field {missing[0]!r}")
+        raise ValueError(f"{where}: {name} needs the field {missing[0]!r}")
+    values = {}
+    for key, field in keys.items():
+        if key not in item:
+            continue
+        v = item[key]
+        if key in _NESTED.values():
+            if not isinstance(v, dict) or "mechanism" not in v:
+                raise ValueError(f"{where}: {name}: {key} must be a mechanism record "
+                                 f"({{\"mechanism\": NAME, ...}}), got {_describe(v)}")
+            v = _mechanism_from_record(v, f"{where}.{key}", nested=True)
+        values[field] = v
     try:
-        return cls(**{key: item[key] for key in names if key in item})
+        return cls(**values)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"mechanisms[{i}]: {name}: {exc}") from None
+        raise type(exc)(f"{where}: {name}: {exc}") from None
 
 
 def _check_total(held: int, n: int, what: str) -> None:

@@ -297,11 +297,12 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
 
 
 def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top: float, *, max_points: int,
-                     info: BracketInfo, workers: int, progress) -> Bounds:
+                     info: BracketInfo, workers: int, progress, floor: float = -math.inf) -> Bounds:
     """The grouped lattice path of the eps direction for any workload (randomized-response
     groups and mechanism leaves): passes at steps h refined until the bracket on the least
-    x with H(x) <= t (``t_low`` <= t <= ``t_high``) is at most ``tol`` wide; ``top`` caps the
-    upper bound (the largest finite loss, or inf)."""
+    x with H(x) <= t (``t_low`` <= t <= ``t_high``) is at most ``tol`` wide, or its upper end
+    is at most ``floor`` (a lower bound of another global direction's answer: this one then
+    cannot be the larger); ``top`` caps the upper bound (the largest finite loss, or inf)."""
     info.passes.clear()
     info.path = "lattice"
     x_est = work.chernoff_guess(t_low)
@@ -324,7 +325,7 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
         return Bounds(max(b.lower, best.lower), min(b.upper, best.upper, top))
 
     def finished(b: Bounds, lp: LatticePass):
-        if b.gap <= tol:
+        if b.gap <= tol or b.upper <= floor:
             return True
         if not aim["reaimed"] and 0.0 < b.lower and (b.gap >= 64.0 * tol or b.gap >= 0.1 * b.upper) \
                 and math.isfinite(b.upper):
@@ -603,10 +604,11 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
 
 
 def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_points: int, info: BracketInfo,
-                   workers: int, progress) -> Bounds:
+                   workers: int, progress, floor: float = -math.inf) -> Bounds:
     """The grouped lattice path of the delta direction for any workload: passes at steps h
     refined until ``to_delta`` of the bracket on H(eps_g) meets the tolerance of
-    :func:`lattice_delta_bounds`."""
+    :func:`lattice_delta_bounds`, or its upper end is at most ``floor`` (another global
+    direction's lower bound)."""
     info.passes.clear()
     info.path = "lattice"
     theta = work.tilt_for(eps_g)
@@ -618,7 +620,7 @@ def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_po
                  + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * work.leaves_count() + 4)))
 
     def finished(b: Bounds, lp: LatticePass) -> bool:
-        if b.gap <= tol * b.upper + DELTA_FLOOR:
+        if b.gap <= tol * b.upper + DELTA_FLOOR or b.upper <= floor:
             return True
         if eps_g - tol >= 0.0:  # horizontal: upper <= a certified lower bound on delta_opt(eps_g - tol)
             return b.upper <= to_delta(excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), 1.0).lower
@@ -704,18 +706,24 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
     n = sum(int(c) for _, c in others) + 1
     tail = min(1e-30, max(1e-300, residual_target(m, delta_g) * 2.0**-44 / n))
-    for work, m_up, m_lo in _workloads(m, others, tail):
+    works = _workloads(m, others, tail)
+    if len(works) > 1:  # the larger direction first (Chernoff estimates): its lower end floors the other
+        works.sort(key=lambda w: -w[0].chernoff_guess(max(residual_target(w[1], delta_g), 1e-300)))
+    for work, m_up, m_lo in works:
         t_low = residual_target(m_up, delta_g)
         t_high = residual_target(m_lo, delta_g, round_up=True)
         top = work.top_bound()
+        floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
         if t_high < 0.0:
             out.append(Bounds(math.inf, math.inf))
         elif t_low < 0.0:
             out.append(Bounds(0.0, math.inf))
         elif t_high == 0.0 and math.isfinite(top):  # H(x) <= 0 exactly from the largest loss on
             out.append(Bounds(0.0, top))
+        elif top <= floor:  # every loss of this direction lies below the other's answer
+            out.append(Bounds(0.0, top))
         else:
-            out.append(_attempt(lambda: _lattice_epsilon(work, t_low, t_high, tol, top, **kw), top))
+            out.append(_attempt(lambda: _lattice_epsilon(work, t_low, t_high, tol, top, floor=floor, **kw), top))
     return _worst_direction(out)
 
 
@@ -760,16 +768,22 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     theta = works[0][0].tilt_for(eps_g)
     est = math.exp(min(0.0, works[0][0].cgf(theta)[0] - theta * eps_g))
     tail = min(1e-30, max(1e-300, est * 2.0**-44 / n))
+    if len(works) > 1:  # the larger direction first (Chernoff estimates): its lower end floors the other
+        def estimate(w):
+            th = w[0].tilt_for(eps_g)
+            return w[0].cgf(th)[0] - th * eps_g
+        works.sort(key=lambda w: -estimate(w))
     for work, m_up, m_lo in works:
         for source in work.sources:  # the leaves' truncation (the guides, estimates only, keep theirs)
             source.tail = tail
         def to_delta(lo: float, hi: float, m_up=m_up, m_lo=m_lo) -> Bounds:
             return Bounds(delta_from_excess(m_lo, lo, round_up=False), delta_from_excess(m_up, hi))
 
+        floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
         if eps_g >= work.top_bound():  # above every finite loss: H = 0, only the delta events
             out.append(to_delta(0.0, 0.0))
         else:
-            out.append(_attempt(lambda: _lattice_delta(work, eps_g, tol, to_delta, **kw), 1.0))
+            out.append(_attempt(lambda: _lattice_delta(work, eps_g, tol, to_delta, floor=floor, **kw), 1.0))
     return _worst_direction(out)
 
 
