@@ -1,20 +1,8 @@
 """optcomp.integrations.dp_accounting with sampled events -- ``PoissonSampledDpEvent`` (DP-SGD's
 step) and ``SampledWithoutReplacementDpEvent`` -- tested with dp_accounting's own event classes.
 
-References, written from the definitions here (never from optcomp's code), for one release:
-the base pair (P, Q) = (the law with the record, without it) -- Gaussian N(1, s²) against
-N(0, s²), Laplace Lap(1, b) against Lap(0, b) -- has a base loss l(x) = log(dP/dQ)(x) that
-is nondecreasing in x.  Poisson sampling at rate q under add/remove neighbours gives the
-remove pair ((1 − q)Q + qP, Q) and the add pair (Q, (1 − q)Q + qP) (Zhu, Dong and Wang,
-AISTATS 2022, Thm 11: the two orders of the same two laws).  The remove loss
-log(1 − q + q e^{l(x)}) is nondecreasing in x, so {loss > eps} = {x > t} with
-l(t) = log((e^eps − 1 + q)/q), and H_{e^eps} = A(x > t) − e^eps B(x > t) from the two
-survival functions; the add loss is its negative, {loss > eps} = {x < t'} with
-l(t') = log((e^{−eps} − 1 + q)/q) (empty when e^{−eps} <= 1 − q).  dp_accounting's
-replace-one pair for a Poisson-sampled Gaussian, (1 − q)N(0, s²) + qN(−1, s²) against
-(1 − q)N(0, s²) + qN(+1, s²), has a loss decreasing in x: {loss > eps} = {x < t}, t found by
-bisection in mpmath.  The reference eps at delta is the root of the decreasing profile
-max(H_remove, H_add)(eps) = delta, by bisection at 40 digits.
+References: ``tests/reference_dpsgd.py`` (one release of the Poisson-sampled Gaussian and
+Laplace, both directions, and dp_accounting's replace-one pair, from the definitions).
 
 dp_accounting's PLD accountant (pessimistic; discretisation 1e-3 in the default run, its
 default 1e-4 under ``-m slow``: the faster one is already seconds) is placed against our
@@ -34,100 +22,11 @@ from dp_accounting import dp_event as E  # noqa: E402
 from dp_accounting.pld.pld_privacy_accountant import PLDAccountant  # noqa: E402
 
 import optcomp  # noqa: E402
+from reference_dpsgd import DPS, eps_at, gauss, h_add, h_remove, h_replace_gauss, laplace, ref_eps_poisson  # noqa: E402
 from optcomp.integrations.dp_accounting import OptcompAccountant  # noqa: E402
 from optcomp.mechanisms import Gaussian, Laplace, Subsampled  # noqa: E402
 
 REL = dpa.NeighboringRelation
-DPS = 40
-
-
-# ---------------------------------------------------------------------------------------------
-# references from the definitions
-
-def _gauss(s):
-    """(l, l^{-1}, S_P, S_Q, inf l, sup l) of N(1, s²) against N(0, s²); S = survival."""
-    s = mp.mpf(s)
-    return dict(linv=lambda y: s**2 * y + mp.mpf(1) / 2,
-                sp=lambda t: mp.ncdf(-(t - 1) / s), sq=lambda t: mp.ncdf(-t / s),
-                lo=-mp.inf, hi=mp.inf)
-
-
-def _laplace(b):
-    """The same for Lap(1, b) against Lap(0, b): l(x) = (|x| − |x − 1|)/b, from −1/b to 1/b."""
-    b = mp.mpf(b)
-
-    def surv(mu):
-        return lambda t: mp.exp(-(t - mu) / b) / 2 if t >= mu else 1 - mp.exp((t - mu) / b) / 2
-
-    return dict(linv=lambda y: (y * b + 1) / 2, sp=surv(1), sq=surv(0), lo=-1 / b, hi=1 / b)
-
-
-def _h_remove(base, q, eps):
-    q, x = mp.mpf(q), mp.exp(eps)
-    y = mp.log((x - 1 + q) / q)  # the base loss at the threshold
-    if y >= base["hi"]:
-        return mp.mpf(0)
-    if y < base["lo"]:
-        return max(mp.mpf(0), 1 - x)
-    t = base["linv"](y)
-    return (1 - q) * base["sq"](t) + q * base["sp"](t) - x * base["sq"](t)
-
-
-def _h_add(base, q, eps):
-    q, x = mp.mpf(q), mp.exp(eps)
-    c = 1 / x - 1 + q
-    if c <= 0:
-        return mp.mpf(0)
-    y = mp.log(c / q)
-    if y <= base["lo"]:
-        return mp.mpf(0)
-    if y > base["hi"]:
-        return max(mp.mpf(0), 1 - x)
-    t = base["linv"](y)
-    cq, cp = 1 - base["sq"](t), 1 - base["sp"](t)  # masses of x < t
-    return cq - x * ((1 - q) * cq + q * cp)
-
-
-def _h_replace_gauss(s, q, eps):
-    """dp_accounting's replace-one pair of a Poisson-sampled Gaussian (module docstring)."""
-    s, q, x = mp.mpf(s), mp.mpf(q), mp.exp(eps)
-
-    def loss(v):
-        return mp.log((1 - q) + q * mp.exp((-2 * v - 1) / (2 * s**2))) - \
-            mp.log((1 - q) + q * mp.exp((2 * v - 1) / (2 * s**2)))
-
-    lo, hi = mp.mpf(-1), mp.mpf(1)
-    while loss(lo) <= eps:
-        lo *= 2
-    while loss(hi) > eps:
-        hi *= 2
-    for _ in range(200):  # loss decreasing: loss(lo) > eps >= loss(hi)
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if loss(mid) > eps else (lo, mid)
-    t = lo
-
-    def cdf(mu):
-        return mp.ncdf((t - mu) / s)
-
-    return ((1 - q) * cdf(0) + q * cdf(-1)) - x * ((1 - q) * cdf(0) + q * cdf(1))
-
-
-def _eps_at(profile, delta):
-    """The root of the decreasing profile at delta (bisection, 40 digits)."""
-    with mp.workdps(DPS):
-        lo, hi = mp.mpf(0), mp.mpf(1)
-        if profile(lo) <= delta:
-            return 0.0
-        while profile(hi) > delta:
-            hi *= 2
-        for _ in range(150):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if profile(mid) > delta else (lo, mid)
-        return hi
-
-
-def _ref_eps_poisson(base, q, delta):
-    return _eps_at(lambda e: max(_h_remove(base, q, e), _h_add(base, q, e)), delta)
 
 
 def _contains(bounds, ref):
@@ -141,8 +40,8 @@ def test_reference_recovers_the_unsampled_gaussian_at_q_1():
         for s, eps in ((1.0, 0.5), (0.5, 3.0)):
             s_, e = mp.mpf(s), mp.mpf(eps)
             exact = mp.ncdf(1 / (2 * s_) - e * s_) - mp.exp(e) * mp.ncdf(-1 / (2 * s_) - e * s_)
-            assert abs(_h_remove(_gauss(s), 1, e) - exact) < mp.mpf(10) ** -30
-            assert abs(_h_add(_gauss(s), 1, e) - exact) < mp.mpf(10) ** -30
+            assert abs(h_remove(gauss(s), 1, e) - exact) < mp.mpf(10) ** -30
+            assert abs(h_add(gauss(s), 1, e) - exact) < mp.mpf(10) ** -30
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,7 +53,7 @@ def test_poisson_gaussian_is_the_subsampled_gaussian_and_brackets_the_reference(
     acc = OptcompAccountant(rel).compose(E.PoissonSampledDpEvent(q, E.GaussianDpEvent(z)))
     assert acc.mechanisms == ((Subsampled(Gaussian(z), q), 1),)
     with mp.workdps(DPS):
-        ref = _ref_eps_poisson(_gauss(z), q, delta)
+        ref = ref_eps_poisson(gauss(z), q, delta)
     b = acc.bounds_epsilon(delta, tol=1e-3)
     _contains(b, ref)
     assert acc.get_epsilon(delta) >= ref
@@ -167,10 +66,10 @@ def test_poisson_laplace_brackets_the_reference_in_both_directions():
     acc = OptcompAccountant().compose(E.PoissonSampledDpEvent(q, E.LaplaceDpEvent(b)))
     assert acc.mechanisms == ((Subsampled(Laplace(b), q), 1),)
     with mp.workdps(DPS):
-        base = _laplace(b)
-        ref = _ref_eps_poisson(base, q, delta)
+        base = laplace(b)
+        ref = ref_eps_poisson(base, q, delta)
         e = mp.mpf(ref)
-        assert max(_h_remove(base, q, e), _h_add(base, q, e)) <= delta * (1 + mp.mpf(10) ** -20)
+        assert max(h_remove(base, q, e), h_add(base, q, e)) <= delta * (1 + mp.mpf(10) ** -20)
     _contains(acc.bounds_epsilon(delta, tol=1e-4), ref)
     assert acc.get_epsilon(delta) >= ref
 
@@ -271,7 +170,7 @@ def test_poisson_under_replace_one():
     acc.compose(event)
     assert acc.mechanisms == ((Subsampled(Gaussian(z), q, relation="replace_one"), 1),)
     with mp.workdps(DPS):
-        ref = _eps_at(lambda e: _h_replace_gauss(z, q, e), delta)
+        ref = eps_at(lambda e: h_replace_gauss(z, q, e), delta)
     _contains(acc.bounds_epsilon(delta, tol=1e-3), ref)
 
 
