@@ -780,7 +780,7 @@ def readme_block(name: str) -> str:
 
 
 @pytest.mark.parametrize("block", ["ratios", "timing-summary", "command-times", "bench-scale", "bench-exact",
-                                   "cluster-paper"])
+                                   "cluster-paper", "dpsgd-claims", "bench-dpsgd"])
 def test_readme_quotes_the_committed_generated_files(block):
     """Every number the README quotes in these blocks is a copy of a generated file
     (``python -m optcomp.pipeline update-readme`` copies them)."""

@@ -527,6 +527,8 @@ README_QUOTES = {
     # (workflow/cluster/job-report.py)
     "cluster-paper": "benchmarks/results/cluster_paper.md",
     "kov-section4-claims": "results/kov_section4/claims.md",
+    "dpsgd-claims": "results/dpsgd/claims.md",
+    "bench-dpsgd": "benchmarks/results/bench_dpsgd.md",
 }
 
 

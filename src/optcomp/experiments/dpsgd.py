@@ -38,14 +38,17 @@ from .grids import int_grid
 from .io import Progress, read_csv
 
 __all__ = ["workloads", "workload_names", "workload_spec", "step_grid", "workload_sweep", "sweep", "published",
-           "COLUMNS", "PUBLISHED_COLUMNS", "ACCOUNTANTS"]
+           "claims", "claims_markdown", "COLUMNS", "PUBLISHED_COLUMNS", "CLAIMS_COLUMNS", "ACCOUNTANTS", "PEER_LABEL"]
 
 ACCOUNTANTS = ("optcomp", "rdp", "pld", "prv")
 COLUMNS = ["workload", "noise_multiplier", "sample_rate", "steps", "delta_g", "accountant", "epsilon", "lower",
            "estimate", "upper", "tol", "excess", "position"]
+CLAIMS_COLUMNS = ["claim", "published", "measured", "verdict"]
+PEER_LABEL = {"rdp": "dp_accounting's RDP accountant", "pld": "dp_accounting's PLD accountant",
+              "prv": "the PRV accountant (Opacus's defaults)"}
 PUBLISHED_COLUMNS = ["workload", "label", "noise_multiplier", "sample_rate", "steps", "epochs", "delta_g",
-                     "published_epsilon", "published_by", "optcomp_lower", "optcomp_upper", "overstatement",
-                     "rdp", "pld", "prv"]
+                     "published_epsilon", "published_by", "rdp_classic", "optcomp_lower", "optcomp_upper",
+                     "overstatement", "rdp", "pld", "prv"]
 
 
 def _sample_rate(w: dict) -> float:
@@ -150,7 +153,11 @@ def workload_sweep(spec: dict, log: IO[str] | None = None) -> pd.DataFrame:
 def published(cfg: dict, table: pd.DataFrame) -> pd.DataFrame:
     """Each workload's published eps beside every accountant at its last step:
     ``overstatement`` = published / optcomp's certified upper end − 1 (at least how much
-    the published value overstates the optimum)."""
+    the published value overstates the optimum); ``rdp_classic`` recomputes the published
+    value by the RDP conversion of the tutorials' time
+    (:func:`optcomp.experiments.peers.rdp_classic_dpsgd_epsilon`)."""
+    from . import peers
+
     rows = []
     for w in workloads(cfg):
         last = table[(table["workload"] == w["name"]) & (table["steps"] == w["steps"])].set_index("accountant")
@@ -159,6 +166,8 @@ def published(cfg: dict, table: pd.DataFrame) -> pd.DataFrame:
         upper = float(last.loc["optcomp", "upper"])
         rows.append((w["name"], w["label"], w["noise_multiplier"], w["sample_rate"], w["steps"], w["epochs"],
                      float(cfg["delta_g"]), w["published_epsilon"], w["published_by"],
+                     peers.rdp_classic_dpsgd_epsilon([(w["noise_multiplier"], w["sample_rate"], w["steps"])],
+                                                     delta_g=float(cfg["delta_g"])),
                      float(last.loc["optcomp", "lower"]), upper, w["published_epsilon"] / upper - 1.0,
                      float(last.loc["rdp", "epsilon"]), float(last.loc["pld", "epsilon"]),
                      float(last.loc["prv", "epsilon"])))
@@ -180,3 +189,46 @@ def sweep(cfg: dict, log: IO[str] | None = None, inputs: list | None = None) -> 
     else:
         table = pd.concat([workload_sweep(workload_spec(cfg, n), log) for n in names], ignore_index=True)
     return table, published(cfg, table)
+
+
+def _f(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def claims(table: pd.DataFrame, pub: pd.DataFrame) -> pd.DataFrame:
+    """The claims table the README quotes: each published eps beside optcomp's certified
+    bracket at the published run's length, and where every peer lands against the bracket
+    over the whole step grid."""
+    rows = []
+    for _, w in pub.iterrows():
+        over = 100 * w["overstatement"]
+        verdict = (f"overstates the optimum by at least {over:.1f} %" if over > 0 else
+                   "BELOW optcomp's certified upper end" + (" and lower end: an under-report"
+                                                          if w["published_epsilon"] < w["optcomp_lower"] else ""))
+        rows.append((f"{w['label']}: eps = {w['published_epsilon']:g} after {int(w['steps'])} steps "
+                     f"(sigma {w['noise_multiplier']:g}, q {w['sample_rate']:.4g}, delta {w['delta_g']:g})",
+                     f"{w['published_epsilon']:g} ({w['published_by']}; recomputed {w['rdp_classic']:.4f})",
+                     f"[{_f(w['optcomp_lower'])}, {_f(w['optcomp_upper'])}]", verdict))
+    points = table[table["accountant"] == "optcomp"][["workload", "steps"]].drop_duplicates()
+    for acc, label in PEER_LABEL.items():
+        g = table[table["accountant"] == acc]
+        counts = {pos: int((g["position"] == pos).sum()) for pos in ("inside", "above", "below")}
+        excess = 100 * g["excess"]
+        below = g[g["position"] == "below"]
+        verdict = ", ".join(f"{n} {pos}" for pos, n in counts.items() if n)
+        if len(below):
+            worst = below.loc[below["excess"].idxmin()]
+            verdict += (f"; under-reports, e.g. {_f(worst['epsilon'])} at {int(worst['steps'])} steps of "
+                        f"{worst['workload']}")
+        rows.append((f"{label} on the {len(points)} (workload, steps) points",
+                     f"{excess.min():+.3g} % to {excess.max():+.3g} % of optcomp's upper end",
+                     "optcomp's certified bracket at each point", verdict))
+    return pd.DataFrame(rows, columns=CLAIMS_COLUMNS)
+
+
+def claims_markdown(df: pd.DataFrame, source: str = "results/dpsgd/claims.csv") -> str:
+    """:func:`claims` as the Markdown table the README quotes."""
+    lines = [f"<!-- generated from {source} by optcomp.experiments.dpsgd.claims_markdown: do not edit -->",
+             "| claim | published / reported | optcomp, certified | verdict |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines) + "\n"

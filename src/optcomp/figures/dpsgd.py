@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, NullFormatter
+import textwrap
+
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..experiments.io import read_csv
 from .style import DOUBLE, OKABE_ITO, sci, use_style
@@ -14,10 +16,10 @@ __all__ = ["eps_steps", "ACCOUNTANT_STYLE"]
 
 # colour, line style, label per accountant (one grammar in every panel)
 ACCOUNTANT_STYLE = {
-    "optcomp": (OKABE_ITO["black"], "solid", "optcomp: certified upper end (grey: down to the lower end)"),
-    "rdp": (OKABE_ITO["orange"], (0, (4, 1.5)), "RDP accountant (dp_accounting)"),
-    "pld": (OKABE_ITO["blue"], (0, (6, 1.5, 1.2, 1.5)), "PLD accountant (dp_accounting)"),
-    "prv": (OKABE_ITO["green"], (0, (1.2, 1.2)), "PRV accountant (reported upper value)"),
+    "optcomp": (OKABE_ITO["black"], "solid", "optcomp, certified upper end (grey band: bracket)"),
+    "rdp": (OKABE_ITO["orange"], (0, (4, 1.5)), "RDP (dp_accounting)"),
+    "pld": (OKABE_ITO["blue"], (0, (6, 1.5, 1.2, 1.5)), "PLD (dp_accounting)"),
+    "prv": (OKABE_ITO["green"], (0, (1.2, 1.2)), "PRV (its reported upper value)"),
 }
 
 
@@ -52,8 +54,8 @@ def eps_steps(eps_csv, published_csv) -> plt.Figure:
             if w["published_epsilon"] == w["published_epsilon"]:  # not NaN
                 ax_a.plot([w["steps"]], [w["published_epsilon"]], ls="none", marker="*", ms=8,
                           color=OKABE_ITO["vermillion"])
-                ax_a.annotate(f"published {w['published_epsilon']:g}", (w["steps"], w["published_epsilon"]),
-                              xytext=(-4, 6), textcoords="offset points", ha="right", fontsize=6.5)
+                ax_a.annotate(f"published\n{w['published_epsilon']:g}", (w["steps"], w["published_epsilon"]),
+                              xytext=(-6, 0), textcoords="offset points", ha="right", va="center", fontsize=6)
             ax_b.axhline(0.0, color=OKABE_ITO["black"], lw=1.6)
             low = 100 * (ours["lower"] / ours["upper"] - 1)
             ax_b.fill_between(ours["steps"], low, 0.0, color=OKABE_ITO["black"], alpha=0.25, lw=0)
@@ -63,24 +65,26 @@ def eps_steps(eps_csv, published_csv) -> plt.Figure:
                 ax.xaxis.set_major_formatter(plain)
                 ax.xaxis.set_minor_formatter(NullFormatter())
             ax_a.set_yscale("log")
+            ax_a.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
             ax_a.yaxis.set_major_formatter(plain)
-            ax_a.yaxis.set_minor_formatter(plain)
-            ax_a.tick_params(axis="y", which="minor", labelsize=5.5)
+            ax_a.yaxis.set_minor_formatter(NullFormatter())
             ax_b.set_yscale("symlog", linthresh=0.1, linscale=0.6)  # linear within 0.1 %
             ax_b.yaxis.set_major_formatter(plain)
-            ax_a.set_title(f"({'abcdefgh'[j]}) {w['label']}\n"
-                           rf"$\sigma$ = {w['noise_multiplier']:g}, $q$ = {w['sample_rate']:.3g}", fontsize=7)
+            title = textwrap.fill(f"({'abcdefgh'[j]}) {w['label']}", 30)
+            ax_a.set_title(title + "\n" + rf"$\sigma$ = {w['noise_multiplier']:g}, $q$ = {w['sample_rate']:.3g}",
+                           fontsize=6.5)
             ax_b.set_xlabel("training steps")
             if j == 0:
                 ax_a.set_ylabel(rf"$\varepsilon$ at $\delta$ = {sci(w['delta_g'])}")
                 ax_b.set_ylabel("vs optcomp's upper end (%)")
-        lims = [ax.get_ylim() for ax in axes[1]]
-        for ax in axes[1]:  # one scale for every workload
-            ax.set_ylim(min(lo for lo, _ in lims), max(hi for _, hi in lims))
+        excess = 100 * df.loc[df["accountant"] != "optcomp", "excess"]
+        low = 100 * (df.loc[df["accountant"] == "optcomp", "lower"] / df.loc[df["accountant"] == "optcomp", "upper"] - 1)
+        for ax in axes[1]:  # one scale for every workload, from the data
+            ax.set_ylim(1.5 * min(-0.1, excess.min(), low.min()), 1.5 * max(0.1, excess.max()))
         handles = [Line2D([], [], color=c, ls=ls, lw=1.6, label=lab) for c, ls, lab in ACCOUNTANT_STYLE.values()]
         handles.append(Line2D([], [], ls="none", marker="*", ms=8, color=OKABE_ITO["vermillion"],
                               label="published (RDP)"))
         handles.append(Line2D([], [], ls="none", marker="x", ms=5, mew=1.2, color=OKABE_ITO["vermillion"],
                               label="below optcomp's certified lower end"))
-        fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=6.5)
+        fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=6)
     return fig
