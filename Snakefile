@@ -35,6 +35,7 @@ include: "rules/runtime.smk"
 include: "rules/budget.smk"
 include: "rules/hardness.smk"
 include: "rules/kov_section4.smk"
+include: "rules/dpsgd.smk"
 include: "rules/notebooks.smk"
 
 

@@ -366,10 +366,8 @@ def test_composed_and_self_composed_nest_and_counts_multiply():
 # ---------------------------------------------------------------------------------------------
 # (4) unsupported events
 
-UNSUPPORTED = [
-    E.PoissonSampledDpEvent(0.1, E.GaussianDpEvent(1.0)),
+UNSUPPORTED = [  # sampled events: tests/test_integrations_sampled.py
     E.SampledWithReplacementDpEvent(1000, 10, E.GaussianDpEvent(1.0)),
-    E.SampledWithoutReplacementDpEvent(1000, 10, E.GaussianDpEvent(1.0)),
     E.SingleEpochTreeAggregationDpEvent(1.0, 5),
     E.RepeatAndSelectDpEvent(E.GaussianDpEvent(1.0), 30.0, 1.0),
     E.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0], [0.5, 0.5]),

@@ -88,6 +88,18 @@ def _cross_field_problem(cfg: dict) -> str | None:
     brute = runtime["exact_heterogeneous"]["bruteforce_k"]
     if max(brute if isinstance(brute, list) else [brute["to"]]) > 24:
         return "config runtime.exact_heterogeneous.bruteforce_k: the 2^k brute force is limited to k <= 24"
+    names = set()
+    for i, w in enumerate(cfg["dpsgd"]["workloads"]):
+        key = f"config dpsgd.workloads[{i}]"
+        if w["name"] in names:
+            return f"{key}.name: {w['name']!r} names two workloads"
+        names.add(w["name"])
+        if ("sample_rate" in w) == ("batch_size" in w or "dataset_size" in w):
+            return f"{key}: give sample_rate, or batch_size and dataset_size"
+        if "sample_rate" not in w and not ("batch_size" in w and "dataset_size" in w):
+            return f"{key}: batch_size and dataset_size go together"
+        if "batch_size" in w and w["batch_size"] > w["dataset_size"]:
+            return f"{key}: batch_size = {w['batch_size']} exceeds dataset_size = {w['dataset_size']}"
     return None
 
 

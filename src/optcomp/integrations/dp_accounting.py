@@ -48,11 +48,39 @@ Events and their mechanisms, per neighbouring relation (the event definitions ar
 * ``DiscreteGaussianDpEvent(sigma, sensitivity, dimension)`` (likewise after 0.6):
   :class:`~optcomp.mechanisms.DiscreteGaussian` with Δ = sensitivity (2·sensitivity under
   ``REPLACE_ONE``) for dimension 1 and an integral sensitivity; other shapes are not supported.
-* Everything else -- ``PoissonSampledDpEvent``, sampling with or without replacement, tree
-  aggregation, repeat-and-select, mixtures of Gaussians, zCDP, ``UnsupportedDpEvent``, an
-  event of an unknown class -- is not supported: ``supports`` is False and ``compose``
-  raises ``dp_accounting.UnsupportedEventError`` saying which sub-event and why, as
-  dp_accounting's own accountants do.
+* ``PoissonSampledDpEvent(sampling_probability=q, event)``: each record enters the sample
+  independently with probability q, then ``event`` runs on the sample:
+  :class:`~optcomp.mechanisms.Subsampled` ``(inner, q, scheme="poisson", relation=...)``.
+  The inner event is any leaf above but randomized response (whose definition is a
+  replace-one pair, with no law for a dataset without the record), mapped as under
+  ``ADD_OR_REMOVE_ONE`` (Δ = 1 for a Gaussian or Laplace noise multiplier: the sampled
+  relation is carried by the mixture, not by a doubled sensitivity), or a ``ComposedDpEvent``
+  / ``SelfComposedDpEvent`` of Gaussians only -- one sample, several Gaussian releases of it:
+  a Gaussian of noise multiplier (Σ count_i / z_i²)^{-1/2} (the same reduction as
+  dp_accounting's RDP accountant), rounded down for the upper bound and up for the lower end.
+  Relations: ``ADD_OR_REMOVE_ONE`` and ``REPLACE_SPECIAL`` (the special record contributes
+  nothing, so the sample differs by the record's presence) -> ``"add_remove"``, the
+  dominating pairs of Zhu, Dong and Wang (AISTATS 2022, Thm 11), both global directions taken
+  across the whole ledger; ``REPLACE_ONE`` -> ``"replace_one"`` (dp_accounting's pair for a
+  Poisson-sampled Gaussian: (1 − q)N(0) + qN(−1) against (1 − q)N(0) + qN(+1)).  A
+  (scheme, relation) for which :class:`~optcomp.mechanisms.Subsampled` has no established
+  dominating pair is refused with its reason.  q = 0 or an inner event that releases nothing
+  is a no-op; a non-private inner event makes the ledger non-private (an over-report: a
+  sampled non-private release still hides the record with probability 1 − q).
+* ``SampledWithoutReplacementDpEvent(source_dataset_size=n, sample_size=m, event)``: a
+  uniformly drawn batch of m of the n records (m = 0 releases nothing):
+  :class:`~optcomp.mechanisms.Subsampled` ``(inner, m/n, scheme="without_replacement",
+  relation=...)`` with the inner event as above; m/n rounded up for the upper bound and down
+  for the lower end (the hockey-stick divergence of a mixture (1 − s)Q + sP against Q, and of
+  Q against it, is at most s times the base's by joint convexity: increasing in s).  Refused
+  with the reason :class:`~optcomp.mechanisms.Subsampled` gives where it has no dominating
+  pair for the accountant's relation.
+* Everything else -- sampling with replacement, tree aggregation, repeat-and-select,
+  mixtures of Gaussians, zCDP, truncated subsampled Gaussians, ``UnsupportedDpEvent``, an
+  event of an unknown class, sampled events nested in sampled events -- is not supported:
+  ``supports`` is False and ``compose`` raises ``dp_accounting.UnsupportedEventError``
+  saying which sub-event and why (the way dp_accounting's own accountants refuse what they
+  do not model).
 
 The default relation is ``ADD_OR_REMOVE_ONE``, the default of dp_accounting's
 ``dp_accounting.pld.PLDAccountant`` and ``dp_accounting.rdp.RdpAccountant`` (checked in
@@ -90,7 +118,8 @@ from .. import delta_g as _delta_g
 from .. import epsilon_g as _epsilon_g
 from .._rounding import mpf_dir
 from .._types import Bounds
-from ..mechanisms import BlackBox, DiscreteGaussian, Gaussian, Geometric, Laplace, RandomizedResponse
+from .._rounding import exact_dir
+from ..mechanisms import BlackBox, DiscreteGaussian, Gaussian, Geometric, Laplace, RandomizedResponse, Subsampled
 from ..methods import check_method
 
 __all__ = ["OptcompAccountant", "NeighboringRelation"]
@@ -98,6 +127,7 @@ __all__ = ["OptcompAccountant", "NeighboringRelation"]
 NeighboringRelation = _pa.NeighboringRelation
 _ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
 _REPLACE = NeighboringRelation.REPLACE_ONE
+_REPLACE_SPECIAL = NeighboringRelation.REPLACE_SPECIAL
 
 _MAX_COUNT = 2**63  # a count beyond is refused here; optcomp refuses earlier for most inputs
 _NONPRIVATE = object()  # marker of a non-private release in a plan
@@ -238,8 +268,93 @@ class OptcompAccountant(_pa.PrivacyAccountant):
     def _leaf(self, event):
         """(upper, lower) mechanisms of one event, ``_NONPRIVATE``, or None (nothing
         released)."""
+        if isinstance(event, _ev.PoissonSampledDpEvent):
+            q = _nonneg(event, "sampling_probability", hi=1.0)
+            return self._sampled(event, "poisson", q, q)
+        if isinstance(event, _ev.SampledWithoutReplacementDpEvent):
+            n = _count(event, "source_dataset_size", event.source_dataset_size, 1)
+            m = _count(event, "sample_size", event.sample_size)
+            if m > n:
+                raise ValueError(f"SampledWithoutReplacementDpEvent.sample_size must be <= source_dataset_size "
+                                 f"({n}), got {m}")
+            rate = Fraction(m, n)
+            return self._sampled(event, "without_replacement", exact_dir(rate, True), exact_dir(rate, False))
         rel = self.neighboring_relation
-        double = 2 if rel == _REPLACE else 1  # the sensitivity factor of REPLACE_ONE
+        return self._base(event, 2 if rel == _REPLACE else 1)  # the sensitivity factor of REPLACE_ONE
+
+    def _sampled(self, event, scheme: str, q_up: float, q_dn: float):
+        """A sampled event: :class:`~optcomp.mechanisms.Subsampled` of its inner event's
+        (upper, lower) mechanisms at the rates (q_up, q_dn) (module docstring)."""
+        name = type(event).__name__
+        inner = event.event
+        if q_up == 0.0:
+            return None
+        if isinstance(inner, (_ev.PoissonSampledDpEvent, _ev.SampledWithoutReplacementDpEvent,
+                              _ev.SampledWithReplacementDpEvent)):
+            raise _Unsupported(event, f"{name} of a sampled event ({type(inner).__name__}) is not supported")
+        if isinstance(inner, _ev.RandomizedResponseDpEvent):
+            raise _Unsupported(event, f"{name} of a RandomizedResponseDpEvent is not supported: its definition is a "
+                                      "replace-one pair, with no law for a dataset without the record")
+        if isinstance(inner, _ev.NoOpDpEvent):
+            return None
+        if isinstance(inner, _ev.NonPrivateDpEvent):
+            return _NONPRIVATE
+        if isinstance(inner, (_ev.ComposedDpEvent, _ev.SelfComposedDpEvent)):
+            base = self._gaussian_of(event, inner)
+        else:
+            base = self._base(inner, 1)
+        if base is None or base is _NONPRIVATE:
+            return base
+        rel = self.neighboring_relation
+        relation = "replace_one" if rel == _REPLACE else "add_remove"
+        try:
+            return Subsampled(base[0], q_up, scheme=scheme, relation=relation), \
+                Subsampled(base[1], q_dn, scheme=scheme, relation=relation)
+        except ValueError as exc:  # no dominating pair established for this scheme and relation
+            raise _Unsupported(event, f"{name} under {rel.name} is not supported: {exc}") from None
+
+    def _gaussian_of(self, event, inner):
+        """A ``ComposedDpEvent`` / ``SelfComposedDpEvent`` of Gaussians under one sample: the
+        Gaussian of noise multiplier (Σ count_i / z_i²)^{-1/2}, as (upper, lower) mechanisms
+        (the multiplier rounded down, up), ``_NONPRIVATE`` or None."""
+        precision = Fraction(0)  # Σ count / z², exact
+        nonprivate = False
+
+        def walk(e, count):
+            nonlocal precision, nonprivate
+            if isinstance(e, _ev.SelfComposedDpEvent):
+                walk(e.event, count * _count(e, "count", e.count, 1))
+            elif isinstance(e, _ev.ComposedDpEvent):
+                for part in e.events:
+                    walk(part, count)
+            elif isinstance(e, _ev.NoOpDpEvent):
+                pass
+            elif isinstance(e, _ev.GaussianDpEvent):
+                z = _nonneg(e, "noise_multiplier")
+                if count == 0 or z == math.inf:
+                    return
+                if z == 0.0:
+                    nonprivate = True
+                    return
+                precision += count / Fraction(z) ** 2
+            else:
+                raise _Unsupported(event, f"{type(event).__name__} of a composition is supported when every part "
+                                          f"is a GaussianDpEvent; found {type(e).__name__}")
+
+        walk(inner, 1)
+        if nonprivate:
+            return _NONPRIVATE
+        if precision == 0:
+            return None
+        with mpmath.workprec(256):
+            z = 1 / mpmath.sqrt(mpmath.mpf(precision.numerator) / precision.denominator)
+            margin = z * mpmath.mpf(2) ** -200  # sqrt and the divisions: a few units of 2^-256
+            return Gaussian(mpf_dir(z - margin, False)), Gaussian(mpf_dir(z + margin, True))
+
+    def _base(self, event, double: int):
+        """(upper, lower) mechanisms of an unsampled leaf event at the sensitivity factor
+        ``double``, ``_NONPRIVATE``, or None."""
+        rel = self.neighboring_relation
         name = type(event).__name__
         eps_delta = getattr(_ev, "EpsilonDeltaDpEvent", None)
         discrete_gaussian = getattr(_ev, "DiscreteGaussianDpEvent", None)
@@ -302,8 +417,7 @@ class OptcompAccountant(_pa.PrivacyAccountant):
                 return _NONPRIVATE
             m = self._make(event, DiscreteGaussian, sigma, sensitivity=int(sens) * double)
             return m, m
-        raise _Unsupported(event, f"{name} is not supported: optcomp composes mechanisms applied to the whole "
-                                  "dataset (no sampled, amplified or zCDP events)")
+        raise _Unsupported(event, f"{name} is not supported by this accountant")
 
     @staticmethod
     def _make(event, cls, *args, **kwargs):
