@@ -810,10 +810,6 @@ def _ref_delta(ref):
          tspec=("log", 0.1, 0))
 # a Profile delta_j of 1e-300 beside a pure guarantee (a segment of width ~1e-301)
 @example(workload=[(Profile([(0.5, 1e-300), (2.0, 0.0)]), 5)], xspec=("atom", 0.6, 0), tspec=("zero", 0.0, 0))
-@pytest.mark.xfail(strict=False, reason="KNOWN BUG, first fix next session: the exact finite path (method auto -> "
-                   "optimal) returns delta_g = 0 where the optimum is 1.57e-600 (below the least float: the answer "
-                   "must be 5e-324), for Profile([(0.5, 1e-300), (2.0, 0.0)]) x 5 at eps_g 5 -- an under-report; and "
-                   "epsilon_g inf at an attainable delta_g 0 for a Pair with a 1e-300 outcome (over-report)")
 def test_k_fold_compositions_over_the_domain(workload, xspec, tspec):
     """k >= 2 copies of RR / Pair / Profile and heterogeneous lists (counts=), eps_g from 0 to
     above the top of the loss (log scale, on atoms and one ulp beside), delta_g from 0.5 to
@@ -887,3 +883,29 @@ def test_compositions_stay_within_memory(workload, x):
     """The answer is a bracket or a size limit (ApproxTooCostly), within 4 GiB."""
     ref = Reference.of(workload)
     check_delta(workload, _ref_delta(ref), x)
+
+
+@pytest.mark.parametrize("k,x", [(5, 5.0), (16, 31.0)])
+def test_a_composed_mass_below_the_least_float_is_reported_as_a_float(k, x):
+    """Profile([(0.5, 1e-300), (2.0, 0)]) x k has its loss-2 atom at mass ~1.3e-300: at eps_g
+    = 5 (k = 5) the optimum is ~1.6e-600, at eps_g = 31 (k = 16) ~1e-4500 -- both below the
+    least float, so the answer is >= 5e-324, never 0 (the long double sum was rounded to
+    nearest: 0; at k = 16 the composed masses also underflow long double itself)."""
+    workload = [(Profile([(0.5, 1e-300), (2.0, 0.0)]), k)]
+    ref = Reference.of(workload)
+    assert 0 < ref.delta(x) < mp.mpf("1e-500")
+    for method in ("auto", "optimal"):
+        assert optcomp.delta_g([Profile([(0.5, 1e-300), (2.0, 0.0)])], counts=[k], eps_g=x, method=method) > 0.0
+    check_delta(workload, _ref_delta(ref), x)
+
+
+def test_delta_zero_is_attainable_beside_a_pair_whose_p_sums_above_one():
+    """Pair((1e-300, 1), (0.5, 0.5)): T = sum p = 1 + 1e-300 rounds to a float bracket whose
+    upper end is above 1; delta_g = 0 divided by it and moved down one ulp was -2^-1074, whose
+    residual target was negative: eps_g inf where the top of the loss (3 log 2 forward, 3 x
+    690.08 reverse) attains delta 0."""
+    m = Pair((1e-300, 1.0), (0.5, 0.5))
+    e = optcomp.epsilon_g([m], counts=[3], delta_g=0.0)
+    assert math.isfinite(e)
+    assert optcomp.delta_g([m], counts=[3], eps_g=e) == 0.0
+    assert 3 * 690.08 < e < 3 * 690.09  # the reverse direction's top, log(0.5 / 1e-300) x 3

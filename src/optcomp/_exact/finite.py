@@ -238,7 +238,7 @@ class Events:
         hi = delta_from_excess(self.m_up, h_hi)
         if self.tt_lo != 1.0:
             lo = max(0.0, down(lo * self.tt_lo, 1))
-        if self.tt_hi != 1.0:
+        if self.tt_hi != 1.0 and hi > 0.0:  # (0 x Tt is exactly 0)
             hi = min(1.0, up(hi * self.tt_hi, 1))
         return lo, hi
 
@@ -248,7 +248,7 @@ class Events:
         delta(x) = Tt is within delta_g: then any x >= 0 will do)."""
         d_lo, d_hi = delta_g, delta_g
         if self.tt_hi != 1.0:
-            d_lo = down(delta_g / self.tt_hi, 1)
+            d_lo = max(0.0, down(delta_g / self.tt_hi, 1))  # (down(0) is -2^-1074)
         if self.tt_lo != 1.0:
             d_hi = up(delta_g / self.tt_lo, 1)
         t_low = 1.0 if d_lo >= 1.0 else residual_target(self.m_up, d_lo)
@@ -373,6 +373,7 @@ def _count_vectors(c: int, m: int) -> np.ndarray:
 
 _LD = np.longdouble
 _U_LD = float(np.finfo(_LD).epsneg) if np.finfo(_LD).nmant > 52 else 2.0**-53  # unit roundoff of _LD
+_LD_TINY = np.finfo(_LD).smallest_subnormal  # bounds a mass that underflowed in long double
 
 
 def _int_ld(n: int):
@@ -429,6 +430,9 @@ class SmallLaw:
         order = np.argsort(pos, kind="stable")
         self.pos, self.counts = pos[order], counts[order]
         self.mass = np.exp(lm[order])
+        # a mass below long double's range (~1e-4951, reachable with ~15 copies of a 2^-1100
+        # atom) underflows to 0: H's upper bound counts it at the least positive long double
+        self.under = (self.mass == 0) & np.isfinite(lm[order])
         # position error: the atoms' own (perr) and, per term and sum, 2^-64 of the magnitudes
         self.perr = perr[order] + 4.0 * u * (mag[order] + 1.0)
         self.lm = lm[order]
@@ -477,11 +481,16 @@ class SmallLaw:
         out = []
         for upper in (False, True):
             idx, d = self._distances(x, upper)
-            h = float(np.sum(self.mass[idx] * -np.expm1(-d)))
+            h_ld = np.sum(self.mass[idx] * -np.expm1(-d))
+            if upper:
+                h_ld = h_ld + _LD(np.count_nonzero(self.under[idx])) * _LD_TINY
+            h = float(h_ld)
             # expm1 within 8 units, the products and the sum: 4 + n units of u
             f = self.rel + (16.0 + idx.size) * _U_LD
             if upper:
-                out.append(up(h * (1.0 + f) + self.slack, 2) if (h > 0.0 or self.slack) else 0.0)
+                # a positive long double sum below the least float (long double reaches ~1e-4951)
+                # still bounds H from above by that float, never by 0
+                out.append(up(h * (1.0 + f) + self.slack, 2) if (h_ld > 0 or self.slack) else 0.0)
             else:
                 out.append(max(0.0, down(h * (1.0 - f), 2)))
         return out[0], out[1]
