@@ -647,7 +647,8 @@ def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_po
 # --------------------------------------------------------------------------- mechanisms (issue 18)
 
 
-def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Workload, Mechanisms, Mechanisms]]:
+def _workloads(m: Mechanisms, others, tail: float = 1e-300,
+               atom_tail: float = 0.0) -> list[tuple[Workload, Mechanisms, Mechanisms]]:
     """Per global direction: (workload, delta events for the upper side, for the lower side).
 
     The black-box groups of ``m`` are symmetric; the mechanisms ``others`` ((mechanism,
@@ -657,7 +658,9 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     events as a black box (0, delta_m) per copy (its bracket's upper end for the upper side,
     lower end for the lower; :func:`optcomp._lattice.workload.mechanism_leaf`).  ``tail``: the
     P-mass an unbounded law (Gaussian) may leave beyond its leaf's cells, per copy (charged
-    to the upper side)."""
+    to the upper side); ``atom_tail``: the P-mass a finite law's extreme atoms may have and
+    be cut (:func:`optcomp._lattice.workload.atom_law`; no float floor: its masses are
+    exact)."""
     vals, cnts = m.positive()
     dirs = DIRECTIONS if any(len(mech.directions()) > 1 for mech, _ in others) else (FORWARD,)
     gauss, rest = split_gaussians(others)
@@ -668,9 +671,12 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     out = []
     for d in dirs:
         # a mechanism with no finite P-mass (all at +inf) is only its delta event
-        sources = tuple(s for s in (Source(mech, c, d, tail) for mech, c in rest) if s.loss.size)
+        def cut(mech):
+            return atom_tail if mech.kind == "atoms" else tail
+
+        sources = tuple(s for s in (Source(mech, c, d, cut(mech)) for mech, c in rest) if s.loss.size)
         work = Workload(vals, cnts, merged + sources)
-        events = [(inf_mass(mech, d), c) for mech, c in others]
+        events = [(inf_mass(mech, d, cut(mech)), c) for mech, c in others]
         sides = []
         for j in (1, 0):
             extra = [(b[j], c) for b, c in events if b[j] > 0.0]
@@ -703,8 +709,9 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     out = []
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
     n = sum(int(c) for _, c in others) + 1
-    tail = min(1e-30, max(1e-300, residual_target(m, delta_g) * 2.0**-44 / n))
-    for work, m_up, m_lo in _workloads(m, others, tail):
+    target = max(residual_target(m, delta_g), 0.0)
+    tail = min(1e-30, max(1e-300, target * 2.0**-44 / n))
+    for work, m_up, m_lo in _workloads(m, others, tail, min(1e-30, target * 2.0**-44 / n)):
         t_low = residual_target(m_up, delta_g)
         t_high = residual_target(m_lo, delta_g, round_up=True)
         top = work.top_bound()
@@ -712,11 +719,26 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
             out.append(Bounds(math.inf, math.inf))
         elif t_low < 0.0:
             out.append(Bounds(0.0, math.inf))
-        elif t_high == 0.0 and math.isfinite(top):  # H(x) <= 0 exactly from the largest loss on
-            out.append(Bounds(0.0, top))
         else:
-            out.append(_attempt(lambda: _lattice_epsilon(work, t_low, t_high, tol, top, **kw), top))
+            # the ends of the law alone: exact when t is far below the mass of the top atoms
+            # (t = 0: H(x) <= 0 from the largest loss on), else a frame for the lattice's bracket
+            near = Bounds(*work.near_top_epsilon(t_low, t_high))
+            if near.gap <= tol or t_high == 0.0:
+                out.append(near)
+            else:
+                out.append(_narrowed(_attempt(lambda: _lattice_epsilon(work, t_low, t_high, tol, top, **kw), top),
+                                     near))
     return _worst_direction(out)
+
+
+def _narrowed(b, frame: Bounds):
+    """A direction's bracket (or the ApproxTooCostly carrying one) intersected with a
+    certified ``frame``: still a size limit if the result is wider than the bracket's own
+    tolerance allowed (the caller's _worst_direction decides)."""
+    if isinstance(b, ApproxTooCostly):
+        inner = Bounds(max(b.bounds.lower, frame.lower), min(b.bounds.upper, frame.upper))
+        return ApproxTooCostly(str(b), inner)
+    return Bounds(max(b.lower, frame.lower), min(b.upper, frame.upper))
 
 
 def _attempt(run, top: float):
@@ -760,17 +782,33 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     theta = works[0][0].tilt_for(eps_g)
     est = math.exp(min(0.0, works[0][0].cgf(theta)[0] - theta * eps_g))
     tail = min(1e-30, max(1e-300, est * 2.0**-44 / n))
+    atom_tail = min(1e-30, est * 2.0**-44 / n)
+    if atom_tail > 0.0 and any(mech.kind == "atoms" for mech, _ in others):
+        works = _workloads(m, others, tail, atom_tail)  # finite laws cut at their own tail
     for work, m_up, m_lo in works:
         for source in work.sources:  # the leaves' truncation (the guides, estimates only, keep theirs)
-            source.tail = tail
+            if source.mech.kind != "atoms":
+                source.tail = tail
+
         def to_delta(lo: float, hi: float, m_up=m_up, m_lo=m_lo) -> Bounds:
             return Bounds(delta_from_excess(m_lo, lo, round_up=False), delta_from_excess(m_up, hi))
 
-        if eps_g >= work.top_bound():  # above every finite loss: H = 0, only the delta events
-            out.append(to_delta(0.0, 0.0))
+        # the ends of the law alone (exact above the top, tight one ulp below it), a frame
+        # for the lattice's bracket otherwise
+        near = to_delta(*work.near_top_excess(eps_g))
+        if near.upper <= near.lower * (1.0 + tol) + DELTA_FLOOR or _horizontal(work, eps_g, tol, near, to_delta):
+            out.append(near)
         else:
-            out.append(_attempt(lambda: _lattice_delta(work, eps_g, tol, to_delta, **kw), 1.0))
+            out.append(_narrowed(_attempt(lambda: _lattice_delta(work, eps_g, tol, to_delta, **kw), 1.0), near))
     return _worst_direction(out)
+
+
+def _horizontal(work: Workload, eps_g: float, tol: float, b: Bounds, to_delta) -> bool:
+    """Whether ``b.upper`` is at most a certified lower bound of delta_opt(eps_g - tol) from
+    the ends of the law (the horizontal tolerance of :func:`lattice_delta_bounds`)."""
+    if eps_g - tol < 0.0:
+        return False
+    return b.upper <= to_delta(work.near_top_excess(eps_g - tol)[0], 1.0).lower
 
 
 # --------------------------------------------------------------------------- commensurable eps: exact lattice

@@ -15,21 +15,73 @@ cost of a pass depends on them, never its bounds."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
-from .._rounding import LIBM_ULPS, UNIT, down, sum_up, up
+from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
 from .._laws import FORWARD, TAIL, AtomLaw
 from .._types import ApproxTooCostly
 from . import leaves
 
 
+@lru_cache(maxsize=64)
+def atom_law(mech, direction: str = FORWARD, tail: float = 0.0) -> AtomLaw:
+    """The finite loss law of ``mech`` in ``direction`` as the engine composes it: its
+    :class:`~optcomp._laws.AtomLaw` with the extreme atoms of negligible P-mass cut
+    (``tail``: at most this much P-mass on each side, by ``p_hi``).
+
+    * atoms from the top down while their P-mass sums to <= tail: moved to +inf on the
+      upper side (their ``p_hi`` join ``inf_hi``: a loss raised at fixed P-mass only raises
+      delta) and dropped on the lower side (a lower bound may drop outcomes);
+    * atoms from the bottom up (by upper position loss + perr) likewise: raised onto the
+      lowest kept atom on the upper side (its ``p_hi`` grows by theirs), dropped on the
+      lower side.
+
+    Either way the bracket is certified; what the cut buys is a compact law (the discrete
+    Gaussian of a tiny sigma holds atoms of mass e^{-10^4} at loss 3.5 10^4 beside its one
+    atom of mass ~1 at 5000, and its composed top would be the former)."""
+    law = mech.law(1.0, direction, tail=max(tail, TAIL_FLOOR))
+    if not tail > 0.0 or law.loss.size <= 1:
+        return law
+    p_hi = law.p_hi
+    order = np.argsort(law.loss, kind="stable")[::-1]  # highest first
+    cum = np.cumsum(p_hi[order])
+    n_top = int(np.searchsorted(cum, tail, side="right"))
+    up_pos = law.loss + law.perr
+    order_b = np.argsort(up_pos, kind="stable")
+    cum_b = np.cumsum(p_hi[order_b])
+    n_bot = int(np.searchsorted(cum_b, tail, side="right"))
+    if n_top + n_bot >= law.loss.size or (n_top == 0 and n_bot == 0):
+        return law
+    cut_top = order[:n_top]
+    cut_bot = order_b[:n_bot]
+    keep = np.ones(law.loss.size, dtype=bool)
+    keep[cut_top] = False
+    keep[cut_bot] = False
+    new_hi = p_hi.copy()
+    if n_bot:
+        first = order_b[n_bot]  # the lowest kept atom by upper position (never cut from the top: n_top + n_bot < n)
+        if not keep[first]:
+            return law
+        new_hi[first] = min(1.0, sum_up([p_hi[first], *p_hi[cut_bot].tolist()]))
+    inf_hi = law.inf_hi
+    if n_top:
+        inf_hi = min(1.0, sum_up([inf_hi, *p_hi[cut_top].tolist()]))
+    return AtomLaw(law.direction, law.loss[keep], law.perr[keep], law.p_lo[keep], new_hi[keep], law.inf_lo,
+                   inf_hi, law.neg_q_lo, law.neg_q_hi)
+
+
+TAIL_FLOOR = 5e-324  # the least truncation tail a law is asked for (the least positive float)
+
+
 @lru_cache(maxsize=32)
 def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL) -> leaves.Leaf:
-    """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``).
+    """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``;
+    a finite law through :func:`atom_law`, cut at ``tail``).
 
     A finite loss law with P-mass delta_m at +inf (a :class:`~optcomp.mechanisms.Profile`'s
     min delta_j, a :class:`~optcomp.mechanisms.Pair`'s outcomes with q = 0) is split as
@@ -40,7 +92,7 @@ def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL)
     (:func:`inf_mass`).  A law with a continuous part is the connect-the-dots leaf of its
     cells (:func:`optcomp._lattice.leaves.cells_leaf`)."""
     try:
-        law = mech.law(h, direction, tail=tail)
+        law = atom_law(mech, direction, tail) if mech.kind == "atoms" else mech.law(h, direction, tail=tail)
     except ValueError as exc:  # too many cells or atoms at this step: a size limit, not bad input
         raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}", None) from None
     if isinstance(law, AtomLaw):
@@ -59,11 +111,26 @@ def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL)
                              law.above_hi)
 
 
-def inf_mass(mech, direction: str = FORWARD) -> tuple[float, float]:
-    """Bracket (inf_lo, inf_hi) of one copy's P-mass at loss +inf, handled as a delta event
-    (see :func:`mechanism_leaf`); (0, 0) for laws with a continuous part (their truncation
-    tails stay in the leaf, charged to the upper side)."""
-    return mech.inf_mass(direction)
+def inf_mass(mech, direction: str = FORWARD, tail: float = 0.0) -> tuple[float, float]:
+    """Bracket (inf_lo, inf_hi) of one copy's P-mass at loss +inf as the engine composes it
+    (:func:`atom_law`: the atoms cut from the top at ``tail`` included in inf_hi), handled as
+    a delta event (see :func:`mechanism_leaf`); (0, 0) for laws with a continuous part
+    (their truncation tails stay in the leaf, charged to the upper side)."""
+    if mech.kind != "atoms":
+        return 0.0, 0.0
+    law = atom_law(mech, direction, tail)
+    return law.inf_lo, law.inf_hi
+
+
+def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[float, float]:
+    """(position rounded down, P-mass lower bound) of the highest atom with p_lo > 0."""
+    keep = p_lo > 0.0
+    if not keep.any():
+        return -math.inf, 0.0
+    lo = loss[keep] - perr[keep]
+    i = int(np.argmax(lo))
+    exact = Fraction(float(loss[keep][i])) - Fraction(float(perr[keep][i]))
+    return exact_dir(exact, False), float(p_lo[keep][i])
 
 
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
@@ -75,11 +142,15 @@ class Source:
 
     def __init__(self, mech, count: int, direction: str = FORWARD, tail: float = TAIL):
         self.mech, self.count, self.direction, self.tail = mech, int(count), direction, tail
+        #: (position, mass): P[L >= position] >= mass for one copy (lower-side certified; mass 0
+        #: when unknown) -- the top atom, for the brackets near the top (Workload.top_mass)
+        self.top_atom = (-math.inf, 0.0)
         if mech.kind == "atoms":
-            law = mech.law(1.0, direction)
+            law = atom_law(mech, direction, tail)
             loss, p = law.loss, law.p_hi
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
             self.top_loss = law.top()
+            self.top_atom = _top_atom(law.loss, law.perr, law.p_lo)
         else:
             lo_loss, hi_loss = mech.loss_range(direction, tail=tail)
             # a step giving ~GUIDE_CELLS cells over the law's range
@@ -92,6 +163,7 @@ class Source:
             # a bounded law (no tail above the cells): its largest loss is the upper end of
             # loss_range (the continuous part's end or a point mass's, rounded up)
             self.top_loss = hi_loss if self.inf_mass == 0.0 else math.inf
+            self.top_atom = _top_atom(pts.loss, pts.perr, pts.p_lo)
         keep = p > 0
         self.loss, self.logp = loss[keep], np.log(p[keep])
         self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
@@ -157,12 +229,65 @@ class Workload:
     def top_bound(self) -> float:
         """An upper bound of the largest composed loss (inf when a leaf has an unbounded law):
         H(x) = 0 for x at or above it."""
-        from .._rounding import dot_dir, up
+        if any(not s.top_loss < math.inf for s in self.sources):
+            return math.inf
+        total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
+                    Fraction(0))
+        total += sum((Fraction(s.top_loss) * s.count for s in self.sources if s.top_loss > -math.inf), Fraction(0))
+        return exact_dir(total, True)
 
-        t = dot_dir(self.cnts, self.vals, True) if self.vals.size else 0.0
-        for s in self.sources:
-            t = up(t + up(s.count * s.top_loss, 1), 1) if math.isfinite(s.top_loss) else math.inf
-        return t
+    def top_mass(self) -> tuple[float, float]:
+        """(T_lo, M): the composed loss is >= T_lo (rounded down) with P-mass >= M (rounded
+        down) -- every leaf at its top atom (a randomized response's +eps, of P-mass
+        e^eps/(1 + e^eps); a mechanism's highest atom with p_lo > 0); (-inf, 0) when a leaf
+        has no atom to offer."""
+        if any(s.top_atom[1] <= 0.0 for s in self.sources):
+            return -math.inf, 0.0
+        total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
+                    Fraction(0))
+        total += sum((Fraction(s.top_atom[0]) * s.count for s in self.sources), Fraction(0))
+        # log M = sum c log p <= 0: each log within a few ulps, charged 2^-40 relative (generous)
+        terms = [float(c) * float(v) for c, v in zip(self.cf.tolist(), log_expit(self.vals).tolist())]
+        terms += [s.count * math.log(s.top_atom[1]) for s in self.sources]
+        log_m = math.fsum(terms) * (1.0 + 2.0**-40) - 1e-300
+        return exact_dir(total, False), (math.exp(log_m) * (1.0 - 2.0**-40) if log_m > -745.0 else 0.0)
+
+    def near_top_excess(self, x: float) -> tuple[float, float]:
+        """Certified (lo, hi) of H(x) from the ends of the law alone: every finite loss is
+        <= T (:meth:`top_bound`), so (1 - e^{x - L})_+ <= (1 - e^{x - T})_+; and L >= T_lo
+        with P-mass >= M (:meth:`top_mass`), so H(x) >= M (1 - e^{x - T_lo})_+.  Tight one
+        ulp below the top atom, where a lattice cannot resolve the distance."""
+        top = self.top_bound()
+        hi = 1.0
+        if math.isfinite(top):
+            y = exact_dir(Fraction(x) - Fraction(top), False)
+            hi = 0.0 if y >= 0.0 else min(1.0, up(-math.expm1(y), LIBM_ULPS))
+        t_lo, m = self.top_mass()
+        lo = 0.0
+        if m > 0.0 and math.isfinite(t_lo):
+            y = exact_dir(Fraction(x) - Fraction(t_lo), True)
+            if y < 0.0:
+                lo = max(0.0, down(m * down(-math.expm1(y), LIBM_ULPS), 1))
+        return min(lo, hi), hi
+
+    def near_top_epsilon(self, t_low: float, t_high: float) -> tuple[float, float]:
+        """Certified (lower, upper) of the least x >= 0 with H(x) <= t (t_low <= t <= t_high)
+        from the same two facts as :meth:`near_top_excess`: x = T + log(1 - t_low) has
+        H(x) <= 1 - e^{x - T} <= t, and every x < T_lo + log(1 - t_high/M) has H(x) >
+        t_high.  Tight when t is far below the mass M of the top atoms."""
+        top = self.top_bound()
+        upper = math.inf
+        if math.isfinite(top) and t_low < 1.0:
+            shift = up(math.log1p(-t_low), LIBM_ULPS) if t_low > 0.0 else 0.0
+            upper = max(0.0, exact_dir(Fraction(top) + Fraction(min(shift, 0.0)), True))
+        t_lo, m = self.top_mass()
+        lower = 0.0
+        if m > 0.0 and math.isfinite(t_lo) and t_high < m:
+            r = up(t_high / m, 1)
+            if r < 1.0:
+                shift = down(math.log1p(-r), LIBM_ULPS) if r > 0.0 else 0.0
+                lower = max(0.0, exact_dir(Fraction(t_lo) + Fraction(shift), False))
+        return min(lower, upper), upper
 
     def top(self) -> float:
         """An estimate of the largest finite composed loss."""

@@ -24,7 +24,7 @@ import mpmath
 import numpy as np
 
 from .._inputs import ParameterTypeError, _check_real, _describe, _integer
-from .._laws import DIRECTIONS, FORWARD, MAX_ATOMS, TAIL, AtomLaw, CellLaw, Mechanism, Points
+from .._laws import DIRECTIONS, FORWARD, MAX_ATOMS, TAIL, AtomLaw, CellLaw, Mechanism, Points, loss_end
 from .._pairs import LOWER, UPPER, DiscretePair, bracket, lattice_index, lattice_index_mp, lattice_pair, mpf_err, settle
 from .._types import Bounds
 
@@ -246,9 +246,9 @@ class AtomMechanism(_Registered):
 
     def loss_range(self, direction: str = FORWARD, *, tail=TAIL) -> tuple[float, float]:
         law = self.law(1.0, direction)
-        if not law.loss.size:
+        if not np.any(law.p_hi > 0.0):
             return 0.0, 0.0
-        return math.nextafter(float(np.min(law.loss - law.perr)), -math.inf), law.top()
+        return law.bottom(), law.top()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,9 +297,10 @@ class CellMechanism(_Registered):
 
         lo, hi = self._support(_check_direction(direction), _real("tail", tail, hi=1.0))
         pts = self._points(direction)
-        lo_f = min([exact_dir(Fraction(lo), False)] + list(pts.loss - pts.perr))
-        hi_f = max([exact_dir(Fraction(hi), True)] + list(pts.loss + pts.perr))
-        return math.nextafter(lo_f, -math.inf), math.nextafter(hi_f, math.inf)
+        keep = pts.p_hi > 0.0
+        lo_f = min(exact_dir(Fraction(lo), False), loss_end(pts.loss[keep], pts.perr[keep], False))
+        hi_f = max(exact_dir(Fraction(hi), True), loss_end(pts.loss[keep], pts.perr[keep], True))
+        return lo_f, hi_f
 
     def _pair(self, h, side, direction, tail, max_atoms):
         lo_loss, hi_loss, masses, tails, atoms = self._continuous(tail)

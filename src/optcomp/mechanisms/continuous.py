@@ -87,6 +87,12 @@ class Laplace(CellMechanism):
     def _support(self, direction, tail):
         return -self._a, self._a
 
+    def loss_range(self, direction: str = "forward", *, tail=None) -> tuple[float, float]:
+        """(-a, a) rounded outward exactly: the atoms +-a are the ends of the law."""
+        from .._rounding import exact_dir
+
+        return exact_dir(-self._a, False), exact_dir(self._a, True)
+
     def _interval_masses(self, l0, l1, direction):
         """Vectorised in floats (the mpmath path costs ~50 us a cell).  P-mass of [l0, l1]:
         F(hi) - F(lo) with F(l) = e^{(l - a)/2}/2, lo = max(l0, -a), hi = min(l1, a),
