@@ -134,6 +134,7 @@ def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[flo
 
 
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
+GUIDE_ATOMS = 4096  # a finite law with more atoms is binned to this many for the estimates
 
 
 class Source:
@@ -165,7 +166,15 @@ class Source:
             self.top_loss = hi_loss if self.inf_mass == 0.0 else math.inf
             self.top_atom = _top_atom(pts.loss, pts.perr, pts.p_lo)
         keep = p > 0
-        self.loss, self.logp = loss[keep], np.log(p[keep])
+        loss, p = loss[keep], p[keep]
+        if loss.size > GUIDE_ATOMS:  # a coarse guide: the masses binned by position (estimates only)
+            edges = np.linspace(float(np.min(loss)), float(np.max(loss)), GUIDE_ATOMS + 1)
+            idx = np.clip(np.searchsorted(edges, loss, side="right") - 1, 0, GUIDE_ATOMS - 1)
+            mass = np.bincount(idx, weights=p, minlength=GUIDE_ATOMS)
+            mean = np.bincount(idx, weights=p * loss, minlength=GUIDE_ATOMS)
+            full = mass > 0
+            loss, p = mean[full] / mass[full], mass[full]
+        self.loss, self.logp = loss, np.log(p)
         self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
 
     def leaf(self, h: float) -> leaves.Leaf:

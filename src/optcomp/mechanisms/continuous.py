@@ -233,61 +233,17 @@ class Gaussian(CellMechanism):
 
     def _interval_masses(self, l0, l1, direction):
         """Vectorised in floats (the mpmath path costs ~250 us an edge).  In z = (l -
-        mu^2/2)/mu units a cell [za, zb] on one side of 0 has P-mass e^{L(zb)} (1 - e^{L(za) -
-        L(zb)}) (L = log Phi; mirrored for za >= 0; a cell across 0 is two), with no
-        cancellation beyond that of the difference D = L(za) - L(zb) < 0.  Error: each L(x)
-        within eta(x) = SPECIAL_ABS (``_rounding``'s assumption 4 on scipy's log_ndtr) + (|x| +
-        1) eps_z(x), the second term the argument's rounding eps_z <= 4u(|z| + |l|/mu + mu + 1)
-        times the slope phi/Phi <= |x| + 1 of L (x <= 0); then the mass is within a relative
-        eta_b + (eta_a + eta_b)/|D| + (2 LIBM_ULPS + 4) u (1 + |L(zb)|) (exp's argument error,
-        the slope e^D/(1 - e^D) <= 1/|D| of log(-expm1(D)), exp, expm1 and the product), and
-        always below e^{L(zb) + eta_b} (|D| + eta_a + eta_b) (1 + 8u).  Q-mass: the law is
-        symmetric, Q[L in [l0, l1]] = P[L in [-l1, -l0]] (both directions alike)."""
-        from scipy.special import log_ndtr
-
-        from .._rounding import LIBM_ULPS, SPECIAL_ABS
-
-        u = 2.0**-53
-
-        def side_mass(za, ea, zb, eb):
-            """za < zb <= 0 (arrays, with argument errors ea, eb): (m_lo, m_hi)."""
-            La, Lb = log_ndtr(za), log_ndtr(zb)
-            eta_a = SPECIAL_ABS + (np.abs(za) + 1.0) * ea
-            eta_b = SPECIAL_ABS + (np.abs(zb) + 1.0) * eb
-            D = La - Lb
-            with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-                m = np.exp(Lb) * -np.expm1(D)
-                rel = eta_b + (eta_a + eta_b) / np.abs(D) + (2 * LIBM_ULPS + 4) * u * (1.0 + np.abs(Lb))
-                cap = np.exp(Lb + eta_b) * (np.abs(D) + eta_a + eta_b) * (1.0 + 8.0 * u)
-            rel = np.where(np.isfinite(rel), rel, np.inf)
-            ok = rel < 1.0
-            r = np.where(ok, rel, 0.0)
-            m_hi = np.minimum(np.where(ok, m * (1.0 + r), np.inf), cap)
-            m_lo = np.where(ok, m * (1.0 - r), 0.0)
-            # a mass whose bound underflowed is below 2^-1074 (1 + ...): 2^-1000 bounds it
-            m_hi = np.where(m_hi < 2.0**-1000, 2.0**-1000, m_hi)
-            return np.maximum(m_lo, 0.0), np.minimum(m_hi, 1.0)
+        mu^2/2)/mu units a cell is Phi(z1) - Phi(z0), certified by
+        :func:`optcomp.mechanisms._normal.phi_interval` (log_ndtr, SPECIAL_ABS, the
+        arguments' rounding eps_z <= 4u(|z| + |l|/mu + mu + 1) charged through the slope).
+        Q-mass: the law is symmetric, Q[L in [l0, l1]] = P[L in [-l1, -l0]] (both
+        directions alike)."""
+        from ._normal import phi_interval
 
         def masses(x0, x1):
             z0, e0 = self._z(x0)
             z1, e1 = self._z(x1)
-            lo, hi = np.zeros(z0.size), np.zeros(z0.size)
-            neg = z1 <= 0.0
-            pos = z0 >= 0.0
-            mid = ~neg & ~pos
-            if neg.any():
-                lo[neg], hi[neg] = side_mass(z0[neg], e0[neg], z1[neg], e1[neg])
-            if pos.any():  # mirrored: [z0, z1] -> [-z1, -z0]
-                lo[pos], hi[pos] = side_mass(-z1[pos], e1[pos], -z0[pos], e0[pos])
-            if mid.any():  # across 0: [z0, 0] + [0, z1] (0 exact)
-                zero = np.zeros(int(mid.sum()))
-                a_lo, a_hi = side_mass(z0[mid], e0[mid], zero, zero)
-                b_lo, b_hi = side_mass(-z1[mid], e1[mid], zero, zero)
-                lo[mid] = (a_lo + b_lo) * (1.0 - 2.0 * u)
-                hi[mid] = np.minimum((a_hi + b_hi) * (1.0 + 2.0 * u), 1.0)
-            # an empty interval (l0 = l1) holds no mass
-            empty = x1 <= x0
-            return np.where(empty, 0.0, lo), np.where(empty, 0.0, hi)
+            return phi_interval(z0, e0, z1, e1)
 
         l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
         return (*masses(l0, l1), *masses(-l1, -l0))
