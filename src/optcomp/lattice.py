@@ -70,6 +70,7 @@ limit (:func:`_chernoff_fallback`) wraps both.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from fractions import Fraction
 
@@ -79,12 +80,12 @@ from scipy.special import log_expit
 from ._cgf import cgf_terms, chernoff_guess, tilt_for
 from ._inputs import Mechanisms
 from ._laws import DIRECTIONS, FORWARD
-from ._rounding import UNIT, dot_dir, down, exact_dir, up
+from ._rounding import LIBM_ULPS, UNIT, dot_dir, down, exact_dir, up
 from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass, lattice_pass
-from ._lattice.workload import GaussianSource, Source, Workload, inf_mass
+from ._lattice.workload import REACH, Source, Workload, gaussian_part, inf_mass
 from .gdp import composed_mu, gaussians_alone, split_gaussians
 from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
@@ -109,6 +110,7 @@ __all__ = [
 
 DELTA_FLOOR = 2.0**-1000  # absolute delta accuracy always accepted (~1e-301: float's own floor)
 DELTA_FLOAT_GAP = 2.0**-40  # accepted only when refining the lattice no longer helps (see lattice_delta_bounds)
+EPS_FLOAT_GAP = 2.0**-48  # an eps_g bracket this narrow (relative: a few ulps) is the float floor, whatever tol
 
 
 # --------------------------------------------------------------------------- drivers (tilt, steps, homogeneous)
@@ -304,6 +306,7 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
     upper bound (the largest finite loss, or inf)."""
     info.passes.clear()
     info.path = "lattice"
+    _within_reach(work, "eps_g")
     x_est = work.chernoff_guess(t_low)
     h = _initial_step_n(work.weight(work.tilt_for(x_est)), tol)
     # mass sent to +inf: a fraction <= min(2^-40, tol/64) of t in all (H moves by less
@@ -355,6 +358,15 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
                         lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points, info=info,
                         workers=workers, progress=progress),
         chernoff, "eps_g", Bounds(0.0, top))
+
+
+def _within_reach(work: Workload, quantity: str) -> None:
+    """A size limit (no bracket: the caller's frame) when a leaf's losses exceed
+    :data:`~optcomp._lattice.workload.REACH` (2^40): no lattice step places them."""
+    reach = work.reach()
+    if not reach <= REACH:
+        raise ApproxTooCostly(f"losses up to {reach:g} lie beyond the lattice's reach ({REACH:g}): {quantity} is "
+                              "bracketed from the ends of the law only", None)
 
 
 def _limit(exc: ApproxTooCostly, bounds: Bounds, quantity: str, note: str = "") -> ApproxTooCostly:
@@ -609,6 +621,7 @@ def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_po
     :func:`lattice_delta_bounds`."""
     info.passes.clear()
     info.path = "lattice"
+    _within_reach(work, "delta_g")
     theta = work.tilt_for(eps_g)
     # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
     lam = min(_log_slope(work, theta), 1.0 + theta)
@@ -664,10 +677,10 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300,
     vals, cnts = m.positive()
     dirs = DIRECTIONS if any(len(mech.directions()) > 1 for mech, _ in others) else (FORWARD,)
     gauss, rest = split_gaussians(others)
-    merged = ()
+    merged, gauss_event = (), None
     if gauss:  # all Gaussians as one (exact composition; symmetric)
         mu = composed_mu(gauss)
-        merged = (GaussianSource(mu.lower, mu.upper, tail),)
+        merged, gauss_event = gaussian_part(mu.lower, mu.upper, tail)
     out = []
     for d in dirs:
         # a mechanism with no finite P-mass (all at +inf) is only its delta event
@@ -676,7 +689,9 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300,
 
         sources = tuple(s for s in (Source(mech, c, d, cut(mech)) for mech, c in rest) if s.loss.size)
         work = Workload(vals, cnts, merged + sources)
-        events = [(inf_mass(mech, d, cut(mech)), c) for mech, c in others]
+        events = [(inf_mass(mech, d, cut(mech)), c) for mech, c in rest]
+        if gauss_event is not None:
+            events.append((gauss_event, 1))
         sides = []
         for j in (1, 0):
             extra = [(b[j], c) for b, c in events if b[j] > 0.0]
@@ -717,27 +732,91 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
         top = work.top_bound()
         if t_high < 0.0:
             out.append(Bounds(math.inf, math.inf))
-        elif t_low < 0.0:
-            out.append(Bounds(0.0, math.inf))
+        elif t_low < 0.0:  # the upper side's delta events exceed delta_g; the lower side's frame
+            out.append(Bounds(work.near_top_epsilon(t_high, t_high)[0], math.inf))
         else:
             # the ends of the law alone: exact when t is far below the mass of the top atoms
             # (t = 0: H(x) <= 0 from the largest loss on), else a frame for the lattice's bracket
-            near = Bounds(*work.near_top_epsilon(t_low, t_high))
-            if near.gap <= tol or t_high == 0.0:
+            tails = work.tail_events()
+            t_fin = residual_target(_with_events(m_up, tails), delta_g) if tails else t_low
+            near = Bounds(*work.near_top_epsilon(t_fin, t_high)) if t_fin >= 0.0 else Bounds(0.0, math.inf)
+            if near.lower > near.upper:  # (t_fin < t_low: the lower end from t_high stays valid)
+                near = Bounds(near.upper, near.upper)
+            if near.gap <= tol or t_high == 0.0 or near.gap <= EPS_FLOAT_GAP * near.upper < math.inf \
+                    or (near.upper == math.inf and near.lower >= down(sys.float_info.max, 4)):
                 out.append(near)
+                continue
+            # mechanisms whose losses stay below a sliver sigma (tiny scales, huge sigmas) are
+            # left out: H_rest(x) <= H(x) <= H_rest(x - sigma) (a mechanism added only raises
+            # delta; L <= L_rest + sigma), so eps_g lies in [eps_rest, eps_rest + sigma]
+            rest, sigma, extra = _split_negligible_sources(work, tol * NEGLIGIBLE_TOL)
+            t_rest = residual_target(_with_events(m_up, extra), delta_g) if extra else t_low
+            if rest is None:
+                run, t_run = work, t_low
             else:
-                out.append(_narrowed(_attempt(lambda: _lattice_epsilon(work, t_low, t_high, tol, top, **kw), top),
-                                     near))
+                run, t_run = rest, t_rest
+            if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
+                b = Bounds(0.0, 0.0) if t_run >= 0.0 else Bounds(0.0, math.inf)
+            elif t_run < 0.0:
+                b = Bounds(0.0, math.inf)
+            else:
+                b = _attempt(lambda: _lattice_epsilon(run, t_run, t_high, tol, run.top_bound(), **kw),
+                             run.top_bound())
+            out.append(_narrowed(_shifted_up(b, sigma), near,
+                                 lambda r: r.gap <= tol or r.gap <= EPS_FLOAT_GAP * r.upper < math.inf))
     return _worst_direction(out)
 
 
-def _narrowed(b, frame: Bounds):
+def _split_negligible_sources(work: Workload, budget: float):
+    """(rest, sigma, events): the workload without its mechanism sources whose largest losses
+    sum to sigma = sum count max(top, 0) <= ``budget`` (smallest first; ``rest`` None when
+    none qualifies), and the delta events their truncation tails add on the upper side (a
+    law with a continuous part leaves at most its tail above its support's top, per copy)."""
+    sized = []
+    for s in work.sources:
+        top = s.finite_top
+        if math.isfinite(top):
+            sized.append((up(s.count * max(top, 0.0), 1), s))
+    sized.sort(key=lambda t: t[0])
+    total, gone = 0.0, []
+    for size, s in sized:
+        nxt = up(total + size, 1)
+        if nxt > budget:
+            break
+        total = nxt
+        gone.append(s)
+    if not gone:
+        return None, 0.0, []
+    rest = Workload(work.vals, work.cnts, tuple(s for s in work.sources if s not in gone))
+    events = [(s.tail, s.count) for s in gone if s.inf_mass > 0.0]
+    return rest, total, events
+
+
+def _with_events(m: Mechanisms, events) -> Mechanisms:
+    """``m`` with delta events (delta, count) added as black boxes (0, delta)."""
+    eps = np.concatenate([m.eps, np.zeros(len(events))])
+    delta = np.concatenate([m.delta, [d for d, _ in events]])
+    count = np.concatenate([m.count, np.array([c for _, c in events], dtype=np.int64)])
+    order = np.lexsort((delta, eps))
+    return Mechanisms(eps=eps[order], delta=delta[order], count=count[order])
+
+
+def _shifted_up(b, sigma: float):
+    """A bracket (or the ApproxTooCostly carrying one) with its upper end raised by sigma."""
+    if not sigma:
+        return b
+    if isinstance(b, ApproxTooCostly):
+        return ApproxTooCostly(str(b), _shifted_up(b.bounds, sigma))
+    return Bounds(b.lower, up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper)
+
+
+def _narrowed(b, frame: Bounds, met=None):
     """A direction's bracket (or the ApproxTooCostly carrying one) intersected with a
-    certified ``frame``: still a size limit if the result is wider than the bracket's own
-    tolerance allowed (the caller's _worst_direction decides)."""
+    certified ``frame``; a size limit whose narrowed bracket meets the tolerance (``met``)
+    is a result, else it stays a size limit (the caller's _worst_direction decides)."""
     if isinstance(b, ApproxTooCostly):
         inner = Bounds(max(b.bounds.lower, frame.lower), min(b.bounds.upper, frame.upper))
-        return ApproxTooCostly(str(b), inner)
+        return inner if met is not None and met(inner) else ApproxTooCostly(str(b), inner)
     return Bounds(max(b.lower, frame.lower), min(b.upper, frame.upper))
 
 
@@ -779,8 +858,10 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
     n = sum(int(c) for _, c in others) + 1
     works = _workloads(m, others)
-    theta = works[0][0].tilt_for(eps_g)
-    est = math.exp(min(0.0, works[0][0].cgf(theta)[0] - theta * eps_g))
+    est = 1.0  # (the estimate needs losses a lattice could place)
+    if works[0][0].reach() <= REACH:
+        theta = works[0][0].tilt_for(eps_g)
+        est = math.exp(min(0.0, works[0][0].cgf(theta)[0] - theta * eps_g))
     tail = min(1e-30, max(1e-300, est * 2.0**-44 / n))
     atom_tail = min(1e-30, est * 2.0**-44 / n)
     if atom_tail > 0.0 and any(mech.kind == "atoms" for mech, _ in others):
@@ -794,12 +875,32 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
             return Bounds(delta_from_excess(m_lo, lo, round_up=False), delta_from_excess(m_up, hi))
 
         # the ends of the law alone (exact above the top, tight one ulp below it), a frame
-        # for the lattice's bracket otherwise
-        near = to_delta(*work.near_top_excess(eps_g))
+        # for the lattice's bracket otherwise (the truncation tails above the tops: delta events)
+        tails = work.tail_events()
+        lo_h, hi_h = work.near_top_excess(eps_g)
+        near = Bounds(to_delta(lo_h, hi_h).lower,
+                      delta_from_excess(_with_events(m_up, tails) if tails else m_up, hi_h))
         if near.upper <= near.lower * (1.0 + tol) + DELTA_FLOOR or _horizontal(work, eps_g, tol, near, to_delta):
             out.append(near)
+            continue
+        # mechanisms whose losses stay below sigma, with 1 - e^{-sigma} far below tol x the
+        # estimate of H, are left out: H_rest(x) <= H(x) <= H_rest(x - sigma) <= H_rest(x) +
+        # (1 - e^{-sigma}) (a mechanism added only raises delta; L <= L_rest + sigma)
+        rest, sigma, extra = _split_negligible_sources(work, max(DELTA_FLOOR, tol * est * 2.0**-6))
+        run = work if rest is None else rest
+        if rest is not None:
+            add = up(-math.expm1(-sigma), LIBM_ULPS)
+            m_up2 = _with_events(m_up, extra) if extra else m_up
+
+            def to_delta(lo: float, hi: float, m_up=m_up2, m_lo=m_lo, add=add) -> Bounds:
+                return Bounds(delta_from_excess(m_lo, lo, round_up=False),
+                              delta_from_excess(m_up, min(1.0, up(hi + add, 1))))
+
+        if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
+            out.append(_narrowed(to_delta(0.0, 0.0), near))
         else:
-            out.append(_narrowed(_attempt(lambda: _lattice_delta(work, eps_g, tol, to_delta, **kw), 1.0), near))
+            out.append(_narrowed(_attempt(lambda: _lattice_delta(run, eps_g, tol, to_delta, **kw), 1.0), near,
+                                 lambda r: r.upper <= r.lower * (1.0 + tol) + DELTA_FLOOR))
     return _worst_direction(out)
 
 

@@ -23,7 +23,7 @@ from scipy.special import expit, log_expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
 from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
-from .._laws import FORWARD, TAIL, AtomLaw
+from .._laws import FORWARD, TAIL, AtomLaw, loss_end
 from .._types import ApproxTooCostly
 from . import leaves
 
@@ -133,6 +133,7 @@ def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[flo
     return exact_dir(exact, False), float(p_lo[keep][i])
 
 
+REACH = 2.0**40  # leaves with losses beyond this are left to the certified frames (no lattice)
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
 GUIDE_ATOMS = 4096  # a finite law with more atoms is binned to this many for the estimates
 
@@ -146,17 +147,36 @@ class Source:
         #: (position, mass): P[L >= position] >= mass for one copy (lower-side certified; mass 0
         #: when unknown) -- the top atom, for the brackets near the top (Workload.top_mass)
         self.top_atom = (-math.inf, 0.0)
+        #: (position, mass) likewise at the bottom of the law: the frame far below the top
+        self.floor_atom = (-math.inf, 0.0)
+        #: an upper bound of every loss but the truncation tail above it (P-mass <= tail a copy
+        #: when ``inf_mass`` > 0): a finite law's top, a cell law's support end
+        self.finite_top = math.inf
         if mech.kind == "atoms":
             law = atom_law(mech, direction, tail)
             loss, p = law.loss, law.p_hi
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
             self.top_loss = law.top()
             self.top_atom = _top_atom(law.loss, law.perr, law.p_lo)
+            self.finite_top = self.top_loss
+            keep = law.p_lo > 0.0
+            if keep.any():
+                self.floor_atom = (loss_end(law.loss[keep], law.perr[keep], False),
+                                   down(math.fsum(law.p_lo[keep].tolist()), 1))
         else:
             lo_loss, hi_loss = mech.loss_range(direction, tail=tail)
+            self.finite_top = hi_loss
             # a step giving ~GUIDE_CELLS cells over the law's range
             hg = 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / GUIDE_CELLS, 2.0**-40)))
-            law = mech.law(hg, direction, tail=tail)
+            try:
+                law = mech.law(hg, direction, tail=tail)
+            except ValueError:  # cells no lattice places (losses ~1e300): the range's ends as the guide
+                self.inf_mass, self.top_loss = 0.0, hi_loss
+                self.loss, self.logp = np.array([lo_loss, hi_loss]), np.log(np.array([0.5, 0.5]))
+                self.width = max(abs(lo_loss), abs(hi_loss))
+                # P[L < lo] <= tail (the contract of a cell law's support): the floor frame
+                self.floor_atom = (lo_loss, down(1.0 - tail, 1))
+                return
             pts = law.points
             loss = np.concatenate([(np.arange(law.p_hi.size) + law.n0 + 0.5) * hg, pts.loss])
             p = np.concatenate([law.p_hi, pts.p_hi])
@@ -165,6 +185,10 @@ class Source:
             # loss_range (the continuous part's end or a point mass's, rounded up)
             self.top_loss = hi_loss if self.inf_mass == 0.0 else math.inf
             self.top_atom = _top_atom(pts.loss, pts.perr, pts.p_lo)
+            # every cell lies above its first edge n0 hg, every point above its lower end
+            b = min([law.n0 * hg] + (pts.loss - pts.perr).tolist())
+            b = min(b, loss_end(pts.loss, pts.perr, False)) if pts.loss.size else b
+            self.floor_atom = (b, down(math.fsum(law.p_lo.tolist() + pts.p_lo.tolist()), 1))
         keep = p > 0
         loss, p = loss[keep], p[keep]
         if loss.size > GUIDE_ATOMS:  # a coarse guide: the masses binned by position (estimates only)
@@ -204,14 +228,44 @@ class GaussianSource(Source):
         from ..mechanisms import Gaussian
 
         super().__init__(Gaussian(1.0, mu_hi), 1, FORWARD, tail)
-        self._low = Gaussian(1.0, mu_lo)
+        # mu_lo = 0 (mu^2 below the float range): the lower side leaves the Gaussian out (a
+        # mechanism removed only lowers delta) -- the leaf of the point mass at loss 0
+        self._low = Gaussian(1.0, mu_lo) if mu_lo > 0.0 else None
+        if self._low != self.mech:
+            # the floor mu^2/2 - t mu (P-mass Phi(t), t <= 40 the support's width in sigmas) for
+            # every mu in [mu_lo, mu_hi]: increasing in mu from mu = t on, so mu_lo's when mu_lo
+            # >= 40; else mu_hi's moved down by mu_hi^2 (mu^2/2 - t mu >= -t mu_hi)
+            b, m = self.floor_atom
+            if self._low is not None and mu_lo >= 40.0:
+                self.floor_atom = Source(self._low, 1, FORWARD, tail).floor_atom
+            else:
+                self.floor_atom = (down(b - up(mu_hi * mu_hi, 1), 1), m) if math.isfinite(b) else (-math.inf, 0.0)
 
     def leaf(self, h: float) -> leaves.Leaf:
         up = mechanism_leaf(self.mech, h, self.direction, self.tail)
         if self._low == self.mech:
             return up
-        lo = mechanism_leaf(self._low, h, self.direction, self.tail)
+        if self._low is None:
+            lo = leaves.Leaf.from_masses(np.zeros(1), np.zeros(1), np.ones(1), np.ones(1))
+        else:
+            lo = mechanism_leaf(self._low, h, self.direction, self.tail)
         return leaves.Leaf(up.upper, lo.lower, up.log_inf)
+
+
+BEYOND_MU = 2.0**512  # mu at least this: L ~ N(mu^2/2, mu^2) exceeds the float range but for e^-(2^1000)
+
+
+def gaussian_part(mu_lo: float, mu_hi: float, tail: float = TAIL):
+    """(sources, delta event) of the Gaussians composed to mu in [mu_lo, mu_hi]: one
+    :class:`GaussianSource`, or -- mu_hi infinite or mu_lo >= 2^512, where the loss exceeds
+    every float by more than 2^969 but with probability Phi(-2^510) -- no source and a delta
+    event of P-mass [1 - 2^-52 (mu_lo >= 2^512; else 0), 1] (the argument of
+    ``mechanisms._base._law_from``)."""
+    if mu_lo >= BEYOND_MU:
+        return (), (1.0 - 2.0**-52, 1.0)
+    if mu_hi == math.inf:  # the upper side is all +inf (delta event 1); the lower side keeps mu_lo's law
+        return (GaussianSource(mu_lo, mu_lo, tail),), (0.0, 1.0)
+    return (GaussianSource(mu_lo, mu_hi, tail),), None
 
 
 class Workload:
@@ -235,68 +289,103 @@ class Workload:
         """Sum over the leaves of their half-widths (for the 2^49 check of exact positions)."""
         return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.span(h) for s in self.sources)
 
-    def top_bound(self) -> float:
+    def top_bound(self, finite: bool = False) -> float:
         """An upper bound of the largest composed loss (inf when a leaf has an unbounded law):
-        H(x) = 0 for x at or above it."""
-        if any(not s.top_loss < math.inf for s in self.sources):
+        H(x) = 0 for x at or above it.  ``finite``: of every loss but the truncation tails
+        above the leaves' supports (:meth:`tail_events` bounds their P-mass)."""
+        tops = [s.finite_top if finite else s.top_loss for s in self.sources]
+        if any(not t < math.inf for t in tops):
             return math.inf
         total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
                     Fraction(0))
-        total += sum((Fraction(s.top_loss) * s.count for s in self.sources if s.top_loss > -math.inf), Fraction(0))
+        total += sum((Fraction(t) * s.count for t, s in zip(tops, self.sources) if t > -math.inf), Fraction(0))
         return exact_dir(total, True)
+
+    def tail_events(self) -> list[tuple[float, int]]:
+        """(P-mass, count) of the truncation tails above the supports of the leaves with an
+        unbounded law (at most the source's tail a copy): delta events for the upper side of
+        the frames that use ``top_bound(finite=True)``."""
+        return [(s.tail, s.count) for s in self.sources if s.inf_mass > 0.0 and math.isfinite(s.finite_top)]
 
     def top_mass(self) -> tuple[float, float]:
         """(T_lo, M): the composed loss is >= T_lo (rounded down) with P-mass >= M (rounded
         down) -- every leaf at its top atom (a randomized response's +eps, of P-mass
         e^eps/(1 + e^eps); a mechanism's highest atom with p_lo > 0); (-inf, 0) when a leaf
         has no atom to offer."""
-        if any(s.top_atom[1] <= 0.0 for s in self.sources):
+        # a leaf without a top atom offers its floor (a continuous law: P[L >= its first cell])
+        atoms = [s.top_atom if s.top_atom[1] > 0.0 else s.floor_atom for s in self.sources]
+        if any(a[1] <= 0.0 or not math.isfinite(a[0]) for a in atoms):
             return -math.inf, 0.0
         total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
                     Fraction(0))
-        total += sum((Fraction(s.top_atom[0]) * s.count for s in self.sources), Fraction(0))
+        total += sum((Fraction(a[0]) * s.count for a, s in zip(atoms, self.sources)), Fraction(0))
         # log M = sum c log p <= 0: each log within a few ulps, charged 2^-40 relative (generous)
         terms = [float(c) * float(v) for c, v in zip(self.cf.tolist(), log_expit(self.vals).tolist())]
-        terms += [s.count * math.log(s.top_atom[1]) for s in self.sources]
+        terms += [s.count * math.log(a[1]) for a, s in zip(atoms, self.sources)]
         log_m = math.fsum(terms) * (1.0 + 2.0**-40) - 1e-300
         return exact_dir(total, False), (math.exp(log_m) * (1.0 - 2.0**-40) if log_m > -745.0 else 0.0)
 
+    def floor_mass(self) -> tuple[float, float]:
+        """(B, M): the composed loss is >= B (rounded down) with P-mass >= M (rounded down) --
+        every leaf above its floor (a randomized response's -eps, with mass 1; a mechanism's
+        lowest atom with p_lo > 0 or its first cell, with the P-mass it holds above);
+        (-inf, 0) when a leaf has none."""
+        if any(s.floor_atom[1] <= 0.0 or not math.isfinite(s.floor_atom[0]) for s in self.sources):
+            return -math.inf, 0.0
+        total = -sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
+                     Fraction(0))
+        total += sum((Fraction(s.floor_atom[0]) * s.count for s in self.sources), Fraction(0))
+        log_m = math.fsum(s.count * math.log(s.floor_atom[1]) for s in self.sources) * (1.0 + 2.0**-40) - 1e-300
+        return exact_dir(total, False), (math.exp(log_m) * (1.0 - 2.0**-40) if log_m > -745.0 else 0.0)
+
+    def _frames(self):
+        """The (position, mass) lower frames: the top atoms and the floor."""
+        return [f for f in (self.top_mass(), self.floor_mass()) if f[1] > 0.0 and math.isfinite(f[0])]
+
     def near_top_excess(self, x: float) -> tuple[float, float]:
-        """Certified (lo, hi) of H(x) from the ends of the law alone: every finite loss is
-        <= T (:meth:`top_bound`), so (1 - e^{x - L})_+ <= (1 - e^{x - T})_+; and L >= T_lo
-        with P-mass >= M (:meth:`top_mass`), so H(x) >= M (1 - e^{x - T_lo})_+.  Tight one
-        ulp below the top atom, where a lattice cannot resolve the distance."""
-        top = self.top_bound()
+        """Certified (lo, hi) of H(x) from the ends of the law alone -- ``hi`` for the law
+        without its truncation tails (their P-mass :meth:`tail_events` joins the upper side's
+        delta events): every finite loss is <= T (:meth:`top_bound`), so (1 - e^{x - L})_+ <= (1 - e^{x - T})_+; and L >= T_lo
+        with P-mass >= M (:meth:`top_mass`, :meth:`floor_mass`), so H(x) >= M (1 - e^{x -
+        T_lo})_+.  Tight one ulp below the top atom, where a lattice cannot resolve the
+        distance, and far below the floor (losses beyond the lattice's reach)."""
+        top = self.top_bound(finite=True)
         hi = 1.0
         if math.isfinite(top):
             y = exact_dir(Fraction(x) - Fraction(top), False)
             hi = 0.0 if y >= 0.0 else min(1.0, up(-math.expm1(y), LIBM_ULPS))
-        t_lo, m = self.top_mass()
         lo = 0.0
-        if m > 0.0 and math.isfinite(t_lo):
+        for t_lo, m in self._frames():  # H(x) >= M (1 - e^{x - T_lo}) for each frame
             y = exact_dir(Fraction(x) - Fraction(t_lo), True)
             if y < 0.0:
-                lo = max(0.0, down(m * down(-math.expm1(y), LIBM_ULPS), 1))
+                lo = max(lo, down(m * down(-math.expm1(y), LIBM_ULPS), 1))
         return min(lo, hi), hi
 
     def near_top_epsilon(self, t_low: float, t_high: float) -> tuple[float, float]:
-        """Certified (lower, upper) of the least x >= 0 with H(x) <= t (t_low <= t <= t_high)
-        from the same two facts as :meth:`near_top_excess`: x = T + log(1 - t_low) has
+        """Certified (lower, upper) of the least x >= 0 with H(x) <= t (t_low <= t <= t_high;
+        ``t_low`` the residual target with :meth:`tail_events` among the delta events) from
+        the same two facts as :meth:`near_top_excess`: x = T + log(1 - t_low) has
         H(x) <= 1 - e^{x - T} <= t, and every x < T_lo + log(1 - t_high/M) has H(x) >
         t_high.  Tight when t is far below the mass M of the top atoms."""
-        top = self.top_bound()
+        top = self.top_bound(finite=True)
         upper = math.inf
         if math.isfinite(top) and t_low < 1.0:
             shift = up(math.log1p(-t_low), LIBM_ULPS) if t_low > 0.0 else 0.0
             upper = max(0.0, exact_dir(Fraction(top) + Fraction(min(shift, 0.0)), True))
-        t_lo, m = self.top_mass()
         lower = 0.0
-        if m > 0.0 and math.isfinite(t_lo) and t_high < m:
-            r = up(t_high / m, 1)
-            if r < 1.0:
-                shift = down(math.log1p(-r), LIBM_ULPS) if r > 0.0 else 0.0
-                lower = max(0.0, exact_dir(Fraction(t_lo) + Fraction(shift), False))
+        for t_lo, m in self._frames():
+            if t_high < m:
+                r = up(t_high / m, 1)
+                if r < 1.0:
+                    shift = down(math.log1p(-r), LIBM_ULPS) if r > 0.0 else 0.0
+                    lower = max(lower, exact_dir(Fraction(t_lo) + Fraction(shift), False))
         return min(lower, upper), upper
+
+    def reach(self) -> float:
+        """The largest |loss| of a leaf (randomized-response groups and mechanisms): beyond
+        :data:`REACH` no lattice places the leaves (positions n h need |n| < 2^49)."""
+        vals = float(np.max(self.vals)) if self.vals.size else 0.0
+        return max([vals] + [s.width for s in self.sources])
 
     def top(self) -> float:
         """An estimate of the largest finite composed loss."""

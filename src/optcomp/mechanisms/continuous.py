@@ -19,6 +19,9 @@ from .._pairs import mpf_err
 from ._base import CellMechanism, _mp, _real
 
 
+_TRUNCATE_A = 1000  # beyond this loss parameter a Laplace law's support starts at its tail
+
+
 @dataclass(frozen=True)
 class Laplace(CellMechanism):
     """The Laplace mechanism (Dwork–McSherry–Nissim–Smith 2006): noise of density
@@ -47,6 +50,44 @@ class Laplace(CellMechanism):
     @property
     def _a(self) -> Fraction:
         return Fraction(self.sensitivity) / Fraction(self.scale)
+
+    @property
+    def _beyond_floats(self) -> bool:
+        """a exceeds the largest float by more than half its ulp: every loss below a − 1500
+        carries P-mass e^{-750}... and every float x lies below a − 2^969."""
+        from ._base import _FLOAT_EDGE
+
+        return self._a > _FLOAT_EDGE
+
+    @property
+    def _truncated(self) -> bool:
+        """a > 1000: the atom −a (P-mass e^{−a}/2 < 1e-434, below every float tail) joins the
+        lower tail, and the support starts where the tail does (:meth:`_support`)."""
+        return self._a > _TRUNCATE_A
+
+    @property
+    def kind(self) -> str:
+        """``"cells"``; ``"atoms"`` when a lies beyond the float range (its law is then all
+        at +inf to within e^{-2^968}: :meth:`law`)."""
+        return "atoms" if self._beyond_floats else "cells"
+
+    def law(self, h, direction: str = "forward", *, tail=None, max_atoms=None):
+        """The cell law on the lattice h Z (:class:`~optcomp.mechanisms._base.CellMechanism`);
+        when a lies beyond the float range, an :class:`~optcomp._laws.AtomLaw` with no finite
+        atom and P-mass in [1 − 2^-52, 1] at +inf: P[L <= max float] = e^{(max float − a)/2}/2
+        < e^{-2^968}, and a loss beyond the float range exceeds every float x by more than
+        2^969 (so it counts as +inf on the lower side too, see ``_base._law_from``)."""
+        from .._laws import MAX_ATOMS, TAIL, AtomLaw
+
+        tail = TAIL if tail is None else tail
+        max_atoms = MAX_ATOMS if max_atoms is None else max_atoms
+        if self._beyond_floats:
+            from ._base import _law_args
+
+            _, direction, _, _ = _law_args(h, direction, tail, max_atoms)
+            e = np.zeros(0)
+            return AtomLaw(direction, e, e, e, e, 1.0 - 2.0**-52, 1.0)
+        return super().law(h, direction, tail=tail, max_atoms=max_atoms)
 
     def variance(self) -> float:
         """The noise variance 2b² (nearest float)."""
@@ -85,13 +126,22 @@ class Laplace(CellMechanism):
         return -a, a, masses, lambda e0, e1: (zero, zero), atoms
 
     def _support(self, direction, tail):
-        return -self._a, self._a
+        """[-a, a]; for a > 1000, [a - W, a] with W = 2 ceil(log(1/(2 tail))): the P-mass below
+        a - W, the atom -a included, is e^{-W/2}/2 <= tail (:meth:`_tails` charges it)."""
+        a = self._a
+        if not self._truncated:
+            return -a, a
+        w = 2 * math.ceil(math.log(1.0 / (2.0 * tail)))
+        return max(a - w, -a), a
 
     def loss_range(self, direction: str = "forward", *, tail=None) -> tuple[float, float]:
-        """(-a, a) rounded outward exactly: the atoms +-a are the ends of the law."""
+        """The support's ends rounded outward exactly (:meth:`_support`: (-a, a), the atoms
+        +-a its ends; (a - W, a) for a > 1000)."""
+        from .._laws import TAIL
         from .._rounding import exact_dir
 
-        return exact_dir(-self._a, False), exact_dir(self._a, True)
+        lo, hi = self._support(direction, TAIL if tail is None else tail)
+        return exact_dir(lo, False), exact_dir(hi, True)
 
     def _interval_masses(self, l0, l1, direction):
         """Vectorised in floats (the mpmath path costs ~50 us a cell).  P-mass of [l0, l1]:
@@ -117,19 +167,32 @@ class Laplace(CellMechanism):
         return (*masses(l0, l1), *masses(-l1, -l0))
 
     def _points(self, direction):
-        """The atoms +a (P-mass 1/2, Q-mass e^{-a}/2) and -a (P-mass e^{-a}/2, Q-mass 1/2)."""
+        """The atoms +a (P-mass 1/2, Q-mass e^{-a}/2) and -a (P-mass e^{-a}/2, Q-mass 1/2; left
+        to the lower tail when a > 1000)."""
         a_fr = self._a
         a = float(a_fr)
         u = 2.0**-53
         d = abs(Fraction(a) - a_fr)
         perr = float(d) * (1.0 + 2.0**-50) + (5e-324 if d else 0.0)
-        e_a = math.exp(-a)
-        e_err = e_a * (2.0 * u + 2.0 * u * a) + perr * e_a  # exp within 1 ulp, a within perr
+        with np.errstate(under="ignore"):
+            e_a = math.exp(-a) if a < 745.2 else 0.0
+        e_err = e_a * (2.0 * u + 2.0 * u * a) + perr * e_a + (5e-324 if a >= 708.0 else 0.0)
         lo, hi = max(0.0, (e_a - e_err) / 2.0), min(1.0, (e_a + e_err) / 2.0)
+        if self._truncated:
+            return Points([a], [perr], [0.5], [0.5], [lo], [hi])
         return Points([a, -a], [perr, perr], [0.5, lo], [0.5, hi], [lo, 0.5], [hi, 0.5])
 
     def _tails(self, e0, e1, direction):
-        return 0.0, 0.0  # the support is [-a, a]: nothing outside
+        """Nothing above a; below e0 (a > 1000 only) P[L < e0] = e^{(e0 - a)/2}/2, the atom -a
+        included (e0 - a formed exactly, rounded up; exp within LIBM_ULPS ulps)."""
+        if not self._truncated:
+            return 0.0, 0.0  # the support is [-a, a]: nothing outside
+        from .._rounding import LIBM_ULPS, exact_dir, up
+
+        y = exact_dir((Fraction(e0) - self._a) / 2, True)
+        if y >= 0.0:
+            return 1.0, 0.0
+        return (min(1.0, up(math.exp(y) / 2.0, LIBM_ULPS)) if y > -745.0 else 5e-324), 0.0
 
 
 @dataclass(frozen=True)
