@@ -307,46 +307,41 @@ class Workload:
         the frames that use ``top_bound(finite=True)``."""
         return [(s.tail, s.count) for s in self.sources if s.inf_mass > 0.0 and math.isfinite(s.finite_top)]
 
-    def top_mass(self) -> tuple[float, float]:
+    def frame(self, groups_top: bool, sources_top: bool) -> tuple[float, float]:
         """(T_lo, M): the composed loss is >= T_lo (rounded down) with P-mass >= M (rounded
-        down) -- every leaf at its top atom (a randomized response's +eps, of P-mass
-        e^eps/(1 + e^eps); a mechanism's highest atom with p_lo > 0); (-inf, 0) when a leaf
-        has no atom to offer."""
-        # a leaf without a top atom offers its floor (a continuous law: P[L >= its first cell])
-        atoms = [s.top_atom if s.top_atom[1] > 0.0 else s.floor_atom for s in self.sources]
+        down), every leaf at its top atom or above its floor -- a randomized response's +eps
+        (P-mass e^eps/(1 + e^eps)) or -eps (mass 1); a mechanism's highest atom with p_lo > 0
+        (``top_atom``; a law without one offers its floor) or its floor (``floor_atom``: the
+        lowest atom with p_lo > 0, or its first cell, with the P-mass it holds above);
+        (-inf, 0) when a leaf has none (independent leaves: the masses multiply)."""
+        atoms = [s.top_atom if sources_top and s.top_atom[1] > 0.0 else s.floor_atom for s in self.sources]
         if any(a[1] <= 0.0 or not math.isfinite(a[0]) for a in atoms):
             return -math.inf, 0.0
-        total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
-                    Fraction(0))
+        sign = 1 if groups_top else -1
+        total = sign * sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
+                           Fraction(0))
         total += sum((Fraction(a[0]) * s.count for a, s in zip(atoms, self.sources)), Fraction(0))
         # log M = sum c log p <= 0: each log within a few ulps, charged 2^-40 relative (generous)
-        terms = [float(c) * float(v) for c, v in zip(self.cf.tolist(), log_expit(self.vals).tolist())]
+        terms = [float(c) * float(v) for c, v in zip(self.cf.tolist(), log_expit(self.vals).tolist())] \
+            if groups_top else []
         terms += [s.count * math.log(a[1]) for a, s in zip(atoms, self.sources)]
         log_m = math.fsum(terms) * (1.0 + 2.0**-40) - 1e-300
         return exact_dir(total, False), (math.exp(log_m) * (1.0 - 2.0**-40) if log_m > -745.0 else 0.0)
 
-    def floor_mass(self) -> tuple[float, float]:
-        """(B, M): the composed loss is >= B (rounded down) with P-mass >= M (rounded down) --
-        every leaf above its floor (a randomized response's -eps, with mass 1; a mechanism's
-        lowest atom with p_lo > 0 or its first cell, with the P-mass it holds above);
-        (-inf, 0) when a leaf has none."""
-        if any(s.floor_atom[1] <= 0.0 or not math.isfinite(s.floor_atom[0]) for s in self.sources):
-            return -math.inf, 0.0
-        total = -sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
-                     Fraction(0))
-        total += sum((Fraction(s.floor_atom[0]) * s.count for s in self.sources), Fraction(0))
-        log_m = math.fsum(s.count * math.log(s.floor_atom[1]) for s in self.sources) * (1.0 + 2.0**-40) - 1e-300
-        return exact_dir(total, False), (math.exp(log_m) * (1.0 - 2.0**-40) if log_m > -745.0 else 0.0)
+    def top_mass(self) -> tuple[float, float]:
+        """:meth:`frame` with every leaf at its top atom."""
+        return self.frame(True, True)
 
     def _frames(self):
-        """The (position, mass) lower frames: the top atoms and the floor."""
-        return [f for f in (self.top_mass(), self.floor_mass()) if f[1] > 0.0 and math.isfinite(f[0])]
+        """The (position, mass) lower frames: tops and floors of the groups and the mechanisms."""
+        frames = (self.frame(g, m) for g in (True, False) for m in (True, False))
+        return [f for f in frames if f[1] > 0.0 and math.isfinite(f[0])]
 
     def near_top_excess(self, x: float) -> tuple[float, float]:
         """Certified (lo, hi) of H(x) from the ends of the law alone -- ``hi`` for the law
         without its truncation tails (their P-mass :meth:`tail_events` joins the upper side's
         delta events): every finite loss is <= T (:meth:`top_bound`), so (1 - e^{x - L})_+ <= (1 - e^{x - T})_+; and L >= T_lo
-        with P-mass >= M (:meth:`top_mass`, :meth:`floor_mass`), so H(x) >= M (1 - e^{x -
+        with P-mass >= M (:meth:`frame`), so H(x) >= M (1 - e^{x -
         T_lo})_+.  Tight one ulp below the top atom, where a lattice cannot resolve the
         distance, and far below the floor (losses beyond the lattice's reach)."""
         top = self.top_bound(finite=True)
