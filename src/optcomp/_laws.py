@@ -72,7 +72,9 @@ class AtomLaw:
     """One direction's privacy loss law as finitely many atoms (float brackets).
 
     Atom i lies within ``perr[i]`` of the float ``loss[i]`` and has P-mass in
-    [``p_lo[i]``, ``p_hi[i]``]; the P-mass at loss +inf lies in [``inf_lo``, ``inf_hi``];
+    [``p_lo[i]``, ``p_hi[i]``]; the P-mass at loss +inf lies in [``inf_lo``, ``inf_hi``]
+    (an atom beyond the float range counts there: above it on both sides -- it exceeds every
+    float x by more than 2^969 --, below it on the upper side only);
     ``neg_q_lo``/``neg_q_hi`` bracket the Q-mass at loss -inf (outcomes P never produces:
     they never enter delta, but a mixture such as a subsampled mechanism needs them)."""
 

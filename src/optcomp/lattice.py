@@ -60,8 +60,9 @@ One refine loop (:func:`_refine`) serves both directions:
   caps the lattice (:class:`ApproxTooCostly` carries the best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
   (binomial atoms with their pmf error charged both ways), upward and downward.
 
-Length (~770 lines): one refine loop (:func:`_refine`) serves both directions, for black
-boxes and for mechanisms (:func:`mechanism_bounds`); the drivers share its step control and
+Length (~920 lines): one refine loop (:func:`_refine`) serves both directions, for black
+boxes and for mechanisms (:func:`mechanism_bounds`, with the frames from the ends of the law
+and the mechanisms of negligible loss left out); the drivers share its step control and
 the exact splits (big eps, negligible eps), and split into modules they would import each
 other, which the layer rule forbids for drivers; the certified Chernoff fallback of a size
 limit (:func:`_chernoff_fallback`) wraps both.
@@ -714,7 +715,14 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     upper - lower <= tol: the grouped lattice with each mechanism as a leaf
     (:mod:`optcomp._lattice.workload`), the black-box delta_i through the residual target
     t = 1 - (1 - delta_g)/prod(1 - delta_i) (a delta event is independent of everything
-    else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x)))."""
+    else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x))).
+
+    Per global direction: the frame from the ends of the law first (exact when t = 0 or far
+    below the top atoms' mass, at the float floor of an answer near 1e308, and the only
+    bracket for losses beyond the lattice's reach); else the lattice of the mechanisms that
+    matter -- those whose losses stay below a sliver sigma (sum <= tol/8) left out, the
+    answer's upper end raised by sigma -- intersected with the frame.  A bracket wider than
+    tol (and than the float floor, 2^-48 relative) is a size limit (ApproxTooCostly)."""
     info = info if info is not None else BracketInfo()
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
     mu = gaussians_alone(m, others)
@@ -846,7 +854,9 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
                            info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
     """Certified (lower, upper) on the optimal delta_g(eps_g) of the black-box pairs ``m``
     composed with the mechanisms ``others``, to the tolerance of
-    :func:`lattice_delta_bounds`."""
+    :func:`lattice_delta_bounds` (the frame from the ends of the law, then the lattice of
+    the mechanisms that matter, as in :func:`mechanism_bounds`; a mechanism left out adds
+    1 - e^{-sigma} to the upper end, far below tol x the Chernoff estimate of delta)."""
     info = info if info is not None else BracketInfo()
 
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)

@@ -8,9 +8,21 @@ with their counts, each entering as a :class:`~optcomp._lattice.leaves.Leaf` bui
 pass's step h (:func:`mechanism_leaf`: finite loss laws as their atoms, laws with a
 continuous part by connect-the-dots cells on the lattice itself).
 
-Everything here except the leaves is an *estimate*: the tilt that centres the composed
-loss at x, the Chernoff guess of eps_g, the tilted spread, the lattice width.  Only the
-cost of a pass depends on them, never its bounds."""
+Everything here except the leaves and the frames is an *estimate*: the tilt that centres
+the composed loss at x, the Chernoff guess of eps_g, the tilted spread, the lattice width.
+Only the cost of a pass depends on them, never its bounds.
+
+The *frames* are certified brackets from the ends of the law alone, which the drivers
+intersect with a pass's bracket (or use instead of one): every finite loss is at most the
+composed top T (:meth:`Workload.top_bound`; for a law with an unbounded tail, its support's
+end with the tail's P-mass a delta event), so H(x) <= 1 - e^{x - T}; and the composed loss is
+at least T_lo with P-mass at least M for every choice of top atoms and floors of the leaves
+(:meth:`Workload.frame`), so H(x) >= M (1 - e^{x - T_lo}).  They decide exactly what a lattice
+cannot resolve: one ulp above or below the top atom, a target far below the top atoms' mass,
+and leaves whose losses lie beyond any lattice (:data:`REACH`, 2^40: losses near 1e308).
+A finite law enters cut at its tail (:func:`atom_law`): its extreme atoms of negligible P-mass
+go to +inf (upper side) or onto its lowest kept atom, so that an atom of P-mass e^{-10^4}
+neither sets the top nor widens the lattice."""
 
 from __future__ import annotations
 
