@@ -47,6 +47,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import os
 import sys
 import time
 import warnings
@@ -833,7 +834,9 @@ def check_domain(mech, count, beside, x, d, on_atom):
 _HC = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 DEFAULT = settings(max_examples=4, deadline=None, derandomize=True, database=None, suppress_health_check=_HC,
                    phases=(Phase.explicit, Phase.generate))
-SLOW = settings(max_examples=150, deadline=None, suppress_health_check=_HC)
+# -m slow: 150 examples a family (OPTCOMP_DOMAIN_EXAMPLES overrides, e.g. for a quicker sweep)
+SLOW = settings(max_examples=int(os.environ.get("OPTCOMP_DOMAIN_EXAMPLES", "150")), deadline=None,
+                suppress_health_check=_HC)
 COUNT = st.one_of(st.integers(1, 3), st.sampled_from([10**6, 10**12 - 1]))
 X = st.one_of(st.just(0.0), _log(1e-6, 1e3), st.just(1e308))
 D = st.one_of(_log(1e-300, 0.9), st.just(1e-300))
