@@ -360,16 +360,17 @@ class Reference:
             return mp.mpf(0)
         if inf == d:
             return pos[0][0]
-        A, B = mp.mpf(0), mp.mpf(0)
         for j, (l, m) in enumerate(pos):  # from the top down
-            A += m
-            B += m * mp.exp(-l)
             nxt = pos[j + 1][0] if j + 1 < len(pos) else -mp.inf
             lo = max(nxt, mp.mpf(0))
-            # on [lo, l]: delta(x) = inf + A - e^x B, decreasing; the root lies here when
-            # delta(lo) > d
-            if inf + A - mp.exp(lo) * B > d:
-                return max(lo, mp.log((inf + A - d) / B))
+            # on [lo, l]: delta(lo + u) = inf + C - expm1(u) D, C = sum m (1 - e^{lo - l}),
+            # D = sum m e^{lo - l} over the atoms above (no cancellation); the root lies here
+            # when delta(lo) > d
+            above = pos[: j + 1]
+            C = mp.fsum(mm * -mp.expm1(lo - ll) for ll, mm in above)
+            if inf + C > d:
+                D = mp.fsum(mm * mp.exp(lo - ll) for ll, mm in above)
+                return lo + mp.log1p((inf + C - d) / D)
             if lo == 0:
                 return mp.mpf(0)
         return mp.mpf(0)
@@ -378,13 +379,15 @@ class Reference:
         """Bisection: first on log x (a bracket within a factor 2^-60), then on x."""
         if self.delta(0) <= d:
             return mp.mpf(0)
-        lo_y, hi_y = None, mp.mpf(0)  # log x
+        lo_y, hi_y = mp.mpf(-1), mp.mpf(0)  # log x: delta(e^lo_y) > d >= delta(e^hi_y)
         while self.delta(mp.exp(hi_y)) > d:
             if hi_y >= 800:  # beyond 1e347: the root exceeds every float (inf is its float)
                 return mp.inf
             lo_y, hi_y = hi_y, min(hi_y * 2, mp.mpf(800)) if hi_y > 0 else mp.mpf(1)
-        if lo_y is None:  # the root lies below 1
-            return ref.decreasing_root(self.delta, d, 0, 1, steps=110)
+        while self.delta(mp.exp(lo_y)) <= d:  # the root lies below e^lo_y
+            if lo_y < -2000:
+                return mp.exp(lo_y)
+            lo_y, hi_y = lo_y * 2, lo_y
         for _ in range(64):
             mid = (lo_y + hi_y) / 2
             if self.delta(mp.exp(mid)) > d:
@@ -424,7 +427,7 @@ def test_a_laplace_beyond_the_float_range(scale, sens):
     upper bound), delta_g(1) = 1 - e^{(1 - a)/2} = 1 to every float (an OverflowError before)."""
     r = _entry_points([Laplace(scale, sens)], [1], 1e-6, 1.0)
     assert r["epsilon_g"] == math.inf and r["epsilon_bounds"].upper == math.inf
-    assert r["epsilon_bounds"].lower >= 1e300  # certified: the frame of the law's floor
+    assert r["epsilon_bounds"].lower == FMAX  # the truth is finite, above every float
     assert r["delta_g"] == 1.0 and r["delta_bounds"].upper == 1.0 and r["delta_bounds"].lower >= 1 - 1e-15
 
 
@@ -797,7 +800,17 @@ def _atoms_of(r):
     return out
 
 
-def check_domain(mech, count, beside, x, d, on_atom):
+def check_domain(mech, count, beside, x, d, on_atom, timed=False):
+    start = len(TIMES)
+    try:
+        _check_domain(mech, count, beside, x, d, on_atom)
+    finally:
+        if timed:  # the slow variant: every call of this example under 10 s
+            slowest = max(TIMES[start:], key=lambda t: t[1], default=("", 0.0))
+            assert slowest[1] < 10.0, (slowest, mech, count, beside, x, d, on_atom)
+
+
+def _check_domain(mech, count, beside, x, d, on_atom):
     setup = _setup(mech, count, beside)
     if setup is None:  # no reference: the calls still answer, without warning, within their brackets
         mechs = [mech] + ([beside] if beside is not None else [])
@@ -843,7 +856,7 @@ D = st.one_of(_log(1e-300, 0.9), st.just(1e-300))
 ON_ATOM = st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(0, 2)))
 
 
-def _domain_test(family):
+def _domain_test(family, timed=False):
     # counts to 10^12 where a reference composes them (black boxes, Gaussians); a finite law
     # of three atoms or more in 10^6 copies outgrows the lattice's memory (the strict xfail
     # of tests/test_mechanism_k.py), so its counts stay small here
@@ -851,7 +864,7 @@ def _domain_test(family):
 
     @given(mech=FAMILIES[family], count=count, beside=BESIDE, x=X, d=D, on_atom=ON_ATOM)
     def test(mech, count, beside, x, d, on_atom):
-        check_domain(mech, count, beside, x, d, on_atom)
+        check_domain(mech, count, beside, x, d, on_atom, timed)
 
     return test
 
@@ -868,7 +881,4 @@ def test_the_domain(family):
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_the_domain_thoroughly(family):
     """As :func:`test_the_domain` with many more examples, and every call under 10 s."""
-    TIMES.clear()
-    SLOW(_domain_test(family))()
-    slowest = max(TIMES, key=lambda t: t[1], default=("", 0.0))
-    assert slowest[1] < 10.0, slowest
+    SLOW(_domain_test(family, timed=True))()

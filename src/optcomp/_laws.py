@@ -87,6 +87,9 @@ class AtomLaw:
     inf_hi: float = 0.0
     neg_q_lo: float = 0.0
     neg_q_hi: float = 0.0
+    #: the part of ``inf_lo`` held by atoms beyond the float range (finite losses: an eps_g they
+    #: decide is finite, above the largest float, not unattainable)
+    beyond_lo: float = 0.0
 
     def __post_init__(self):
         for name in ("loss", "perr", "p_lo", "p_hi"):

@@ -86,7 +86,7 @@ from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass, lattice_pass
-from ._lattice.workload import REACH, Source, Workload, gaussian_part, inf_mass
+from ._lattice.workload import REACH, Source, Workload, beyond_floats, gaussian_part, inf_mass
 from .gdp import composed_mu, gaussians_alone, split_gaussians
 from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
@@ -690,6 +690,9 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300,
 
         sources = tuple(s for s in (Source(mech, c, d, cut(mech)) for mech, c in rest) if s.loss.size)
         work = Workload(vals, cnts, merged + sources)
+        # losses beyond the float range count at +inf on both sides: an eps_g they decide is
+        # finite (above the largest float), not unattainable (mu_hi = inf: mu^2 overflowed)
+        work.beyond = any(beyond_floats(mech, d, cut(mech)) for mech, _ in rest) or gauss_event is not None
         events = [(inf_mass(mech, d, cut(mech)), c) for mech, c in rest]
         if gauss_event is not None:
             events.append((gauss_event, 1))
@@ -739,7 +742,7 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
         t_high = residual_target(m_lo, delta_g, round_up=True)
         top = work.top_bound()
         if t_high < 0.0:
-            out.append(Bounds(math.inf, math.inf))
+            out.append(Bounds(sys.float_info.max if work.beyond else math.inf, math.inf))
         elif t_low < 0.0:  # the upper side's delta events exceed delta_g; the lower side's frame
             out.append(Bounds(work.near_top_epsilon(t_high, t_high)[0], math.inf))
         else:

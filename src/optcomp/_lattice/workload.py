@@ -84,7 +84,7 @@ def atom_law(mech, direction: str = FORWARD, tail: float = 0.0) -> AtomLaw:
     if n_top:
         inf_hi = min(1.0, sum_up([inf_hi, *p_hi[cut_top].tolist()]))
     return AtomLaw(law.direction, law.loss[keep], law.perr[keep], law.p_lo[keep], new_hi[keep], law.inf_lo,
-                   inf_hi, law.neg_q_lo, law.neg_q_hi)
+                   inf_hi, law.neg_q_lo, law.neg_q_hi, law.beyond_lo)
 
 
 TAIL_FLOOR = 5e-324  # the least truncation tail a law is asked for (the least positive float)
@@ -121,6 +121,12 @@ def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL)
     points = (pts.loss, pts.perr, pts.p_lo, pts.p_hi) if pts.loss.size else None
     return leaves.cells_leaf(law.h, law.n0, law.p_lo, law.p_hi, law.q_lo, law.q_hi, points, law.below_hi,
                              law.above_hi)
+
+
+def beyond_floats(mech, direction: str = FORWARD, tail: float = 0.0) -> bool:
+    """Whether part of the +inf mass of :func:`inf_mass` is held by finite losses beyond the
+    float range (``AtomLaw.beyond_lo``)."""
+    return mech.kind == "atoms" and atom_law(mech, direction, tail).beyond_lo > 0.0
 
 
 def inf_mass(mech, direction: str = FORWARD, tail: float = 0.0) -> tuple[float, float]:
@@ -273,7 +279,7 @@ def gaussian_part(mu_lo: float, mu_hi: float, tail: float = TAIL):
     every float by more than 2^969 but with probability Phi(-2^510) -- no source and a delta
     event of P-mass [1 - 2^-52 (mu_lo >= 2^512; else 0), 1] (the argument of
     ``mechanisms._base._law_from``)."""
-    if mu_lo >= BEYOND_MU:
+    if mu_lo >= BEYOND_MU:  # (never for mu_bounds' floats, whose mu_lo stays below sqrt(max float))
         return (), (1.0 - 2.0**-52, 1.0)
     if mu_hi == math.inf:  # the upper side is all +inf (delta event 1); the lower side keeps mu_lo's law
         return (GaussianSource(mu_lo, mu_lo, tail),), (0.0, 1.0)
@@ -282,6 +288,9 @@ def gaussian_part(mu_lo: float, mu_hi: float, tail: float = TAIL):
 
 class Workload:
     """Randomized-response groups (``vals`` ascending, ``cnts``) and mechanism ``sources``."""
+
+    #: some delta events stand for finite losses beyond the float range (set by the drivers)
+    beyond = False
 
     def __init__(self, vals: np.ndarray, cnts: np.ndarray, sources: tuple = ()):
         self.vals, self.cnts, self.sources = vals, cnts, tuple(sources)

@@ -278,13 +278,15 @@ class AtomMechanism(_Registered):
                 perr.append(e)
                 lo.append(a)
                 hi.append(b)
+            beyond = 0.0
             if extra_hi:
                 from .._rounding import sum_down, sum_up
 
                 ihi = min(1.0, sum_up([ihi, *extra_hi]))
+                beyond = max(0.0, sum_down(extra_lo)) if extra_lo else 0.0
                 ilo = min(ihi, max(0.0, sum_down([ilo, *extra_lo])))
             nlo, nhi = _mass_bracket(*self._neg_q(direction))
-        return AtomLaw(direction, loss, perr, lo, hi, ilo, ihi, nlo, nhi)
+        return AtomLaw(direction, loss, perr, lo, hi, ilo, ihi, nlo, nhi, min(beyond, ilo))
 
     def loss_range(self, direction: str = FORWARD, *, tail=TAIL) -> tuple[float, float]:
         law = self.law(1.0, direction)

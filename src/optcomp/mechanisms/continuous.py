@@ -86,7 +86,7 @@ class Laplace(CellMechanism):
 
             _, direction, _, _ = _law_args(h, direction, tail, max_atoms)
             e = np.zeros(0)
-            return AtomLaw(direction, e, e, e, e, 1.0 - 2.0**-52, 1.0)
+            return AtomLaw(direction, e, e, e, e, 1.0 - 2.0**-52, 1.0, beyond_lo=1.0 - 2.0**-52)
         return super().law(h, direction, tail=tail, max_atoms=max_atoms)
 
     def variance(self) -> float:
