@@ -732,6 +732,12 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     if mu is not None:  # Gaussians alone: the closed form
         info.path = "closed form (GDP)"
         return gdp_epsilon(mu.lower, mu.upper, delta_g)
+    single = _single(m, others)
+    if single is not None:  # one mechanism: its certified profile
+        b = _profile_epsilon(single, delta_g, tol)
+        if b is not None:
+            info.path = "profile"
+            return b
     out = []
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
     n = sum(int(c) for _, c in others) + 1
@@ -776,6 +782,72 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
             out.append(_narrowed(_shifted_up(b, sigma), near,
                                  lambda r: r.gap <= tol or r.gap <= EPS_FLOAT_GAP * r.upper < math.inf))
     return _worst_direction(out)
+
+
+def _single(m: Mechanisms, others):
+    """The one mechanism of a multiset that holds nothing else (one copy, no black box that
+    adds a loss or a delta), else None: its privacy profile is the optimum itself."""
+    if len(others) == 1 and int(others[0][1]) == 1 and not (m.eps > 0).any() and not (m.delta > 0).any():
+        return others[0][0]
+    return None
+
+
+def _profile_epsilon(mech, delta_g: float, tol: float) -> Bounds:
+    """Certified (lower, upper) on the least x with delta(x) <= delta_g for one mechanism, by
+    bisection on its certified profile (``profile_bounds``), over the floats' bit patterns
+    (at most ~64 evaluations to adjacent floats): the upper end a float x with upper(x) <=
+    delta_g, the lower end one with lower(x) > delta_g (delta decreases; where the
+    profile's bracket straddles delta_g the two ends part by its width).  [inf, inf] when
+    a P-mass at +inf alone exceeds delta_g; [max float, inf] when delta stays above delta_g
+    at the largest float (a loss beyond the float range); None when the profile cannot tell
+    (delta_g equal to the mass at +inf: the drivers' frames decide it exactly)."""
+    import struct
+
+    def bits(x: float) -> int:
+        return struct.unpack("<q", struct.pack("<d", x))[0]
+
+    def flt(i: int) -> float:
+        return struct.unpack("<d", struct.pack("<q", i))[0]
+
+    if mech.profile_bounds(0.0).upper <= delta_g:
+        return Bounds(0.0, 0.0)
+    if mech.kind == "atoms" and any(law.inf_lo - law.beyond_lo > delta_g
+                                    for law in (mech.law(1.0, d) for d in mech.directions())):
+        return Bounds(math.inf, math.inf)
+    fmax = sys.float_info.max
+    at_max = mech.profile_bounds(fmax)
+    if at_max.lower > delta_g:
+        return Bounds(fmax, math.inf)
+    if at_max.upper > delta_g:  # undecided at every x (delta_g = the mass at +inf): the engine's frames
+        return None
+
+    def search(passes) -> float:
+        """The least float x with passes(x) (passes monotone: False below, True above)."""
+        lo, hi = 0, bits(fmax)  # passes(flt(hi)) holds, passes(flt(lo)) does not (0 checked above)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if passes(flt(mid)):
+                hi = mid
+            else:
+                lo = mid
+        return flt(hi)
+
+    upper = search(lambda x: mech.profile_bounds(x).upper <= delta_g)
+    # the lower end: galloping down from the upper one (a few ulps where the profile is tight)
+    top, step = bits(upper), 1
+    while True:
+        cand = max(top - step, 0)
+        if cand == 0 or mech.profile_bounds(flt(cand)).lower > delta_g:
+            break
+        step *= 4
+    lo, hi = cand, top  # lower(flt(lo)) > delta_g (or lo = 0), and not at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mech.profile_bounds(flt(mid)).lower > delta_g:
+            lo = mid
+        else:
+            hi = mid
+    return Bounds(flt(lo), upper)
 
 
 def _split_negligible_sources(work: Workload, budget: float):
@@ -867,6 +939,10 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     if mu is not None:  # Gaussians alone: the closed form
         info.path = "closed form (GDP)"
         return gdp_delta(mu.lower, mu.upper, eps_g)
+    single = _single(m, others)
+    if single is not None:  # one mechanism: its certified profile is the optimum
+        info.path = "profile"
+        return single.profile_bounds(eps_g)
     out = []
     # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
     n = sum(int(c) for _, c in others) + 1

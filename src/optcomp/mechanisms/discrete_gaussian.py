@@ -184,22 +184,49 @@ class DiscreteGaussian(AtomMechanism):
             out.append((dl * dl * ed * sd - 2 * en * sn) // (2 * dl * ed * sd))
         return out
 
-    def _range_masses(self, a: list, b: list):
-        """Certified (lo, hi) of sum_{z=a}^{b} e^{-z²/(2σ²)}/Z (lists of Python integers; a > b:
-        empty): the midpoint rule sum = I (1 + θ), |θ| <= c = 1.01 max(1, u²)/(24 σ²), I =
-        σ sqrt(2π) (Phi((b + 1/2)/σ) − Phi((a − 1/2)/σ)), over Z = σ sqrt(2π)(1 + η).  The
-        standardised ends are formed exactly (rationals) and rounded once (within u of
-        themselves); beyond 10^6 they are clipped there (Phi moves by < 2^-10^11: the upper
-        end adds 5e-324)."""
+    def _z_floors(self, edges: np.ndarray):
+        """:meth:`_z_floor` of many edges: a float array of the integers when every one lies
+        below 2^51 -- zc = Δ/2 − l (σ²/Δ) formed in floats within 4u (|l σ²/Δ| + |zc|) (σ²/Δ,
+        the product and the difference each rounded once), floor decided exactly (integers)
+        only for the edges within that error of an integer --, else a list of Python ints."""
+        dl = self.sensitivity
+        with np.errstate(over="ignore", invalid="ignore"):
+            prod = edges * (self.sigma * self.sigma / dl)
+            zc = dl / 2.0 - prod
+            err = 4.0 * UNIT * (np.abs(prod) + np.abs(zc)) + 1e-300
+        if not (np.all(np.isfinite(zc)) and np.all(np.abs(zc) < 2.0**51)):
+            return self._z_floor(edges.tolist())
+        k = np.floor(zc)
+        near = (zc - k <= err) | (k + 1.0 - zc <= err)
+        if near.any():
+            idx = np.flatnonzero(near)
+            k[idx] = np.array(self._z_floor(edges[idx].tolist()), dtype=float)
+        return k
+
+    def _range_masses(self, a, b):
+        """Certified (lo, hi) of sum_{z=a}^{b} e^{-z²/(2σ²)}/Z (integers: float arrays below
+        2^51, else lists of Python integers; a > b: empty): the midpoint rule sum = I (1 + θ),
+        |θ| <= c = 1.01 max(1, u²)/(24 σ²), I = σ sqrt(2π) (Phi((b + 1/2)/σ) − Phi((a − 1/2)/σ)),
+        over Z = σ sqrt(2π)(1 + η).  The standardised ends: (a − 1/2)/σ in floats (the
+        difference exact below 2^51, the quotient within u), or from rationals, rounded once;
+        beyond 10^6 they are clipped there (Phi moves by < 2^-10^11: the upper end adds
+        5e-324)."""
         from ._normal import phi_interval
 
-        sig = Fraction(self.sigma)
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            za = np.clip((a - 0.5) / self.sigma, -1e6, 1e6)
+            zb = np.clip((b + 0.5) / self.sigma, -1e6, 1e6)
+            empty = a > b
+        else:
+            sig = Fraction(self.sigma)
 
-        def std(v: Fraction) -> float:
-            return float(max(min(v / sig, Fraction(10**6)), Fraction(-10**6)))
+            def std(v: Fraction) -> float:
+                return float(max(min(v / sig, Fraction(10**6)), Fraction(-10**6)))
 
-        za = np.array([std(Fraction(2 * v - 1, 2)) for v in a])
-        zb = np.array([std(Fraction(2 * v + 1, 2)) for v in b])
+            a, b = [int(v) for v in a], [int(v) for v in b]
+            za = np.array([std(Fraction(2 * v - 1, 2)) for v in a])
+            zb = np.array([std(Fraction(2 * v + 1, 2)) for v in b])
+            empty = np.array([x > y for x, y in zip(a, b)], dtype=bool)
         ea = 2.0 * UNIT * np.abs(za) + 5e-324
         eb = 2.0 * UNIT * np.abs(zb) + 5e-324
         i_lo, i_hi = phi_interval(za, ea, zb, eb)
@@ -207,7 +234,6 @@ class DiscreteGaussian(AtomMechanism):
         c = 1.01 * np.maximum(1.0, u * u) / (24.0 * self.sigma * self.sigma) * (1.0 + 4.0 * UNIT)
         lo = i_lo / (1.0 + c) * (1.0 - 4.0 * UNIT)
         hi = np.minimum(i_hi / (1.0 - c) * (1.0 + 4.0 * UNIT) + 5e-324, 1.0)
-        empty = np.array([x > y for x, y in zip(a, b)], dtype=bool)
         return np.where(empty, 0.0, np.maximum(lo, 0.0)), np.where(empty, 0.0, hi)
 
     def _interval_masses(self, l0, l1, direction):
@@ -215,10 +241,20 @@ class DiscreteGaussian(AtomMechanism):
         once): the integers z in (floor(zc(l1)), floor(zc(l0))], zc(l) = Δ/2 − l σ²/Δ; under Q
         the same integers shifted by −Δ (Q(z) = f(z − Δ)/Z)."""
         l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
-        b = self._z_floor(l0.tolist())
-        a = [v + 1 for v in self._z_floor(l1.tolist())]
-        p_lo, p_hi = self._range_masses(a, b)
+        consecutive = l0.size > 0 and np.array_equal(l0[1:], l1[:-1])
+        if consecutive:  # (the lattice's cells: one floor per edge)
+            k = self._z_floors(np.concatenate([l0, l1[-1:]]))
+            b, a1 = k[:-1], k[1:]
+        else:
+            b, a1 = self._z_floors(l0), self._z_floors(l1)
         dl = self.sensitivity
+        if isinstance(b, np.ndarray) and isinstance(a1, np.ndarray):
+            a = a1 + 1.0
+            p_lo, p_hi = self._range_masses(a, b)
+            q_lo, q_hi = self._range_masses(a - dl, b - dl)
+            return p_lo, p_hi, q_lo, q_hi
+        b, a = [int(v) for v in b], [int(v) + 1 for v in a1]
+        p_lo, p_hi = self._range_masses(a, b)
         q_lo, q_hi = self._range_masses([v - dl for v in a], [v - dl for v in b])
         return p_lo, p_hi, q_lo, q_hi
 
@@ -278,6 +314,10 @@ class DiscreteGaussian(AtomMechanism):
         ex = mpmath.exp(x)
         v = (s1 - ex * s0) / zt
         err = (e1 + ex * e0) / zt + abs(v) * zt_err / zt + mpf_err(s1 / zt, ex * s0 / zt, v, bits=8)
+        # every term P(z)(1 - e^{x - L(z)}) lies in [0, P(z)]: delta <= S(m)/Z, whatever e^x
+        cap = (s1 + e1) / (zt - zt_err) * (1 + mpf_err(1, bits=4))
+        if v + err > cap:
+            return cap / 2, cap / 2
         return max(v, mpmath.mpf(0)), err
 
     def _pair(self, h, side, direction, tail, max_atoms):
