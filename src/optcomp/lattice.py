@@ -60,12 +60,12 @@ One refine loop (:func:`_refine`) serves both directions:
   caps the lattice (:class:`ApproxTooCostly` carries the best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
   (binomial atoms with their pmf error charged both ways), upward and downward.
 
-Length (~920 lines): one refine loop (:func:`_refine`) serves both directions, for black
-boxes and for mechanisms (:func:`mechanism_bounds`, with the frames from the ends of the law
-and the mechanisms of negligible loss left out); the drivers share its step control and
-the exact splits (big eps, negligible eps), and split into modules they would import each
-other, which the layer rule forbids for drivers; the certified Chernoff fallback of a size
-limit (:func:`_chernoff_fallback`) wraps both.
+Length (~1000 lines): one refine loop (:func:`_refine`) serves both directions, for black
+boxes and for mechanisms (:func:`mechanism_bounds`, with the frames from the ends of the law,
+the mechanisms of negligible loss left out, one mechanism by its profile); the drivers share
+its step control and the exact splits (big eps, negligible eps), and split into modules they
+would import each other, which the layer rule forbids for drivers; the certified Chernoff
+fallback of a size limit (:func:`_chernoff_fallback`) wraps both.
 """
 
 from __future__ import annotations
@@ -720,7 +720,8 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     t = 1 - (1 - delta_g)/prod(1 - delta_i) (a delta event is independent of everything
     else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x))).
 
-    Per global direction: the frame from the ends of the law first (exact when t = 0 or far
+    One mechanism in one copy is its certified profile (:func:`_profile_epsilon`).  Else,
+    per global direction: the frame from the ends of the law first (exact when t = 0 or far
     below the top atoms' mass, at the float floor of an answer near 1e308, and the only
     bracket for losses beyond the lattice's reach); else the lattice of the mechanisms that
     matter -- those whose losses stay below a sliver sigma (sum <= tol/8) left out, the
@@ -734,7 +735,7 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
         return gdp_epsilon(mu.lower, mu.upper, delta_g)
     single = _single(m, others)
     if single is not None:  # one mechanism: its certified profile
-        b = _profile_epsilon(single, delta_g, tol)
+        b = _profile_epsilon(single, delta_g)
         if b is not None:
             info.path = "profile"
             return b
@@ -792,7 +793,7 @@ def _single(m: Mechanisms, others):
     return None
 
 
-def _profile_epsilon(mech, delta_g: float, tol: float) -> Bounds:
+def _profile_epsilon(mech, delta_g: float) -> Bounds | None:
     """Certified (lower, upper) on the least x with delta(x) <= delta_g for one mechanism, by
     bisection on its certified profile (``profile_bounds``), over the floats' bit patterns
     (at most ~64 evaluations to adjacent floats): the upper end a float x with upper(x) <=
