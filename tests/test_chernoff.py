@@ -116,10 +116,12 @@ def test_a_size_limit_reports_the_chernoff_bound_not_a_trivial_one():
     would need 1.4e7 points at tol 1e-3) and 10^6 of them (5.05e-45, needs more at tol 1e-4):
     the bracket carried by the size limit, and auto's answer, are tiny and certified -- 1 before."""
     m = Laplace(6887.489)
-    with pytest.raises(optcomp.ApproxTooCostly) as info:
-        optcomp.delta_bounds(m, k=10**5, eps_g=2.0, tol=1e-3)
-    assert info.value.bounds.lower == 0.0 and 0.0 < info.value.bounds.upper <= 1e-300
-    assert "Chernoff" in str(info.value)
+    try:  # within the delta tolerance's absolute floor 2^-1000 (a result), or a size limit
+        b = optcomp.delta_bounds(m, k=10**5, eps_g=2.0, tol=1e-3)
+    except optcomp.ApproxTooCostly as exc:
+        assert "Chernoff" in str(exc)
+        b = exc.bounds
+    assert b.lower == 0.0 and 0.0 < b.upper <= 1e-300
     value = optcomp.delta_g(m, k=10**6, eps_g=2.0)
     assert 5.06e-45 <= value <= 1e-40  # the lattice bracket at tol 1e-3 is [5.0457e-45, 5.0622e-45]
 

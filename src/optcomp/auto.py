@@ -14,6 +14,18 @@ asking for "the" eps_g wants an answer on every input, and a certified one:
   certified bracket reached so far (:class:`optcomp.ApproxTooCostly` carries it): its upper
   end is still never below the optimum.
 
+The inverse law.  Where ``optimal`` answers, ``delta_g(eps_g=epsilon_g(delta_g=d)) <= d``
+holds to the last ulp (``optimal_epsilon`` checks its root with ``optimal_delta``).  Where
+the certified approximation answers -- mechanisms of :mod:`optcomp.mechanisms` beyond the
+exact paths, or black boxes beyond ``max_atoms`` -- the two directions are computed
+independently, each within its tolerance tol: eps_opt(d) <= epsilon_g(d) <= eps_opt(d) +
+tol, and delta_opt(x) <= delta_g(x) <= max(delta_opt(x)/(1 - tol), delta_opt(x - tol))
+(:func:`optcomp.lattice.lattice_delta_bounds`).  Since delta_opt(epsilon_g(d)) <= d and
+delta_opt decreases, ``delta_g(eps_g=epsilon_g(delta_g=d)) <= max(d/(1 - tol),
+delta_opt(eps_opt(d) - tol))``: the inverse law holds to the delta tolerance (relative, or
+one tol to the left in eps_g), not to the ulp.  A size limit (the bracket fallback below)
+carries neither tolerance, hence no inverse law.
+
 Which of these answered is logged at INFO level on the ``optcomp`` logger (silent unless
 the caller configures logging) and returned by :func:`resolve_epsilon` /
 :func:`resolve_delta`, which the command line prints in its header.  ``method="optimal"``
