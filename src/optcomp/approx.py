@@ -52,7 +52,7 @@ from fractions import Fraction
 import numpy as np
 from scipy.special import log_expit
 
-from . import _progress
+from . import _memory, _progress
 from ._inputs import Mechanisms, check_delta_g, check_eps_g, check_unit_open, mechanisms
 from ._rounding import UNIT, up
 from .lattice import MAX_POINTS, ApproxTooCostly, Bounds, lattice_bounds, lattice_delta_bounds
@@ -73,7 +73,7 @@ __all__ = [
     "paper_grid",
 ]
 
-OPTIONS = ("eta", "algorithm", "tol", "max_points", "progress")
+OPTIONS = ("eta", "algorithm", "tol", "max_points", "max_memory", "progress")
 ALGORITHMS = ("fast", "paper")
 DEFAULT_ETA = {"fast": 1e-3, "paper": 0.1}
 
@@ -106,12 +106,13 @@ def _check_options(eta, algorithm, tol, max_points):
     return eta, algorithm, tol, int(max_points)
 
 
-def _run(fn, progress):
+def _run(fn, progress, max_memory=None):
     """fn(callback) with the progress callback (:mod:`optcomp._progress`), closing a stderr
-    bar however fn ends."""
+    bar however fn ends, within the memory budget ``max_memory`` (:mod:`optcomp._memory`)."""
     cb = _progress.callback(progress)
     try:
-        return fn(cb)
+        with _memory.limit(max_memory):
+            return fn(cb)
     finally:
         _progress.close(cb)
 
@@ -282,6 +283,9 @@ PAPER_MAX_WORK = 2e11  # DP cell updates (k sum_a/2 per test x tests); k = 1000,
 
 
 def _check_paper_work(grid: PaperGrid, k: int, eta: float) -> None:
+    # the dynamic program's table: two rows of up to sum a_i / 2 + 1 cells, and a shifted copy
+    _memory.current().need(4 * 8.0 * (grid.total // 2 + 2), f"algorithm='paper' at k={k}, eta={eta:g} "
+                           f"(a dynamic-programming table of {grid.total // 2 + 1:,} cells per row)")
     work = 0.5 * k * grid.total * max(1.0, math.log2(grid.total + 2))
     if work > PAPER_MAX_WORK:
         raise ApproxTooCostly(
@@ -302,6 +306,7 @@ def approx_epsilon(
     algorithm: str = "fast",
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> float:
     """Certified approximation of OptComp(m, delta_g) in the sense of MV Theorem 1.7.
@@ -316,8 +321,10 @@ def approx_epsilon(
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
         _progress.callback(progress)  # validated; the published algorithm reports nothing
-        return paper_epsilon(m.black_box_only("approx (algorithm='paper')"), delta_g, eta)
-    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress).upper
+        with _memory.limit(max_memory):
+            return paper_epsilon(m.black_box_only("approx (algorithm='paper')"), delta_g, eta)
+    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress,
+                max_memory).upper
 
 
 def approx_delta(
@@ -328,6 +335,7 @@ def approx_delta(
     algorithm: str = "fast",
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> float:
     """Certified upper bound on the optimal delta_g at eps_g (never below it).
@@ -341,8 +349,10 @@ def approx_delta(
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
         _progress.callback(progress)  # validated; the published algorithm reports nothing
-        return paper_delta(m.black_box_only("approx (algorithm='paper')"), eps_g, eta)
-    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress).upper
+        with _memory.limit(max_memory):
+            return paper_delta(m.black_box_only("approx (algorithm='paper')"), eps_g, eta)
+    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress,
+                max_memory).upper
 
 
 def epsilon_bounds(
@@ -355,6 +365,7 @@ def epsilon_bounds(
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> Bounds:
     """Certified bounds ``lower <= OptComp((eps_i, delta_i)_i, delta_g) <= upper`` with
@@ -365,7 +376,7 @@ def epsilon_bounds(
     m = mechanisms(eps, delta, k, counts)
     delta_g = check_delta_g(delta_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress)
+    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress, max_memory)
 
 
 def delta_bounds(
@@ -378,6 +389,7 @@ def delta_bounds(
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> Bounds:
     """Certified bounds ``lower <= delta_opt(eps_g) <= upper`` with
@@ -387,4 +399,5 @@ def delta_bounds(
     m = mechanisms(eps, delta, k, counts)
     eps_g = check_eps_g(eps_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress)
+    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress,
+                max_memory)

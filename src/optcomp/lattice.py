@@ -80,7 +80,7 @@ from ._cgf import cgf_terms, chernoff_guess, tilt_for
 from ._inputs import Mechanisms
 from ._laws import DIRECTIONS, FORWARD
 from ._rounding import UNIT, dot_dir, down, exact_dir, up
-from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
+from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo, ExactTooLarge
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass, lattice_pass
@@ -199,6 +199,15 @@ def lattice_bounds(
                              progress=progress)
 
 
+def _exact_or_none(run):
+    """The exact producers' bracket, or None when they are out of reach (a binomial window
+    beyond the memory budget: the lattice paths follow)."""
+    try:
+        return run()
+    except ExactTooLarge:
+        return None
+
+
 def _split_big(m: Mechanisms, cap: float = 0.0):
     """(small, shift, slack): the mechanisms that are not (nearly) deterministic, as a
     multiset without delta events (None when nothing is shifted, or -- for the BIG_EPS
@@ -284,7 +293,7 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
                 raise
             raise _limit(exc, shifted(exc.bounds), "eps_g") from None
         return shifted(b)
-    exact = exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS)
+    exact = _exact_or_none(lambda: exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS))
     if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
         return Bounds(exact[0], min(exact[1], top))
@@ -315,7 +324,11 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
         # t is positive but below the float range (rounded down to 0): no upper bound below
         # the top atom can be certified in float64 masses, and refining cannot change that;
         # one pass gives the lower bound (its target t_high >= t is the safe side)
-        lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h), progress)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h),
+                              progress)
+        except ApproxTooCostly as exc:  # the memory budget: the trivial bracket
+            raise _limit(exc, best, "eps_g") from None
         return Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
     aim = {"x": x_est, "reaimed": False}
 
@@ -411,7 +424,16 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
                 best,
             )
         t0 = time.perf_counter()
-        lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+        lp = None  # (the previous pass's arrays are not kept during this one)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+        except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
+            if exc.bounds is not None:
+                raise
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {exc}; best "
+                                  f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
+                                  "eta) or max_memory.", best) from None
         b = evaluate(lp, best)
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                                 seconds=time.perf_counter() - t0))
@@ -588,7 +610,7 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
         if failed:
             raise _limit(failed[0], b, "delta_g") from None
         return b
-    exact = exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS)
+    exact = _exact_or_none(lambda: exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS))
     if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
         return to_delta(exact[0], exact[1])

@@ -17,7 +17,9 @@ from scipy.special import log_expit
 from .._binomial import binomial_log_pmf, binomial_masses
 from .._cgf import binomial_quantile, cgf_terms, tilt_for
 from .._inputs import Mechanisms
+from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, TINY, UNIT, down, exact_dir, up
+from .._types import ExactTooLarge
 from ..loss import LossDistribution, WindowTooNarrow, solve_segments
 
 
@@ -45,6 +47,9 @@ def _split_groups(m: Mechanisms):
     return list(zip(e[~big].tolist(), [int(n) for n in c[~big].tolist()])), shift, slack
 
 
+WINDOW_BYTES = 64  # memory per atom of a binomial window (masses, positions, the solvers' sums; ~25 measured)
+
+
 def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = 0):
     """Atoms m in [m_lo, m_hi] of M ~ Bin(k, p), p = e^eps/(1+e^eps): the losses
     (2m - k) eps (floats, for display), lower and upper bounds on 2^s P0[M = m], a bound on
@@ -54,6 +59,8 @@ def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | N
     (:mod:`optcomp._binomial`, checked against mpmath).  The tail bound uses that the pmf
     ratio r(m) = (k-m)/(m+1) e^eps decreases in m: P0[M > m_hi] <= pmf(m_hi) r/(1 - r).
     """
+    _memory_budget().need(WINDOW_BYTES * (m_hi - m_lo + 1), f"a window of {m_hi - m_lo + 1:,} binomial atoms "
+                          f"(k={k})", ExactTooLarge)
     p_lo, p_up, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale)
     loss = (2 * np.arange(m_lo, m_hi + 1, dtype=np.int64) - k).astype(float) * eps
     return loss, p_lo, p_up, _binomial_tail(eps, k, m_hi, p_up), s
@@ -84,6 +91,8 @@ def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = 
     2 eps (exact gaps whatever k), masses scaled by a power of two (``log2_scale``).  The
     mass above m_hi is bounded and charged as slack (with ``slack``, an unscaled absolute
     amount); the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
+    _memory_budget().need(WINDOW_BYTES * (m_hi - m_lo + 1), f"a window of {m_hi - m_lo + 1:,} binomial atoms "
+                          f"(k={k})", ExactTooLarge)
     p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale, refine)
     tail = _binomial_tail(eps, k, m_hi, p0)
     fe = Fraction(eps)

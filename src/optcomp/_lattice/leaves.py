@@ -39,8 +39,10 @@ import numpy as np
 from scipy.special import log_expit
 
 from .._cgf import binomial_chernoff, cgf_terms
+from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, UNIT
 
+ATOM_BYTES = 240  # memory per atom of a leaf being built or put on the lattice (its arrays and temporaries)
 BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
 
@@ -303,6 +305,7 @@ def group_leaf(items, theta: float, log_slack: float) -> Leaf:
     if len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS:
         eps, c = items[0]
         j_lo, j_hi, log_lump, log_up = _group_window(eps, c, theta, log_slack)
+        _memory_budget().need(ATOM_BYTES * (j_hi - j_lo + 1), f"a window of {j_hi - j_lo + 1:,} binomial atoms")
         j = np.arange(j_lo, j_hi + 1, dtype=np.int64)
         logp, err = binomial_log_pmf(eps, c, j)
         loss = (2 * j - c).astype(float) * eps
@@ -358,6 +361,10 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     loss, perr, logp, err = up.loss, up.perr, up.logp, up.err
     li, log_lump = leaf.lump_index, leaf.log_lump
     n = max(loss.size, dn.loss.size)
+    lo_l = min(float(np.min(up.loss - up.perr)), float(np.min(dn.loss - dn.perr)))
+    hi_l = max(float(np.max(up.loss + up.perr)), float(np.max(dn.loss + dn.perr)))
+    _memory_budget().need(3 * 8 * ((hi_l - lo_l) / h + 4) + ATOM_BYTES * (up.loss.size + dn.loss.size),
+                          f"a leaf's lattice rows at step h={h:g}")
     exact = up.on_lattice if (up.on_lattice is not None and up.step == h) else None
     lo, hi, _ = _lattice_interval(loss, perr, h, exact)
     tg = _lattice_interval(dn.loss, dn.perr, h)[2]
@@ -426,6 +433,9 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     (rows (3, n, Wmax), widths (n,), bases (n,), logZ (3, n), rho (3, n), E2 (3, n),
     K (n, |S|)); row i of leaf i is rows[:, i, :widths[i]]."""
     nl, m = eps2d.shape
+    natoms = math.prod(int(c) + 1 for c in counts)
+    width = 2.0 * float(np.max(eps2d @ np.array(counts, dtype=float))) / h + 4.0
+    _memory_budget().need(nl * (ATOM_BYTES * natoms + 3 * 8 * width), f"{nl:,} bundle leaves at step h={h:g}")
     loss = np.zeros((nl, 1))
     logp = np.zeros((nl, 1))
     mag = np.zeros(nl)
