@@ -80,7 +80,7 @@ def auto_epsilon(m: Mechanisms, delta_g: float, *, tol=None, max_memory=None, pr
     """eps_g of ``method="auto"``: the exact optimum (``optimal``) where it can be computed,
     else a certified upper bound within ``tol`` (default :data:`AUTO_TOL` = 1e-4, absolute)
     of it; never below the optimum.  ``max_memory``: the call's memory budget in bytes
-    (default 2 GiB, :mod:`optcomp._memory`)."""
+    (default 1.5 GiB, :mod:`optcomp._memory`)."""
     return resolve_epsilon(m, delta_g, tol=tol, max_memory=max_memory, progress=progress)[0]
 
 

@@ -407,9 +407,11 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
     next step from the measured gaps (``measure``: absolute in eps, relative in delta;
     second order in h, :func:`_next_step`), ``stalled(...)`` after six steps without
     progress, :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass
-    would exceed ``max_points``."""
+    would exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
+    answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket)."""
     gaps: list[float] = []
     steps: list[float] = []
+    coarser, refused = 0, 0.0
     while True:
         theta = theta_for()
         points = work.points(theta, h)
@@ -430,6 +432,15 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
         except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
             if exc.bounds is not None:
                 raise
+            memory = getattr(exc, "memory", None)
+            if memory is not None:
+                refused = max(refused, h)
+            if not gaps and memory is not None and coarser < MEMORY_RETRIES:
+                # no bracket yet: a coarser pass that fits the budget gives one (the memory of a
+                # pass grows like 1/h; the levels after the one refused are larger still)
+                coarser += 1
+                h = _step_below(h * 4.0 * memory[0] / memory[1])
+                continue
             gap, quantity = names
             raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {exc}; best "
                                   f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
@@ -452,7 +463,14 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
             return stalled(b, gap, h)
         h = _next_step(steps, gaps, tol)
+        if h <= refused:  # a finer step than one the memory budget refused: the bracket so far
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, finer than h={refused:g} "
+                                  f"which exceeds the memory budget; best bounds so far {b.lower!r} <= {quantity} "
+                                  f"<= {b.upper!r}. Raise tol (or eta) or max_memory.", b)
 
+
+MEMORY_RETRIES = 2  # coarser first passes tried when the first one does not fit the memory budget
 
 STEP_MANTISSA_BITS = 4  # steps h = m 2^j with an integer 8 <= m <= 15: consecutive steps 1/8 apart at most
 

@@ -98,8 +98,8 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
     hi = min(W - 1, max(mode, hi))
     # lower edge: the largest lo with  K(s) - s h idx + theta h idx - lz <= log(2^-60 sum r0)
     target = WINDOW_LOG + math.log(float(np.sum(r[0])) + 1e-300)
-    neg = S <= 0.0
-    bound_idx = (target + lz_lo - K[neg]) / ((theta - S[neg]) * h) if theta > 0.0 else None
+    neg = (S <= 0.0) & (S < theta)  # (at theta = 0 the tilts s < 0: the bound needs theta - s > 0)
+    bound_idx = (target + lz_lo - K[neg]) / ((theta - S[neg]) * h) if np.any(neg) else None
     if bound_idx is None:
         lo = 0
     else:

@@ -7,10 +7,11 @@ batches."""
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
-from .._memory import current as _memory_budget
+from .._memory import current as _memory_budget, register_cache, trim_heap
 from .._rounding import UNIT
 
 
@@ -19,6 +20,51 @@ def _fft():
     import scipy.fft
 
     return scipy.fft
+
+
+PLAN_CACHE = 16  # plans scipy.fft (pocketfft) keeps per type: the 16 lengths transformed last
+PLAN_FLUSH = 2**22  # bytes: a tree whose plans reach this evicts them when it ends
+
+
+class _Plans:
+    """What scipy.fft's plan cache holds on our account: pocketfft keeps the real-transform
+    plans of the last PLAN_CACHE lengths per floating type, each ~``itemsize x N`` bytes of
+    twiddle factors (measured: 8 N in float64, 16 N in long double) -- beside a tree of
+    length-10^7 transforms, a few hundred MB.  Mirrored here (least recently used first) so
+    that the memory budget counts it (:func:`optcomp._memory.register_cache`) and can evict
+    it: transforming PLAN_CACHE tiny distinct lengths replaces every cached plan."""
+
+    def __init__(self):
+        self.lru: dict = {}  # dtype name -> {N: bytes}, oldest first
+        self.lock = threading.Lock()
+
+    def bytes(self) -> int:
+        return sum(sum(d.values()) for d in self.lru.values())
+
+    def new_bytes(self, dtype, lengths) -> int:
+        d = self.lru.get(np.dtype(dtype).name, {})
+        return sum(np.dtype(dtype).itemsize * N for N in set(lengths) if N not in d)
+
+    def used(self, dtype, lengths) -> None:
+        with self.lock:
+            d = self.lru.setdefault(np.dtype(dtype).name, {})
+            for N in lengths:
+                d.pop(N, None)
+                d[N] = np.dtype(dtype).itemsize * N
+            while len(d) > PLAN_CACHE:
+                del d[next(iter(d))]
+
+    def flush(self) -> None:
+        with self.lock:
+            for name in list(self.lru):
+                for n in range(2, 2 + PLAN_CACHE):
+                    _fft().rfft(np.ones(n, dtype=np.dtype(name)))
+            self.lru.clear()
+        trim_heap()
+
+
+_PLANS = _Plans()
+register_cache(_PLANS.bytes, _PLANS.flush)
 
 
 def _fft_error(N: int, unit: float = UNIT) -> float:
@@ -192,6 +238,7 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_n
     # as long as the caller's list of blocks: counted for the whole tree
     held = [sum(int(blk[0].nbytes) for blk in blocks if blk[0].base is None)]
     mem.hold(held[0])
+    largest = [0]  # the largest plan used (evicted at the end when it is large)
     try:
         while True:
             sizes = [blk[1].size for blk in blocks]
@@ -200,18 +247,20 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_n
                 Xb, wb_, ob_, Eb_ = next(blk for blk in blocks if blk[1].size == 1)
                 w = int(wb_[0])
                 return Xb[:, 0, :w], w, int(ob_[0]), Eb_[:, 0]
-            blocks = _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, held)
+            blocks = _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, held, largest)
             if len(held) > 2:  # the level before the last one is gone
                 mem.release(held.pop(-2))
     finally:
         for v in held:
             mem.release(v)
+        if largest[0] >= PLAN_FLUSH:
+            _PLANS.flush()
 
 
 TREE_TEMPORARIES = 3  # rfft/irfft arrays of a chunk alive at once beside its output (A or Bm, FA, FB)
 
 
-def _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, held):
+def _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, held, largest):
     """One level of :func:`_fft_tree`: the rows paired (narrowest with widest) and convolved
     in chunks of similar width; its memory checked against the call's budget
     (:mod:`optcomp._memory`) before anything of it is allocated, and held (appended to
@@ -249,7 +298,10 @@ def _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, hel
     units = [nb * (e - s_) * (N + 2) * item for s_, e, N in chunks]
     level = sum(units) + (nb * int(w[carried]) * item if carried is not None else 0)
     level *= 2 if r == 2 else 1
-    tmp = TREE_TEMPORARIES * max(units)
+    # and the plans of its lengths, which scipy.fft keeps (:class:`_Plans`: resident from then on)
+    lengths = [N for _, _, N in chunks]
+    tmp = TREE_TEMPORARIES * max(units) + _PLANS.new_bytes(dtype, lengths)
+    largest[0] = max(largest[0], item * max(lengths))
     mem.hold(level + tmp, f"an FFT tree level of {npairs:,} convolutions of length up to {chunks[-1][2]:,} "
                           f"({np.dtype(dtype).name})")
     held.append(level)
@@ -263,6 +315,7 @@ def _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, hel
             pa, pb = ia[s_:e], ib[s_:e]
             new_blocks.append(_convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers, dtype))
     finally:
+        _PLANS.used(dtype, lengths)
         mem.release(tmp)
     return new_blocks
 
