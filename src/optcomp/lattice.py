@@ -88,7 +88,7 @@ from ._lattice.workload import GaussianSource, Source, Workload, inf_mass
 from .gdp import composed_mu, gaussians_alone, split_gaussians
 from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
-from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
+from ._exact.atoms import UNDERFLOW_SCALE, _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
 __all__ = [
     "MAX_POINTS",
@@ -177,6 +177,17 @@ def lattice_bounds(
     top = dot_dir(cnts, vals, True)
     if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
         return Bounds(dot_dir(cnts, vals, False), top)
+    if t_low <= 0.0:
+        # t > 0 below the float range (delta_g ~ 1 - prod(1 - delta_i) ~ 1e-200): the product
+        # windowed at t, its masses and t scaled by 2^UNDERFLOW_SCALE (the lattice's float64
+        # masses cannot resolve t: :func:`_lattice_epsilon` says so when this does not answer)
+        s = UNDERFLOW_SCALE
+        exact = _exact_or_none(lambda: exact_epsilon_bounds(m, residual_target(m, delta_g, log2_scale=s),
+                                                            residual_target(m, delta_g, round_up=True, log2_scale=s),
+                                                            ENUMERATED_ATOMS, s))
+        if exact is not None:
+            info.path = "enumerated"
+            return Bounds(exact[0], min(exact[1], top))
     small, shift, big_slack = _split_big(m, max(t_low, 0.0) * 2.0**-40)
     if small is not None:
         # L = shift + L_s except with probability <= big_slack (then anywhere): H(x) <=

@@ -54,6 +54,7 @@ from ._memory import budgeted, current as _memory_budget
 from ._rounding import dot_dir, down
 from ._types import ExactTooLarge
 from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bounds, BIG_EPS: re-exported)
+    UNDERFLOW_SCALE,
     BIG_EPS,
     _LOG_FLOOR,
     _TAIL,
@@ -260,7 +261,6 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
     return min(x, top)
 
 
-UNDERFLOW_SCALE = 1000  # masses x 2^this when the residual target is below the float range
 
 
 def _underflowed_root(m: Mechanisms, delta_g: float, max_atoms: int, shrink: float) -> float:
