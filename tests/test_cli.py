@@ -322,7 +322,7 @@ def test_curve_and_tradeoff():
 def test_methods():
     rows = rows_json("methods")
     assert [r["method"] for r in rows] == list(optcomp.METHODS)
-    assert rows[4]["options"] == "max_atoms"
+    assert rows[4]["options"] == "max_atoms,max_memory"
 
 
 # ------------------------------------------------------------------------- files and stdin

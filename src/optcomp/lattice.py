@@ -340,7 +340,14 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
                               progress)
         except ApproxTooCostly as exc:  # the memory budget: the trivial bracket
             raise _limit(exc, best, "eps_g") from None
-        return Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+        b = Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+        if b.gap <= tol:
+            return b
+        raise ApproxTooCostly(
+            f"the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is positive but below the float "
+            f"range (delta_g within ~1e-308 of 1 - prod(1 - delta_i)): the lattice's float64 masses cannot "
+            f"resolve it, so its upper bound is the largest loss (tol={tol:g}); best bounds {b.lower!r} <= eps_g "
+            f"<= {b.upper!r}. method='optimal' settles such targets with scaled masses where it is exact.", b)
     aim = {"x": x_est, "reaimed": False}
 
     def evaluate(lp: LatticePass, best: Bounds) -> Bounds:
@@ -417,7 +424,7 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
     ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
     next step from the measured gaps (``measure``: absolute in eps, relative in delta;
     second order in h, :func:`_next_step`), ``stalled(...)`` after six steps without
-    progress, :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass
+    progress or when a step twice finer or more narrowed the gap by less than 10%, :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass
     would exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
     answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket)."""
     gaps: list[float] = []
@@ -472,6 +479,12 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
         gaps.append(gap)
         steps.append(h)
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
+            return stalled(b, gap, h)
+        if len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]:
+            # a step at least twice finer left the gap where it was: not the lattice's gap
+            # (second order in h, first for tiny eps), so finer passes -- each dearer in time
+            # and memory -- would not narrow it either (e.g. a continuous law's leaf whose
+            # bracket near a point mass does not depend on h)
             return stalled(b, gap, h)
         h = _next_step(steps, gaps, tol)
         if h <= refused:  # a finer step than one the memory budget refused: the bracket so far
@@ -755,7 +768,12 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
     n = sum(int(c) for _, c in others) + 1
     tail = min(1e-30, max(1e-300, residual_target(m, delta_g) * 2.0**-44 / n))
-    for work, m_up, m_lo in _workloads(m, others, tail):
+    works = _workloads(m, others, tail)
+    if any(residual_target(m_lo, delta_g, round_up=True) < 0.0 for _, _, m_lo in works):
+        # delta_g below a direction's +inf mass: no eps_g in that one, hence in none (the larger
+        # of the directions counts): answered before any lattice of the others
+        return Bounds(math.inf, math.inf)
+    for work, m_up, m_lo in works:
         t_low = residual_target(m_up, delta_g)
         t_high = residual_target(m_lo, delta_g, round_up=True)
         top = work.top_bound()
