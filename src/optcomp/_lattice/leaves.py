@@ -679,6 +679,7 @@ def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
             j += 1
         eps2d = np.array([[e for e, _ in plan[t]] for t in range(i, j)], dtype=float)
         rows, widths, bases, logZ, rho, E2, K = _bundle_leaves(eps2d, shape, h, theta, S)
-        for t in range(j - i):
-            yield rows[:, t, : int(widths[t])], int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
+        for t in range(j - i):  # copies: a view would keep the whole slice (up to 48 MB) alive
+            yield rows[:, t, : int(widths[t])].copy(), int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
+        del rows
         i = j
