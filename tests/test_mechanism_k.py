@@ -860,9 +860,9 @@ def test_pair_with_all_but_a_sliver_at_inf(k):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("workload,x", [
-    # delta_bounds at eps_g = 19980 (an atom, one eps below the top 20000); ~25 s to fail
+    # delta_bounds at eps_g = 19980 (an atom, one eps below the top 20000)
     ([(RandomizedResponse(20.0, 3), 1000)], 19980.0),
-    # delta_g (auto, tol 1e-4) at the smallest positive atom (~20 s to fail; delta_bounds at
+    # delta_g (auto, tol 1e-4) at the smallest positive atom (delta_bounds at
     # tol 1e-3 answers, with 1.9 GB): losses up to log(0.29 / 2.6e-203) = 466, k = 59
     ([(Pair((0.2926829268292683, 0.12195121951219512, 0.3902439024390244, 0.1951219512195122),
             (2.573692295504094e-203, 0.0, 1.0, 0.0)), 29), (Profile([(0.0, 1.0045111702529927e-180)]), 30)],
