@@ -317,6 +317,7 @@ def approx_epsilon(
     ``algorithm="paper"``: the published algorithm (default eta 0.1);
     ``"fast"`` (default, eta 1e-3): certified lattice bounds refined until
     upper - lower <= tol (default tol = eta), which gives eps* <= OptComp(delta_g) + tol.
+    ``max_memory``: the call's memory budget in bytes (default 1.5 GiB, :mod:`optcomp._memory`).
     ``math.inf`` when delta_g < 1 - prod(1 - delta_i)."""
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
@@ -372,7 +373,10 @@ def epsilon_bounds(
     ``upper - lower <= tol`` (default ``tol = eta = 1e-3``).  Inputs as for
     :func:`optcomp.epsilon_g`.  ``upper`` is what ``epsilon_g(..., method="approx")``
     returns; it satisfies MV Thm 1.7 for every eta >= tol.  ``progress``: True for a status
-    line on stderr, or a callable receiving one status dict per lattice pass."""
+    line on stderr, or a callable receiving one status dict per lattice pass.
+    ``max_memory``: the call's memory budget in bytes (default 1.5 GiB, :mod:`optcomp._memory`);
+    a lattice beyond it (or beyond ``max_points``) raises :class:`ApproxTooCostly` with the
+    best certified bracket reached."""
     m = mechanisms(eps, delta, k, counts)
     delta_g = check_delta_g(delta_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
