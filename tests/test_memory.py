@@ -211,3 +211,19 @@ def test_the_coarser_retry_answers_what_the_first_step_cannot():
     except optcomp.ApproxTooCostly as exc:
         b = exc.bounds
     assert b.lower <= ref * (1 + 1e-12) and b.upper >= ref * (1 - 1e-12), (b, ref)
+
+
+@pytest.mark.parametrize("method", ["auto", "approx", "optimal"])
+def test_the_toolkit_hands_max_memory_on(method):
+    """privacy_curve, the Accountant and calibrate pass ``max_memory`` to the method (a bad
+    value is refused by name; a good one gives the same answer as the default)."""
+    acc = optcomp.Accountant().compose(0.1, count=10)
+    with pytest.raises(ValueError, match="max_memory"):
+        optcomp.privacy_curve(0.1, k=10, num=3, method=method, max_memory=1000)
+    with pytest.raises(ValueError, match="max_memory"):
+        acc.get_epsilon(1e-6, method=method, max_memory=1000)
+    with pytest.raises(ValueError, match="max_memory"):
+        optcomp.calibrate.per_query_epsilon(10, 1.0, 1e-6, method=method, max_memory=1000)
+    c = optcomp.privacy_curve(0.1, k=10, num=3, method=method, max_memory=2**30)
+    assert np.array_equal(c.delta, optcomp.privacy_curve(0.1, k=10, num=3, method=method).delta)
+    assert acc.get_epsilon(1e-6, method=method, max_memory=2**30) == acc.get_epsilon(1e-6, method=method)
