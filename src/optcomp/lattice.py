@@ -424,8 +424,9 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
     ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
     next step from the measured gaps (``measure``: absolute in eps, relative in delta;
     second order in h, :func:`_next_step`), ``stalled(...)`` after six steps without
-    progress or when a step twice finer or more narrowed the gap by less than 10%, :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass
-    would exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
+    progress or when a step twice finer or more narrowed the gap by less than 10%,
+    :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass would
+    exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
     answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket)."""
     gaps: list[float] = []
     steps: list[float] = []

@@ -98,7 +98,8 @@ _REGISTRY = (
            ("eta", "algorithm", "tol", "max_points", "max_memory", "progress")),  # = optcomp.approx.OPTIONS
     Method("auto", "The default: optimal where exact is feasible, else approx's certified upper bound "
                    "(within 1e-4 absolute in eps_g, relative in delta_g)",
-           _Lazy("auto", "auto_epsilon"), _Lazy("auto", "auto_delta"), ("tol", "max_memory", "progress")),  # = auto.OPTIONS
+           _Lazy("auto", "auto_epsilon"), _Lazy("auto", "auto_delta"),
+           ("tol", "max_memory", "progress")),  # = optcomp.auto.OPTIONS
 )
 
 #: The registry, method name -> :class:`Method` (theorem, functions, accepted options).
