@@ -170,7 +170,8 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     ``1/prod(1+e^{eps_i}) sum_S max(e^{sum_S eps} - e^{eps_g} e^{sum_{not S} eps}, 0)
     <= 1 - (1 - delta_g)/prod(1 - delta_i)``, returned rounded *up* (never below the
     optimum; a few ulps above it).  ``math.inf`` when delta_g < 1 - prod(1 - delta_i).
-    Raises :class:`ExactTooLarge` when no exact algorithm fits in ``max_atoms``.
+    Raises :class:`ExactTooLarge` when no exact algorithm fits in ``max_atoms`` or in the
+    memory budget ``max_memory`` (bytes, default 1.5 GiB: :mod:`optcomp._memory`).
 
     The inverse law: :func:`optimal_delta` at the returned eps_g is <= delta_g.  The two
     directions charge their float errors differently (and small ill-conditioned roots are
@@ -299,7 +300,8 @@ REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relati
 @budgeted
 def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
     """The least delta_g with (eps_g, delta_g)-DP of the composition (MV Thm 1.5 solved for
-    delta_g): ``1 - prod(1 - delta_i) (1 - H(eps_g))``, rounded up (never below)."""
+    delta_g): ``1 - prod(1 - delta_i) (1 - H(eps_g))``, rounded up (never below); options as
+    for :func:`optimal_epsilon`."""
     max_atoms = _check_max_atoms(max_atoms)
     top = _max_loss(m)
     if eps_g >= top:
