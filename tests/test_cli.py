@@ -322,7 +322,7 @@ def test_curve_and_tradeoff():
 def test_methods():
     rows = rows_json("methods")
     assert [r["method"] for r in rows] == list(optcomp.METHODS)
-    assert rows[4]["options"] == "max_atoms"
+    assert rows[4]["options"] == "max_atoms,max_memory"
 
 
 # ------------------------------------------------------------------------- files and stdin
@@ -461,7 +461,7 @@ def test_bad_files_are_one_line_and_exit_2(text, match, capsys, monkeypatch):
      "optcomp epsilon: error: ambiguous option: --del could match --delta, --delta-g (see optcomp epsilon --help)"),
     # the options a method takes are the flags there are (progress is none)
     (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--max-atoms", "5"),
-     "optcomp epsilon: error: --max-atoms does not apply to method auto (its options: --tol)"),
+     "optcomp epsilon: error: --max-atoms does not apply to method auto (its options: --tol, --max-memory)"),
     # a privacy loss near the float range: one line naming the range, not warnings and a traceback's tail
     (("curve", "--mechanism", "laplace:scale=1e-308", "--k", "2", "--num", "3"),
      "optcomp curve: error: values beyond floating-point range for this computation"),

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 
+from . import _memory
 from ._inputs import Mechanisms
 from ._types import ApproxTooCostly, ExactTooLarge
 
@@ -43,7 +44,7 @@ __all__ = ["AUTO_TOL", "OPTIONS", "auto_epsilon", "auto_delta", "resolve_epsilon
 
 #: the stated tolerance of the fallback: absolute in eps_g, relative in delta_g
 AUTO_TOL = 1e-4
-OPTIONS = ("tol", "progress")
+OPTIONS = ("tol", "max_memory", "progress")
 
 _log = logging.getLogger("optcomp")
 
@@ -67,33 +68,36 @@ def _resolve(exact, bounded, what: str, tol, progress) -> tuple[float, str]:
     return float(upper), how
 
 
-def resolve_epsilon(m: Mechanisms, delta_g: float, *, tol=None, progress=None) -> tuple[float, str]:
+def resolve_epsilon(m: Mechanisms, delta_g: float, *, tol=None, max_memory=None, progress=None) -> tuple[float, str]:
     """(eps_g, how it was obtained) for ``method="auto"``; see the module docstring."""
     from .approx import approx_epsilon
     from .methods import METHOD_INFO
 
-    return _resolve(lambda: METHOD_INFO["optimal"].epsilon(m, delta_g),
-                    lambda t, p: approx_epsilon(m, delta_g, tol=t, progress=p), "eps_g", tol, progress)
+    with _memory.limit(max_memory):
+        return _resolve(lambda: METHOD_INFO["optimal"].epsilon(m, delta_g),
+                        lambda t, p: approx_epsilon(m, delta_g, tol=t, progress=p), "eps_g", tol, progress)
 
 
-def resolve_delta(m: Mechanisms, eps_g: float, *, tol=None, progress=None) -> tuple[float, str]:
+def resolve_delta(m: Mechanisms, eps_g: float, *, tol=None, max_memory=None, progress=None) -> tuple[float, str]:
     """(delta_g, how it was obtained) for ``method="auto"``; see the module docstring."""
     from .approx import approx_delta
     from .methods import METHOD_INFO
 
-    return _resolve(lambda: METHOD_INFO["optimal"].delta(m, eps_g),
-                    lambda t, p: approx_delta(m, eps_g, tol=t, progress=p), "delta_g", tol, progress)
+    with _memory.limit(max_memory):
+        return _resolve(lambda: METHOD_INFO["optimal"].delta(m, eps_g),
+                        lambda t, p: approx_delta(m, eps_g, tol=t, progress=p), "delta_g", tol, progress)
 
 
-def auto_epsilon(m: Mechanisms, delta_g: float, *, tol=None, progress=None) -> float:
+def auto_epsilon(m: Mechanisms, delta_g: float, *, tol=None, max_memory=None, progress=None) -> float:
     """eps_g of ``method="auto"``: the exact optimum (``optimal``) where it can be computed,
     else a certified upper bound within ``tol`` (default :data:`AUTO_TOL` = 1e-4, absolute)
-    of it; never below the optimum."""
-    return resolve_epsilon(m, delta_g, tol=tol, progress=progress)[0]
+    of it; never below the optimum.  ``max_memory``: the call's memory budget in bytes
+    (default 1.5 GiB, :mod:`optcomp._memory`)."""
+    return resolve_epsilon(m, delta_g, tol=tol, max_memory=max_memory, progress=progress)[0]
 
 
-def auto_delta(m: Mechanisms, eps_g: float, *, tol=None, progress=None) -> float:
+def auto_delta(m: Mechanisms, eps_g: float, *, tol=None, max_memory=None, progress=None) -> float:
     """delta_g of ``method="auto"``: the exact optimum (``optimal``) where it can be
     computed, else a certified upper bound within ``tol`` (default :data:`AUTO_TOL` = 1e-4,
-    relative) of it; never below the optimum."""
-    return resolve_delta(m, eps_g, tol=tol, progress=progress)[0]
+    relative) of it; never below the optimum.  ``max_memory`` as for :func:`auto_epsilon`."""
+    return resolve_delta(m, eps_g, tol=tol, max_memory=max_memory, progress=progress)[0]

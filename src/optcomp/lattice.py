@@ -82,7 +82,7 @@ from ._cgf import cgf_terms, chernoff_guess, tilt_for
 from ._inputs import Mechanisms
 from ._laws import DIRECTIONS, FORWARD
 from ._rounding import LIBM_ULPS, UNIT, dot_dir, down, exact_dir, up
-from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
+from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo, ExactTooLarge
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass, lattice_pass
@@ -90,7 +90,7 @@ from ._lattice.workload import REACH, Source, Workload, beyond_floats, gaussian_
 from .gdp import composed_mu, gaussians_alone, split_gaussians
 from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
-from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
+from ._exact.atoms import UNDERFLOW_SCALE, _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
 __all__ = [
     "MAX_POINTS",
@@ -180,6 +180,17 @@ def lattice_bounds(
     top = dot_dir(cnts, vals, True)
     if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
         return Bounds(dot_dir(cnts, vals, False), top)
+    if t_low <= 0.0:
+        # t > 0 below the float range (delta_g ~ 1 - prod(1 - delta_i) ~ 1e-200): the product
+        # windowed at t, its masses and t scaled by 2^UNDERFLOW_SCALE (the lattice's float64
+        # masses cannot resolve t: :func:`_lattice_epsilon` says so when this does not answer)
+        s = UNDERFLOW_SCALE
+        exact = _exact_or_none(lambda: exact_epsilon_bounds(m, residual_target(m, delta_g, log2_scale=s),
+                                                            residual_target(m, delta_g, round_up=True, log2_scale=s),
+                                                            ENUMERATED_ATOMS, s))
+        if exact is not None:
+            info.path = "enumerated"
+            return Bounds(exact[0], min(exact[1], top))
     small, shift, big_slack = _split_big(m, max(t_low, 0.0) * 2.0**-40)
     if small is not None:
         # L = shift + L_s except with probability <= big_slack (then anywhere): H(x) <=
@@ -200,6 +211,15 @@ def lattice_bounds(
         return shifted(b)
     return _epsilon_bounds_t(m, t_low, t_high, tol, max_points=max_points, info=info, workers=workers,
                              progress=progress)
+
+
+def _exact_or_none(run):
+    """The exact producers' bracket, or None when they are out of reach (a binomial window
+    beyond the memory budget: the lattice paths follow)."""
+    try:
+        return run()
+    except ExactTooLarge:
+        return None
 
 
 def _split_big(m: Mechanisms, cap: float = 0.0):
@@ -287,7 +307,7 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
                 raise
             raise _limit(exc, shifted(exc.bounds), "eps_g") from None
         return shifted(b)
-    exact = exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS)
+    exact = _exact_or_none(lambda: exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS))
     if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
         return Bounds(exact[0], min(exact[1], top))
@@ -320,8 +340,19 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
         # t is positive but below the float range (rounded down to 0): no upper bound below
         # the top atom can be certified in float64 masses, and refining cannot change that;
         # one pass gives the lower bound (its target t_high >= t is the safe side)
-        lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h), progress)
-        return Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h),
+                              progress)
+        except ApproxTooCostly as exc:  # the memory budget: the trivial bracket
+            raise _limit(exc, best, "eps_g") from None
+        b = Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+        if b.gap <= tol:
+            return b
+        raise ApproxTooCostly(
+            f"the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is positive but below the float "
+            f"range (delta_g within ~1e-308 of 1 - prod(1 - delta_i)): the lattice's float64 masses cannot "
+            f"resolve it, so its upper bound is the largest loss (tol={tol:g}); best bounds {b.lower!r} <= eps_g "
+            f"<= {b.upper!r}. method='optimal' settles such targets with scaled masses where it is exact.", b)
     aim = {"x": x_est, "reaimed": False}
 
     def evaluate(lp: LatticePass, best: Bounds) -> Bounds:
@@ -407,10 +438,13 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
     ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
     next step from the measured gaps (``measure``: absolute in eps, relative in delta;
     second order in h, :func:`_next_step`), ``stalled(...)`` after six steps without
-    progress, :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass
-    would exceed ``max_points``."""
+    progress or when a step twice finer or more narrowed the gap by less than 10%,
+    :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass would
+    exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
+    answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket)."""
     gaps: list[float] = []
     steps: list[float] = []
+    coarser, refused = 0, 0.0
     while True:
         theta = theta_for()
         points = work.points(theta, h)
@@ -425,7 +459,25 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
                 best,
             )
         t0 = time.perf_counter()
-        lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+        lp = None  # (the previous pass's arrays are not kept during this one)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+        except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
+            if exc.bounds is not None:
+                raise
+            memory = getattr(exc, "memory", None)
+            if memory is not None:
+                refused = max(refused, h)
+            if not gaps and memory is not None and coarser < MEMORY_RETRIES:
+                # no bracket yet: a coarser pass that fits the budget gives one (the memory of a
+                # pass grows like 1/h; the levels after the one refused are larger still)
+                coarser += 1
+                h = _step_below(h * 4.0 * memory[0] / memory[1])
+                continue
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {exc}; best "
+                                  f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
+                                  "eta) or max_memory.", best) from None
         b = evaluate(lp, best)
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                                 seconds=time.perf_counter() - t0))
@@ -443,8 +495,21 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
         steps.append(h)
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
             return stalled(b, gap, h)
+        if len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]:
+            # a step at least twice finer left the gap where it was: not the lattice's gap
+            # (second order in h, first for tiny eps), so finer passes -- each dearer in time
+            # and memory -- would not narrow it either (e.g. a continuous law's leaf whose
+            # bracket near a point mass does not depend on h)
+            return stalled(b, gap, h)
         h = _next_step(steps, gaps, tol)
+        if h <= refused:  # a finer step than one the memory budget refused: the bracket so far
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, finer than h={refused:g} "
+                                  f"which exceeds the memory budget; best bounds so far {b.lower!r} <= {quantity} "
+                                  f"<= {b.upper!r}. Raise tol (or eta) or max_memory.", b)
 
+
+MEMORY_RETRIES = 2  # coarser first passes tried when the first one does not fit the memory budget
 
 STEP_MANTISSA_BITS = 4  # steps h = m 2^j with an integer 8 <= m <= 15: consecutive steps 1/8 apart at most
 
@@ -602,7 +667,7 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
         if failed:
             raise _limit(failed[0], b, "delta_g") from None
         return b
-    exact = exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS)
+    exact = _exact_or_none(lambda: exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS))
     if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
         return to_delta(exact[0], exact[1])
@@ -759,7 +824,6 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     for work, m_up, m_lo in works:
         t_low = residual_target(m_up, delta_g)
         t_high = residual_target(m_lo, delta_g, round_up=True)
-        top = work.top_bound()
         floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
         if t_high < 0.0:
             out.append(Bounds(sys.float_info.max if work.beyond else math.inf, math.inf))

@@ -9,12 +9,14 @@ and its log-MGF bound (:func:`optcomp._lattice.leaves.build`), never through eps
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import threading
 import time
 
 import numpy as np
+from .._memory import current as _memory_budget
 from .._rounding import UNIT
 from . import leaves
 from .passes import LatticePass, extract
@@ -33,10 +35,29 @@ class _Node:
     on log E_P0[e^{s L}] of its (true, refined, lumped) upper-bound row at the tilts s of
     :func:`_mgf_grid` (what the window bounds of :func:`_cut` rest on)."""
 
-    __slots__ = ("rows", "off", "E", "lz", "rho", "K", "level")
+    __slots__ = ("_rows", "off", "E", "lz", "rho", "K", "level", "_budget")
 
     def __init__(self, rows, off, E, lz, rho, K, level=0):
+        self._budget, self._rows = _memory_budget(), None
         self.rows, self.off, self.E, self.lz, self.rho, self.K, self.level = rows, off, E, lz, rho, K, level
+
+    @property
+    def rows(self):
+        return self._rows
+
+    @rows.setter
+    def rows(self, value):
+        # a node's rows are held in the call's memory budget while the node lives (their
+        # allocation was checked before: an FFT tree level, a window's copy)
+        self._budget.hold(value.nbytes)
+        if self._rows is not None:
+            self._budget.release(self._rows.nbytes)
+        self._rows = value
+
+    def __del__(self):
+        if self._rows is not None:
+            self._budget.release(self._rows.nbytes)
+            self._rows = None
 
 
 def _mgf_grid(theta: float) -> np.ndarray:
@@ -77,8 +98,8 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
     hi = min(W - 1, max(mode, hi))
     # lower edge: the largest lo with  K(s) - s h idx + theta h idx - lz <= log(2^-60 sum r0)
     target = WINDOW_LOG + math.log(float(np.sum(r[0])) + 1e-300)
-    neg = S <= 0.0
-    bound_idx = (target + lz_lo - K[neg]) / ((theta - S[neg]) * h) if theta > 0.0 else None
+    neg = (S <= 0.0) & (S < theta)  # (at theta = 0 the tilts s < 0: the bound needs theta - s > 0)
+    bound_idx = (target + lz_lo - K[neg]) / ((theta - S[neg]) * h) if np.any(neg) else None
     if bound_idx is None:
         lo = 0
     else:
@@ -98,6 +119,7 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
         # the lumped P0 mass (<= e^{log_lump + lz - theta h idx}) now sits at l = h idx
         lz_hi = float(node.lz[0]) + 1e-12 * (1.0 + abs(float(node.lz[0])))
         node.K = np.logaddexp(K, log_lump + lz_hi - theta * h * idx + S * h * idx) + 1e-12 * (np.abs(K) + 1.0)
+    node._budget.need(r[:, lo: hi + 1].nbytes, "a window of a lattice node")
     node.rows = r[:, lo: hi + 1].copy()
     node.rows[0, 0] += lump
     node.E = node.E.copy()
@@ -362,7 +384,9 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         # their loops), each with one FFT worker; the tree is the same as run in sequence
         from concurrent.futures import FIRST_EXCEPTION, wait
 
-        futs = [_pool().submit(_stream, part, h, theta, log_slack, S, 1, False, ticker) for part in parts]
+        # (each in a copy of this context: the call's memory budget, :mod:`optcomp._memory`)
+        futs = [_pool().submit(contextvars.copy_context().run, _stream, part, h, theta, log_slack, S, 1, False, ticker)
+                for part in parts]
         try:
             while True:
                 done, not_done = wait(futs, timeout=0.5, return_when=FIRST_EXCEPTION)

@@ -27,6 +27,8 @@ neither sets the top nor widens the lattice."""
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from fractions import Fraction
 from functools import lru_cache
 
@@ -35,7 +37,8 @@ from scipy.special import expit, log_expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
 from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
-from .._laws import FORWARD, TAIL, AtomLaw, loss_end
+from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, loss_end
+from .._memory import current as _memory_budget, register_cache, resident
 from .._types import ApproxTooCostly
 from . import leaves
 
@@ -90,10 +93,53 @@ def atom_law(mech, direction: str = FORWARD, tail: float = 0.0) -> AtomLaw:
 TAIL_FLOOR = 5e-324  # the least truncation tail a law is asked for (the least positive float)
 
 
-@lru_cache(maxsize=32)
+LEAF_CACHE = 2**28  # bytes of mechanism leaves kept between passes and calls (the last ones used)
+CELL_BYTES = 512  # memory per cell while a continuous law's leaf is built (Laplace: ~400 measured)
+ATOM_BYTES = 1280  # ... per atom of a finite law's (its atoms pass through mpmath: ~1160 measured)
+_LEAVES: OrderedDict = OrderedDict()
+_LEAVES_BYTES = [0]
+_LEAVES_LOCK = threading.Lock()
+
+
+def _leaf_bytes(leaf: leaves.Leaf) -> int:
+    return sum(int(v.nbytes) for a in (leaf.upper, leaf.lower) for v in (a.loss, a.perr, a.logp, a.err, a.on_lattice)
+               if v is not None)
+
+
+def _clear_leaves() -> None:
+    with _LEAVES_LOCK:
+        _LEAVES.clear()
+        _LEAVES_BYTES[0] = 0
+
+
+register_cache(lambda: _LEAVES_BYTES[0], _clear_leaves)
+
+
 def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL) -> leaves.Leaf:
-    """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``;
-    a finite law through :func:`atom_law`, cut at ``tail``).
+    """The leaf of one mechanism at the lattice step h (:func:`_mechanism_leaf`), cached (the
+    last ones used, at most ``LEAF_CACHE`` bytes in all and an eighth of the memory budget:
+    counted against the budget, dropped before it refuses an allocation)."""
+    key = (mech, h, direction, tail)
+    with _LEAVES_LOCK:
+        leaf = _LEAVES.get(key)
+        if leaf is not None:
+            _LEAVES.move_to_end(key)
+            return leaf
+    leaf = _mechanism_leaf(mech, h, direction, tail)
+    nbytes = _leaf_bytes(leaf)
+    cap = min(LEAF_CACHE, _memory_budget().limit // 8)
+    with _LEAVES_LOCK:
+        if nbytes <= cap and key not in _LEAVES:
+            _LEAVES[key] = leaf
+            _LEAVES_BYTES[0] += nbytes
+            while _LEAVES_BYTES[0] > cap:
+                _LEAVES_BYTES[0] -= _leaf_bytes(_LEAVES.popitem(last=False)[1])
+    return leaf
+
+
+def _mechanism_leaf(mech, h: float, direction: str, tail: float) -> leaves.Leaf:
+    """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``; a
+    finite law through :func:`atom_law`, cut at ``tail``).
 
     A finite loss law with P-mass delta_m at +inf (a :class:`~optcomp.mechanisms.Profile`'s
     min delta_j, a :class:`~optcomp.mechanisms.Pair`'s outcomes with q = 0) is split as
@@ -102,11 +148,22 @@ def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL)
     the side that matches the delta_m used with it) and delta_m enters as an independent
     delta event, exactly like a black box's delta_i: delta(x) = 1 - prod(1 - delta)(1 - H'(x))
     (:func:`inf_mass`).  A law with a continuous part is the connect-the-dots leaf of its
-    cells (:func:`optcomp._lattice.leaves.cells_leaf`)."""
+    cells (:func:`optcomp._lattice.leaves.cells_leaf`).  Its size is capped by the call's
+    memory budget (:mod:`optcomp._memory`): a step needing more cells or atoms than fit is a
+    size limit (:class:`ApproxTooCostly` without a bracket: the drivers attach theirs)."""
+    budget = _memory_budget()
+    per = CELL_BYTES if mech.kind == "cells" else ATOM_BYTES
+    room = max(int((budget.limit - budget.held - resident()) // per), 1)
     try:
-        law = atom_law(mech, direction, tail) if mech.kind == "atoms" else mech.law(h, direction, tail=tail)
+        if mech.kind == "atoms":
+            law = atom_law(mech, direction, tail)
+            if law.loss.size > room:
+                raise ValueError(f"{law.loss.size} atoms exceed the {room} that fit")
+        else:
+            law = mech.law(h, direction, tail=tail, max_atoms=min(MAX_ATOMS, room))
     except ValueError as exc:  # too many cells or atoms at this step: a size limit, not bad input
-        raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}", None) from None
+        what = "" if room >= MAX_ATOMS else f" (the memory budget, max_memory={budget.limit:,} bytes)"
+        raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}{what}", None) from None
     if isinstance(law, AtomLaw):
         p_lo, p_hi, inf_lo, inf_hi = law.p_lo, law.p_hi, law.inf_lo, law.inf_hi
         if inf_hi > 0.0:
