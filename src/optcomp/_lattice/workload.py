@@ -144,7 +144,7 @@ class Workload:
     def plan(self, h: float) -> list:
         out = list(self.rr_plan)
         for s in self.sources:
-            out.append(leaves.Power(s.leaf(h), s.count) if s.count > 1 else s.leaf(h))
+            out.append(leaves.Power(s.leaf(h), s.count, s.leaf) if s.count > 1 else s.leaf(h))
         return out
 
     def leaves_count(self) -> int:

@@ -1,0 +1,334 @@
+r"""Self-composition by one FFT (layer L3): the k-fold composition of one leaf (a
+:class:`optcomp._lattice.leaves.Power` alone in a pass), as one forward transform of the
+leaf's tilted rows, a pointwise k-th power, one inverse transform -- every error bounded.
+
+Construction.  Let r be one of the leaf's three tilted rows (:func:`optcomp._lattice.leaves.leaf_rows`:
+refined P0, garbled P0, garbled P1; W entries, entry q at lattice index base + q, a
+probability vector up to its error bounds rho, E2).  The k-fold convolution t = r^{*k}
+(computed from the *stored* row r) lives on q = 0 .. k(W - 1), lattice index k base + q.  A
+window [Q0, Q0 + N) of it is computed as the circular convolution of length N (5-smooth,
+N >= W):
+
+    x = r zero-padded to N,   X = rfft(x),   P_j = X_j^k (j in J; 0 elsewhere),   c = irfft(P, N),
+
+and window entry i is c[(Q0 + i) mod N] = t[Q0 + i] + a_i, where a_i >= 0 is the mass of t
+at the indices Q0 + i + jN, j != 0, outside the window (aliasing; sum_i a_i = the mass of t
+outside the window).  P_j is formed by square-and-multiply, only on the frequencies J where
+|X_j| + D > c_J = e^{-800/k} (elsewhere |X_j^k| <= e^{-799}: the inverse transform of a
+band-limited spectrum; this costs O(|J| log k), |J| ~ a few N / sd).
+
+Error of one row (max norm; A = F x the exact DFT, exact circular result c = F^-1(A^k);
+||.||_V the 2-norm of the full spectrum, conjugates included; sums over j are V-weighted:
+weight 1 at j = 0 and j = N/2, 2 elsewhere, total weight N):
+
+1. Forward transform (:func:`optcomp._lattice.tree._transform_error`, eps = eps(N)):
+   ||X - A||_V <= D := eps sqrt(N) |x|_2, so every |X_j - A_j| =: d_j <= D and
+   |A_j|, |X_j| <= m_j := |X_j| + D.
+2. Power.  Every complex product is fl(yz) = yz (1 + delta) + alpha, |delta| <= mu =
+   sqrt(2) gamma_2 (Higham, Lemma 3.5; numpy's products, as in :func:`optcomp._lattice.tree._fft_error`
+   step 5), |alpha| <= alpha0 = 2^-1072 (gradual underflow of the real products).
+   Square-and-multiply evaluates a product tree with k leaves (shared subtrees evaluate the
+   same), so by induction on the tree -- a node with n = n1 + n2 leaves is
+   (z^n1 w1 + b1)(z^n2 w2 + b2)(1 + delta) + alpha -- its result is z^n w + b with
+   |w - 1| <= (1 + mu)^(n-1) - 1 and |b| <= 2 (n - 1) alpha0 ((1 + mu) max(1, |z|))^n.
+   So |P_j - X_j^k| <= pw_j := ((1 + mu)^(k-1) - 1) |X_j|^k + 2 (k - 1) alpha0 ((1 + mu) max(1, |X_j|))^k.
+3. Amplification: |X_j^k - A_j^k| <= k d_j m_j^(k-1), and by Cauchy-Schwarz (sum d_j^2 <= D^2)
+   sum_j k d_j m_j^(k-1) <= k D (sum_j m_j^(2k-2))^(1/2).  Off J, |P_j - A_j^k| = |A_j|^k <=
+   m_j^k <= e^{-799}.  Hence, e = P - A^k,
+       ||e||_1 <= sum_J pw_j + k D (sum_J m_j^(2k-2))^(1/2) + N e^{-799}.
+4. Inverse transform (backward passes within eps sqrt(N) ||P||_V, then the product by fl(1/N),
+   2.001 u, :func:`optcomp._lattice.tree._fft_error` step 5):
+   ||c^ - F^-1 P||_2 <= (eps + 2.001 u (1 + eps)) ||P||_V / sqrt(N).
+5. ||F^-1 e||_inf <= ||e||_1 / N (every entry of F^-1 has modulus 1/N), so
+
+       ||c^ - c||_inf <= (eps + 2.001 u (1 + eps)) ||P||_V / sqrt(N) + ||e||_1 / N  =: E_fft,
+
+   every quantity computed from the floats X, P with its rounding charged upward
+   (:func:`_pow_sum_up`).  Clipping negative entries to 0 only reduces the error.
+
+The bound exploits the decay of |X_j|^k: the amplification k D is spread over the ~N / sd
+frequencies that survive the power (sd the spread of t in lattice points), so E_fft is about
+k eps |x|_2 / sqrt(N / sd), a relative error ~1e-7 of the entries at the tilted mode for
+10^6 copies (the tilt puts the answer there).
+
+Window.  Any window gives certified bounds; it is chosen so that the charges below are
+negligible (2^-60 of the tilted mass, the driver's ``log_slack`` for the untilted mass sent
+to +inf), from Chernoff bounds: on the stored garbled-P0 row, log sum_q r_q e^{s q} <= LM(s)
+(:func:`_row_log_mgf`), so t has mass <= e^{k LM(s) - s Q} at q >= Q (s > 0) and
+<= e^{k LM(-s) + s Q} at q < Q (s > 0); on the true upper law, the leaf's log-MGF bound K
+(:func:`optcomp._lattice.leaves.upper_row_mgf`), P0[L >= l] <= e^{k K(s) - s l} (s > 0) and
+P0[L < l] <= e^{k K(s) - s l} (s <= 0).  The rows' true values are the stored k-fold times
+e^{+-k rho} (:func:`optcomp._lattice.passes.extract` applies the factor), and the leaf's
+underflow bound E2 (2-norm, hence 1-norm <= sqrt(W) E2) adds at most
+k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry (``e2k``).
+
+* upper row (refined P0): aliasing only adds mass (the upper side may add P0 mass); mass
+  above the window goes to +inf (slack: the Chernoff bound of the true law at the window's
+  top); mass below is lumped at the window's first entry (loss raised at fixed P0), charged
+  to its error bound in tilted units P0[L < l0] e^{theta l0 - lz} <= e^{k K(s) + (theta - s) l0 - lz}
+  (s <= 0) -- or dropped when l0 <= 0, where no loss enters H(x), x >= 0;
+* garbled P0 (lower): entries lowered by E_fft plus the whole aliased mass (Chernoff on
+  the stored row, both sides); mass outside the window dropped (a garbling to a symbol
+  dropped at the end);
+* garbled P1 (lower, raised): aliasing only raises it; mass outside dropped.
+
+A window that holds the whole support (small k) is the exact linear convolution.  The pass
+falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a window
+would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
+(``POWER_FFT_REL``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._rounding import LIBM_ULPS, UNIT
+from . import leaves
+from .passes import LatticePass, extract
+from .tree import _fft, _transform_error
+
+MAX_FFT_POINTS = 2**26  # the largest window composed in one transform (3 rows: ~4.5 GiB of work arrays beyond)
+POWER_FFT_REL = 2.0**-24  # fall back when the error bound exceeds this fraction of a row's largest entry
+ALIAS_LOG = leaves.WINDOW_LOG  # tilted mass left outside the window (aliased, lumped or dropped), per side
+CUT_REL = 2.0**-40  # frequencies with |X_j|^k below this / N are left out (~1e-13 of the rows' mode)
+DIRECT_POINTS = 2**24  # surviving frequencies x row width recomputed by direct sums (else the FFT's bound)
+MU = math.sqrt(2.0) * 2.0 * UNIT / (1.0 - 2.0 * UNIT) * (1.0 + 4.0 * UNIT)  # complex product, Higham Lemma 3.5
+DEBUG = False
+ALPHA0 = 2.0**-1072  # absolute error of one complex product that underflows
+
+
+def _row_log_mgf(row: np.ndarray, sig: np.ndarray) -> np.ndarray:
+    """Upper bounds of log sum_q row_q e^{s q} (q = 0 .. W - 1, the stored floats) at each s
+    of ``sig``.  Each term is row_q e^{s q - mx} (mx = max s q over the nonzero entries): the
+    argument within 4 u M (M = max |s q|), exp within 2 L u, the product and the sum of n
+    terms within (n + 1) u, the log within 2 L u |log S|, the final addition within
+    u (M + |log S|): all below the charge 8 u (M + |log S| + n + 8) (L = LIBM_ULPS = 4)."""
+    nz = np.nonzero(row > 0.0)[0]
+    if nz.size == 0:
+        return np.full(sig.size, -math.inf)
+    q, r = nz.astype(float), row[nz]
+    n = nz.size
+    out = np.empty(sig.size)
+    for i, s in enumerate(sig.tolist()):
+        w = s * q
+        mx = float(np.max(w))
+        with np.errstate(under="ignore"):
+            S = float(np.sum(r * np.exp(w - mx)))
+        lS = math.log(S)
+        M = abs(s) * float(q[-1])
+        out[i] = mx + lS + 8.0 * UNIT * (M + abs(lS) + n + 8.0)
+    return out
+
+
+def _pow_sum_up(mag: np.ndarray, e: float, weight: np.ndarray) -> float:
+    """An upper bound of sum_j weight_j mag_j^e (mag_j >= 0 floats, e >= 1): each term as
+    exp(e log mag) with the log within 2 L u |log mag|, the product by e within u, the
+    exponent raised by 4 (L + 2) u |v| (v = e log mag) to cover both, exp within 2 L u;
+    the weighted sum of n terms within (n + 1) u (weights 1 or 2, exact)."""
+    pos = mag > 0.0
+    if not np.any(pos):
+        return 0.0
+    with np.errstate(divide="ignore", under="ignore"):
+        v = e * np.log(mag[pos])
+        terms = np.exp(v + 4.0 * (LIBM_ULPS + 2) * UNIT * np.abs(v)) * (1.0 + 2.0 * LIBM_ULPS * UNIT)
+    s = float(np.sum(weight[pos] * terms))
+    return s * (1.0 + (pos.sum() + 2) * UNIT) + 5e-324
+
+
+def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
+    """(X, delta): X[b, i] = sum_q rows[b, q] e^{-2 pi i J_i q / N} by direct sums, and delta
+    with |X[b, i] - exact| <= delta |rows[b]|_1.  Twiddles: the exact residue r = J q mod N
+    (integers) taken to [-N/2, N/2], the angle fl(r fl(2 pi / N)) within 2.6 u pi <= 8.2 u
+    of 2 pi r / N, cos and sin within L = LIBM_ULPS ulps (<= 2 L u absolute): each within
+    16.2 u, the complex twiddle within 23 u (from a table over r when there are more pairs
+    than N: the same values).  Sums: every real product rounded once and a sum of W terms in
+    any order (BLAS) within (W - 1) u of its absolute terms, both components:
+    sqrt(2) W u |x|_1 (1 + 16.2 u).  So delta = (23 + 1.415 W) u, charged as (24 + 1.5 W) u."""
+    W = rows.shape[1]
+    q = np.arange(W, dtype=np.int64)
+    step = 2.0 * math.pi / N
+    table = None
+    if J.size * W > N:
+        r = np.arange(N, dtype=np.int64)
+        ang = np.where(2 * r > N, r - N, r).astype(float) * step
+        table = (np.cos(ang), np.sin(ang))
+    out = np.empty((rows.shape[0], J.size), dtype=complex)
+    chunk = max(1, 2**21 // W)
+    for i in range(0, J.size, chunk):
+        r = (J[i: i + chunk].astype(np.int64)[:, None] * q[None, :]) % N
+        if table is None:
+            ang = np.where(2 * r > N, r - N, r).astype(float) * step
+            c, s = np.cos(ang), np.sin(ang)
+        else:
+            c, s = table[0][r], table[1][r]
+        # (einsum: plain loops, no BLAS threads; any summation order is covered)
+        out[:, i: i + chunk] = np.einsum("jq,bq->bj", c, rows) - 1j * np.einsum("jq,bq->bj", s, rows)
+    return out, (24.0 + 1.5 * W) * UNIT
+
+
+def _power(z: np.ndarray, k: int) -> np.ndarray:
+    """z^k elementwise by square-and-multiply (a product tree with k leaves)."""
+    result = None
+    base = z
+    while True:
+        if k & 1:
+            result = base.copy() if result is None else result * base
+        k >>= 1
+        if not k:
+            return result
+        base = base * base
+
+
+def _exp_up(x: float) -> float:
+    """exp(x) rounded up (x an upper bound of the exponent, already charged)."""
+    if x < -745.0:
+        return 5e-324
+    return math.exp(x) * (1.0 + 2.0 * LIBM_ULPS * UNIT) + 5e-324
+
+
+def _min_exp(vals: np.ndarray) -> float:
+    """exp of the least of the exponents ``vals`` (each an upper bound of a log-mass), each
+    first charged 1e-12 (1 + |v|) for the products and sums it was formed by (-inf: an
+    empty row, mass 0; none: no bound, inf)."""
+    if np.any(vals == -math.inf):
+        return 0.0
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return math.inf
+    return _exp_up(float(np.min(vals + 1e-12 * (1.0 + np.abs(vals)))))
+
+
+def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, workers: int = -1):
+    """The :class:`optcomp._lattice.passes.LatticePass` of ``item.count`` copies of
+    ``item.leaf`` at step h and tilt theta by one FFT (module docstring), or None when the
+    window would exceed MAX_FFT_POINTS or the error bound is not small (the caller then
+    squares repeatedly)."""
+    k = int(item.count)
+    leaf = item.leaf
+    rows, base, logZ, rho, E2, _, s_leaf = next(leaves.build([leaf], h, theta, log_slack, np.zeros(1)))
+    W = rows.shape[1]
+    full = k * (W - 1) + 1  # the support of the k-fold, q = 0 .. full - 1
+    kb = k * int(base)
+    # ---- the window (choices: any window gives certified bounds)
+    qf = np.arange(W, dtype=float)
+    m1 = float(rows[1] @ qf) / float(np.sum(rows[1]))
+    v1 = float(rows[1] @ (qf - m1) ** 2) / float(np.sum(rows[1]))
+    sd = max(math.sqrt(k * v1), 1.0)
+    sig = 2.0 ** (np.arange(-12, 41) / 4.0) / sd
+    lm_p, lm_n = _row_log_mgf(rows[1], sig), _row_log_mgf(rows[1], -sig)
+    q_top = math.ceil(float(np.min((k * lm_p - ALIAS_LOG) / sig)))
+    q_lo = math.floor(float(np.max((ALIAS_LOG - k * lm_n) / sig)))
+    # the true upper law (loss units): untilted mass above the top, tilted lump below the bottom
+    S = np.unique(np.concatenate([theta + sig / h, np.minimum(theta - sig / h, 0.0), -sig / h, [0.0]]))
+    K = leaves.upper_row_mgf(leaf, S, h, float(rho[0]))
+    kK = k * K + 2.0 * UNIT * np.abs(k * K)
+    pos = S > 0.0
+    lz0 = float(k * float(logZ[0]))
+    q_top = max(q_top, math.ceil(float(np.min((kK[pos] - log_slack) / S[pos])) / h) - kb)
+    neg = (S <= 0.0) & (theta - S > 0.0)
+    if np.any(neg):
+        q_lump = math.floor(float(np.max((ALIAS_LOG + lz0 - kK[neg]) / (theta - S[neg]))) / h) - kb
+    else:
+        q_lump = -kb  # theta = 0: no bound on the lump beyond the mass itself: keep loss <= 0
+    q_lo = min(q_lo, max(q_lump, -kb))
+    q_lo = max(q_lo, 0)
+    q_top = min(max(q_top, q_lo + 1), full)
+    N = _fft().next_fast_len(max(q_top - q_lo, W), real=True)
+    if N > MAX_FFT_POINTS:
+        return None
+    if q_lo + N > full:
+        q_lo = max(0, full - N)
+    q_top = q_lo + N
+    off = kb + q_lo
+    if max(abs(off), abs(off + N)) * 16.0 >= 2.0**53:  # h (off + i) exact: h = m 2^j, m <= 15
+        return None
+    # ---- certified charges of the window
+    alias1 = 0.0
+    if q_lo > 0:
+        alias1 += _min_exp(k * lm_n + 2.0 * UNIT * np.abs(k * lm_n) + sig * q_lo)
+    if q_top < full:
+        alias1 += _min_exp(k * lm_p + 2.0 * UNIT * np.abs(k * lm_p) - sig * q_top)
+    lump = 0.0
+    l0 = h * off
+    if q_lo > 0 and l0 > 0.0:
+        lump = _min_exp(kK[neg] + (theta - S[neg]) * l0 - lz0) if np.any(neg) else math.inf
+    slack = k * s_leaf * (1.0 + 1e-12)
+    if q_top < full:
+        slack += _min_exp(kK[pos] - S[pos] * (h * (off + N)))
+    if not (math.isfinite(lump) and math.isfinite(alias1) and math.isfinite(slack)):
+        return None
+    # ---- the transform, the power, the inverse
+    x = np.zeros((3, N))
+    x[:, :W] = rows
+    s1 = np.sum(rows, axis=1) * (1.0 + (W + 2) * UNIT)
+    s2 = np.sqrt(np.einsum("ij,ij->i", rows, rows) * (1.0 + (W + 2) * UNIT)) * (1.0 + 2.0 * UNIT)
+    fft = _fft()
+    X = fft.rfft(x, axis=-1, workers=workers, overwrite_x=True)
+    del x
+    eps = _transform_error(N)
+    D = eps * math.sqrt(N) * s2 * (1.0 + 4.0 * UNIT)
+    # |X_j| as sqrt(re^2 + im^2): four correctly rounded operations (2.5 u), underflow 1e-300
+    mag = np.sqrt(X.real * X.real + X.imag * X.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+    cut_log = math.log(CUT_REL / N)  # |A_j|^k <= e^{cut_log} off J: at most CUT_REL / N per entry in all
+    cut = math.exp(cut_log / k)
+    Js = [np.nonzero(mag[b] + D[b] > cut)[0] for b in range(3)]
+    Jall = np.unique(np.concatenate(Js))
+    direct = Jall.size * W <= DIRECT_POINTS
+    if direct:  # the surviving frequencies again, by a direct sum (componentwise error bound)
+        XJ, delta = _direct_dft(rows, Jall, N)
+        dj = delta * s1
+    P = np.zeros_like(X)
+    E = np.zeros(3)
+    amp = math.expm1((k - 1) * math.log1p(MU)) * (1.0 + 1e-9)
+    for b in range(3):
+        J = Js[b]
+        w = np.where((J == 0) | (2 * J == N), 1.0, 2.0)
+        if direct:
+            z = XJ[b, np.searchsorted(Jall, J)]
+            zmag = np.sqrt(z.real * z.real + z.imag * z.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+        else:
+            z, zmag = X[b, J], mag[b, J]
+        if J.size:
+            P[b, J] = _power(z, k)
+        P[b, 0] = P[b, 0].real  # exact already (a real number squared); irfft reads real parts there
+        if N % 2 == 0:
+            P[b, -1] = P[b, -1].real
+        pw = amp * _pow_sum_up(zmag, float(k), w) \
+            + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
+        if direct:  # sum_J k d_j m_j^(k-1), d_j <= delta |x|_1
+            e1 = k * dj[b] * _pow_sum_up(zmag + dj[b], k - 1.0, w) * (1.0 + 2.0 * UNIT)
+        else:  # Cauchy-Schwarz with ||X - A||_V <= D
+            e1 = k * D[b] * math.sqrt(_pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w)) * (1.0 + 2.0 * UNIT)
+        e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
+        pj = P[b, J]
+        pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
+        pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
+        E[b] = ((eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N) + e1 / N) * (1.0 + 1e-9)
+        if DEBUG:
+            print("row", b, "N", N, "J", J.size, "direct", direct, "D", D[b], "pw", pw, "e1", e1, "inv",
+                  (eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N))
+    del X
+    c = fft.irfft(P, N, axis=-1, workers=workers, overwrite_x=True)
+    del P
+    c = np.roll(c, -(q_lo % N), axis=-1)
+    np.maximum(c, 0.0, out=c)
+    # the leaf's underflow bound, through k copies
+    with np.errstate(divide="ignore"):
+        le = np.where(E2 > 0, np.log(k * math.sqrt(W) * E2) + (k - 1) * np.log(s1 + math.sqrt(W) * E2), -np.inf)
+    if np.any(le > -40.0):
+        return None
+    with np.errstate(under="ignore"):
+        E = E + np.where(np.isfinite(le), np.exp(le + 1e-9 * (1.0 + np.abs(le))) * 2.0, 0.0) + 5e-324
+    E[0] += lump
+    E[1] += alias1
+    if DEBUG:
+        print("E", E, "lump", lump, "alias1", alias1, "max", np.max(c, axis=1), "window", q_lo, q_top, full)
+    if np.any(E > POWER_FFT_REL * np.max(c, axis=1)):
+        return None
+    lz = [float(k * float(z)) for z in logZ]
+    rho_k = [k * float(r) * (1.0 + 2.0 * UNIT) + 2.0 * UNIT * (abs(z) + 1.0) for r, z in zip(rho, lz)]
+    idx = np.arange(N, dtype=float) + off
+    loss = h * idx  # exact: |off + i| < 2^49 and h = m 2^j, m <= 15
+    lp = extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
+    return lp
