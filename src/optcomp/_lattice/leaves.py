@@ -517,7 +517,8 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     K = np.zeros((nl, S.size))
     for g, c in enumerate(counts):
         K += int(c) * cgf_terms(lps[:, g][:, None], lqs[:, g][:, None], eps2d[:, g][:, None], S[None, :])
-    K = K + np.abs(S)[None, :] * 2.0 * h + extra[:, None]
+    pe = 2.0 * perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300
+    K = K + refinement_charge(S[None, :], h, pe[:, None]) + extra[:, None]
     K = K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
     return rows, widths, base.astype(np.int64), logZ, rho, E2, K
 
@@ -538,16 +539,31 @@ def _atoms_cgf(a: Atoms, S: np.ndarray) -> np.ndarray:
     return K + 8.0 * UNIT * (np.max(np.abs(w), axis=1) + ok.sum() + 4.0)
 
 
+def refinement_charge(S: np.ndarray, h: float, pe: float) -> np.ndarray:
+    """Upper bounds of the log-MGF's growth by the refinement at step h, at the tilts S
+    (:func:`_lattice_interval`: an atom is raised by at most pe = 2 perr + 4 u |l| to its
+    lower neighbour lo, or split between lo and hi = lo + 1).  The smaller of:
+
+    * 2 |s| h: every atom's mass goes to lattice points within 2h of it;
+    * ((s + 1)^2 + |s + 1|) h^2 / 8 + 2 |s| pe: a split keeps the atom's P1 mass and
+      E_P1[e^L] = e^l, so with X the split loss under P1 (values lo, hi, h apart) and
+      t = s + 1, E_P0[e^{sX}] / e^{sl} = E e^{tX} / (E e^X)^t, whose log is
+      kappa(t) - t kappa(1) <= (t^2 + max(0, -t)) h^2 / 8 by Hoeffding's lemma
+      (kappa(t) <= t E X + t^2 h^2 / 8 for every real t, and E X <= kappa(1)); a mixture of
+      atoms grows by at most its largest factor; a raise multiplies e^{sl} by <= e^{|s| pe}."""
+    return np.minimum(np.abs(S) * 2.0 * h, ((S + 1.0) ** 2 + np.abs(S + 1.0)) * (h * h / 8.0) + np.abs(S) * 2.0 * pe)
+
+
 def leaf_mgf(leaf: Leaf, S: np.ndarray, h: float, extra: float = 0.0) -> np.ndarray:
     """Upper bounds on log E_P0[e^{s L}] of a leaf's refined (upper) row at the tilts S: the
     leaf's own log-MGF (``leaf.cgf``, or :func:`_atoms_cgf` of its upper atoms), with the
     lumped mass at its atom (for s > 0 it can raise the MGF by at most lump e^{s l_lump}),
-    times e^{2 |s| h} for the refinement (every atom's mass goes to lattice points within
-    2h of it: hi = lo + 1 above its position interval, lo at most 2 perr + 4 u |l| above
-    it), times e^extra for
-    the masses being evaluated at the far end of that interval and their rounding
+    plus the refinement's charge (:func:`refinement_charge`), plus ``extra`` for the masses
+    being evaluated at the far end of their position interval and their rounding
     (``extra`` bounds the log of the row's total mass over the exact refined one)."""
-    K = _lumped_cgf(leaf, S) + np.abs(S) * 2.0 * h + extra
+    u = leaf.upper
+    pe = 2.0 * float(np.max(u.perr, initial=0.0)) + 4.0 * UNIT * float(np.max(np.abs(u.loss), initial=0.0)) + 1e-300
+    K = _lumped_cgf(leaf, S) + refinement_charge(S, h, pe) + extra
     return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
 
 

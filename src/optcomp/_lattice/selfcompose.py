@@ -84,6 +84,7 @@ import math
 import numpy as np
 
 from .._rounding import LIBM_ULPS, UNIT
+from .._types import ApproxTooCostly
 from . import leaves
 from .passes import LatticePass, extract
 from .tree import _fft, _transform_error
@@ -91,10 +92,12 @@ from .tree import _fft, _transform_error
 MAX_FFT_POINTS = 2**26  # the largest window composed in one transform (3 rows: ~4.5 GiB of work arrays beyond)
 POWER_FFT_REL = 2.0**-24  # fall back when the error bound exceeds this fraction of a row's largest entry
 ALIAS_LOG = leaves.WINDOW_LOG  # tilted mass left outside the window (aliased, lumped or dropped), per side
+COARSEN_MAX = 16.0  # the most a pass's step grows over the driver's (:func:`_pass_step`)
+COARSEN_GAP = 1.5  # the gap of a cells leaf (upper, half-step lower) per unit of cell mass, against a generic leaf's
+UNIT_MULTIPLES = 4096  # the largest multiple of a common unit among a law's atoms (:func:`_unit`)
 CUT_REL = 2.0**-40  # frequencies with |X_j|^k below this / N are left out (~1e-13 of the rows' mode)
 DIRECT_POINTS = 2**24  # surviving frequencies x row width recomputed by direct sums (else the FFT's bound)
 MU = math.sqrt(2.0) * 2.0 * UNIT / (1.0 - 2.0 * UNIT) * (1.0 + 4.0 * UNIT)  # complex product, Higham Lemma 3.5
-DEBUG = False
 ALPHA0 = 2.0**-1072  # absolute error of one complex product that underflows
 
 
@@ -199,13 +202,77 @@ def _min_exp(vals: np.ndarray) -> float:
     return _exp_up(float(np.min(vals + 1e-12 * (1.0 + np.abs(vals)))))
 
 
+def _unit(a: leaves.Atoms) -> float | None:
+    """A common unit u of the atoms that the refinement splits (``a.on_lattice`` False) and
+    that carry P-mass >= 2^-40: every such nonzero |l| within 10^-9 relative of an integer
+    multiple n u, n <= UNIT_MULTIPLES (u = min |l| / d, d = 1 .. 12: +-a of Laplace, the
+    multiples of eps of a k-ary randomized response or a geometric), or None."""
+    split = np.ones(a.loss.size, dtype=bool) if a.on_lattice is None else ~a.on_lattice
+    heavy = split & (a.logp >= math.log(2.0**-40)) & (a.loss != 0.0)
+    if not np.any(heavy):
+        return None
+    l = np.abs(a.loss[heavy])
+    for d in range(1, 13):
+        u = float(np.min(l)) / d
+        r = l / u
+        if float(np.max(r)) <= UNIT_MULTIPLES and np.all(np.abs(r - np.rint(r)) <= 1e-9 * r):
+            return u
+    return None
+
+
+def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
+    """The step of a self-composition pass asked for at step h (only the cost depends on it).
+
+    The driver's h asks for the gap of a generic leaf, ~0.12 (1 + theta) h^2 per copy
+    (:meth:`optcomp._lattice.workload.Workload.weight`): the cost of splitting atoms between
+    lattice points.  Atoms on the lattice cost nothing (:func:`optcomp._lattice.leaves._lattice_interval`):
+    when the split atoms are multiples of a unit u (:func:`_unit`) the step is aligned to
+    it, h' <= u / ceil(u / h) rounded down to B significand bits (so u is within
+    n 2^(1-B) steps of a lattice point, and n h' stays exact for every lattice index |n| of
+    the pass, below 2^(53 - B)); the gap is then that of the cells (P-mass m_c), and the
+    step grows by 1/sqrt(COARSEN_GAP m_c), at most COARSEN_MAX."""
+    up = leaf.upper
+    with np.errstate(under="ignore"):
+        p = np.exp(up.logp)
+    cells = float(np.sum(p[up.on_lattice])) if up.on_lattice is not None else 0.0
+    u = _unit(up)
+    m_eff = cells if u is not None else float(np.sum(p))
+    target = h * min(COARSEN_MAX, max(1.0, 1.0 / math.sqrt(COARSEN_GAP * max(m_eff, 1e-300))))
+    if u is not None:
+        target = u / math.ceil(u / target)
+    nmax = k * (leaf.span / target + 4.0) + 16.0
+    bits = 53 - int(math.ceil(math.log2(nmax))) - 1
+    if bits < 16:
+        return h
+    scale = 2.0 ** (bits - math.frexp(target)[1])
+    hs = math.floor(target * scale) / scale  # exact: a float times a power of two, floored, divided
+    return hs if hs > 0.0 and leaves.exact_positions(hs, nmax) else h
+
+
+def _pass_leaf(item: leaves.Power, h: float):
+    """(step, leaf) of the pass: :func:`_pass_step` and, when the Power can rebuild its law
+    (``item.rebuild``), the upper atoms at that step and the lower ones at half of it (a
+    cell garbled to the lattice point nearest its mid-point is then off by h/4, not h/2:
+    a ~4x smaller lower gap); else h and ``item.leaf``."""
+    if item.rebuild is None:
+        return h, item.leaf
+    hs = _pass_step(item.leaf, h, int(item.count))
+    try:
+        up = item.rebuild(hs)
+        lo = item.rebuild(hs / 2.0)
+    except (ValueError, ApproxTooCostly):  # too many cells at that step: the step asked for
+        return h, item.leaf
+    return hs, leaves.Leaf(up.upper, lo.lower, up.log_inf, up.lump_index, up.log_lump, up.cgf)
+
+
 def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, workers: int = -1):
     """The :class:`optcomp._lattice.passes.LatticePass` of ``item.count`` copies of
-    ``item.leaf`` at step h and tilt theta by one FFT (module docstring), or None when the
-    window would exceed MAX_FFT_POINTS or the error bound is not small (the caller then
-    squares repeatedly)."""
+    ``item.leaf`` at tilt theta by one FFT (module docstring), at the step of
+    :func:`_pass_leaf` (h, or aligned to the law's atoms), or None when the window would
+    exceed MAX_FFT_POINTS or the error bound is not small (the caller then squares
+    repeatedly at step h)."""
     k = int(item.count)
-    leaf = item.leaf
+    h, leaf = _pass_leaf(item, h)
     rows, base, logZ, rho, E2, _, s_leaf = next(leaves.build([leaf], h, theta, log_slack, np.zeros(1)))
     W = rows.shape[1]
     full = k * (W - 1) + 1  # the support of the k-fold, q = 0 .. full - 1
@@ -241,7 +308,7 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
         q_lo = max(0, full - N)
     q_top = q_lo + N
     off = kb + q_lo
-    if max(abs(off), abs(off + N)) * 16.0 >= 2.0**53:  # h (off + i) exact: h = m 2^j, m <= 15
+    if not leaves.exact_positions(h, max(abs(off), abs(off + N))):  # h (off + i) exact
         return None
     # ---- certified charges of the window
     alias1 = 0.0
@@ -305,9 +372,6 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
         pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
         pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
         E[b] = ((eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N) + e1 / N) * (1.0 + 1e-9)
-        if DEBUG:
-            print("row", b, "N", N, "J", J.size, "direct", direct, "D", D[b], "pw", pw, "e1", e1, "inv",
-                  (eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N))
     del X
     c = fft.irfft(P, N, axis=-1, workers=workers, overwrite_x=True)
     del P
@@ -322,13 +386,11 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
         E = E + np.where(np.isfinite(le), np.exp(le + 1e-9 * (1.0 + np.abs(le))) * 2.0, 0.0) + 5e-324
     E[0] += lump
     E[1] += alias1
-    if DEBUG:
-        print("E", E, "lump", lump, "alias1", alias1, "max", np.max(c, axis=1), "window", q_lo, q_top, full)
     if np.any(E > POWER_FFT_REL * np.max(c, axis=1)):
         return None
     lz = [float(k * float(z)) for z in logZ]
     rho_k = [k * float(r) * (1.0 + 2.0 * UNIT) + 2.0 * UNIT * (abs(z) + 1.0) for r, z in zip(rho, lz)]
     idx = np.arange(N, dtype=float) + off
-    loss = h * idx  # exact: |off + i| < 2^49 and h = m 2^j, m <= 15
+    loss = h * idx  # exact (checked above)
     lp = extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
     return lp
