@@ -84,12 +84,12 @@ import math
 import numpy as np
 
 from .._rounding import LIBM_ULPS, UNIT
-from .._types import ApproxTooCostly
+from .._types import MAX_POINTS, ApproxTooCostly
 from . import leaves
 from .passes import LatticePass, extract
 from .tree import _fft, _transform_error
 
-MAX_FFT_POINTS = 2**26  # the largest window composed in one transform (3 rows: ~4.5 GiB of work arrays beyond)
+MAX_FFT_POINTS = MAX_POINTS  # the largest window composed in one transform (~72 bytes a point at the peak)
 POWER_FFT_REL = 2.0**-24  # fall back when the error bound exceeds this fraction of a row's largest entry
 ALIAS_LOG = leaves.WINDOW_LOG  # tilted mass left outside the window (aliased, lumped or dropped), per side
 COARSEN_MAX = 16.0  # the most a pass's step grows over the driver's (:func:`_pass_step`)
@@ -183,6 +183,14 @@ def _power(z: np.ndarray, k: int) -> np.ndarray:
         base = base * base
 
 
+def _index(x, up: bool, default: int) -> int:
+    """ceil (``up``) or floor of a float window edge; ``default`` when it is not finite."""
+    x = float(x)
+    if not math.isfinite(x) or abs(x) > 2.0**62:
+        return default
+    return math.ceil(x) if up else math.floor(x)
+
+
 def _exp_up(x: float) -> float:
     """exp(x) rounded up (x an upper bound of the exponent, already charged)."""
     if x < -745.0:
@@ -190,16 +198,17 @@ def _exp_up(x: float) -> float:
     return math.exp(x) * (1.0 + 2.0 * LIBM_ULPS * UNIT) + 5e-324
 
 
-def _min_exp(vals: np.ndarray) -> float:
-    """exp of the least of the exponents ``vals`` (each an upper bound of a log-mass), each
-    first charged 1e-12 (1 + |v|) for the products and sums it was formed by (-inf: an
-    empty row, mass 0; none: no bound, inf)."""
+def _min_exp(vals: np.ndarray, mag: np.ndarray) -> float:
+    """exp of the least of the exponents ``vals``, each the float sum of a few terms (each
+    product and sum rounded once) whose absolute values sum to ``mag``: charged
+    8 u mag + 1e-12 (1 + |v|) (-inf: an empty row, mass 0; none finite: no bound, inf)."""
     if np.any(vals == -math.inf):
         return 0.0
-    vals = vals[np.isfinite(vals)]
-    if vals.size == 0:
+    ok = np.isfinite(vals) & np.isfinite(mag)
+    if not np.any(ok):
         return math.inf
-    return _exp_up(float(np.min(vals + 1e-12 * (1.0 + np.abs(vals)))))
+    v = vals[ok] + 8.0 * UNIT * mag[ok] + 1e-12 * (1.0 + np.abs(vals[ok]))
+    return _exp_up(float(np.min(v)))
 
 
 def _unit(a: leaves.Atoms) -> float | None:
@@ -272,6 +281,8 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     exceed MAX_FFT_POINTS or the error bound is not small (the caller then squares
     repeatedly at step h)."""
     k = int(item.count)
+    if not 1 <= k <= 2**40:  # (the power's rounding charges assume k u < 2^-13)
+        return None
     h, leaf = _pass_leaf(item, h)
     rows, base, logZ, rho, E2, _, s_leaf = next(leaves.build([leaf], h, theta, log_slack, np.zeros(1)))
     W = rows.shape[1]
@@ -282,22 +293,23 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     m1 = float(rows[1] @ qf) / float(np.sum(rows[1]))
     v1 = float(rows[1] @ (qf - m1) ** 2) / float(np.sum(rows[1]))
     sd = max(math.sqrt(k * v1), 1.0)
+    if not math.isfinite(sd):
+        return None
     sig = 2.0 ** (np.arange(-12, 41) / 4.0) / sd
     lm_p, lm_n = _row_log_mgf(rows[1], sig), _row_log_mgf(rows[1], -sig)
-    q_top = math.ceil(float(np.min((k * lm_p - ALIAS_LOG) / sig)))
-    q_lo = math.floor(float(np.max((ALIAS_LOG - k * lm_n) / sig)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        q_top = _index(np.min((k * lm_p - ALIAS_LOG) / sig), True, full)
+        q_lo = _index(np.max((ALIAS_LOG - k * lm_n) / sig), False, 0)
     # the true upper law (loss units): untilted mass above the top, tilted lump below the bottom
     S = np.unique(np.concatenate([theta + sig / h, np.minimum(theta - sig / h, 0.0), -sig / h, [0.0]]))
     K = leaves.upper_row_mgf(leaf, S, h, float(rho[0]))
-    kK = k * K + 2.0 * UNIT * np.abs(k * K)
+    kK = k * K  # (its rounding: charged with the exponents' below)
     pos = S > 0.0
     lz0 = float(k * float(logZ[0]))
-    q_top = max(q_top, math.ceil(float(np.min((kK[pos] - log_slack) / S[pos])) / h) - kb)
     neg = (S <= 0.0) & (theta - S > 0.0)
-    if np.any(neg):
-        q_lump = math.floor(float(np.max((ALIAS_LOG + lz0 - kK[neg]) / (theta - S[neg]))) / h) - kb
-    else:
-        q_lump = -kb  # theta = 0: no bound on the lump beyond the mass itself: keep loss <= 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        q_top = max(q_top, _index(np.min((kK[pos] - log_slack) / S[pos]) / h - kb, True, full))
+        q_lump = _index(np.max((ALIAS_LOG + lz0 - kK[neg]) / (theta - S[neg])) / h - kb, False, -kb)
     q_lo = min(q_lo, max(q_lump, -kb))
     q_lo = max(q_lo, 0)
     q_top = min(max(q_top, q_lo + 1), full)
@@ -313,16 +325,18 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     # ---- certified charges of the window
     alias1 = 0.0
     if q_lo > 0:
-        alias1 += _min_exp(k * lm_n + 2.0 * UNIT * np.abs(k * lm_n) + sig * q_lo)
+        alias1 += _min_exp(k * lm_n + sig * q_lo, np.abs(k * lm_n) + sig * q_lo)
     if q_top < full:
-        alias1 += _min_exp(k * lm_p + 2.0 * UNIT * np.abs(k * lm_p) - sig * q_top)
+        alias1 += _min_exp(k * lm_p - sig * q_top, np.abs(k * lm_p) + sig * q_top)
     lump = 0.0
     l0 = h * off
     if q_lo > 0 and l0 > 0.0:
-        lump = _min_exp(kK[neg] + (theta - S[neg]) * l0 - lz0) if np.any(neg) else math.inf
+        t = (theta - S[neg]) * l0
+        lump = _min_exp(kK[neg] + t - lz0, np.abs(kK[neg]) + np.abs(t) + abs(lz0))
     slack = k * s_leaf * (1.0 + 1e-12)
     if q_top < full:
-        slack += _min_exp(kK[pos] - S[pos] * (h * (off + N)))
+        t = S[pos] * (h * (off + N))
+        slack += _min_exp(kK[pos] - t, np.abs(kK[pos]) + np.abs(t))
     if not (math.isfinite(lump) and math.isfinite(alias1) and math.isfinite(slack)):
         return None
     # ---- the transform, the power, the inverse
@@ -345,7 +359,7 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     if direct:  # the surviving frequencies again, by a direct sum (componentwise error bound)
         XJ, delta = _direct_dft(rows, Jall, N)
         dj = delta * s1
-    P = np.zeros_like(X)
+    P = X  # the spectrum becomes the power's, in place (each row's J read first)
     E = np.zeros(3)
     amp = math.expm1((k - 1) * math.log1p(MU)) * (1.0 + 1e-9)
     for b in range(3):
@@ -356,6 +370,8 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
             zmag = np.sqrt(z.real * z.real + z.imag * z.imag) * (1.0 + 4.0 * UNIT) + 1e-300
         else:
             z, zmag = X[b, J], mag[b, J]
+        spread = None if direct else _pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w)
+        P[b] = 0.0
         if J.size:
             P[b, J] = _power(z, k)
         P[b, 0] = P[b, 0].real  # exact already (a real number squared); irfft reads real parts there
@@ -366,13 +382,13 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
         if direct:  # sum_J k d_j m_j^(k-1), d_j <= delta |x|_1
             e1 = k * dj[b] * _pow_sum_up(zmag + dj[b], k - 1.0, w) * (1.0 + 2.0 * UNIT)
         else:  # Cauchy-Schwarz with ||X - A||_V <= D
-            e1 = k * D[b] * math.sqrt(_pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w)) * (1.0 + 2.0 * UNIT)
+            e1 = k * D[b] * math.sqrt(spread) * (1.0 + 2.0 * UNIT)
         e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
         pj = P[b, J]
         pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
         pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
         E[b] = ((eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N) + e1 / N) * (1.0 + 1e-9)
-    del X
+    del X, mag
     c = fft.irfft(P, N, axis=-1, workers=workers, overwrite_x=True)
     del P
     c = np.roll(c, -(q_lo % N), axis=-1)
