@@ -211,6 +211,67 @@ def _min_exp(vals: np.ndarray, mag: np.ndarray) -> float:
     return _exp_up(float(np.min(v)))
 
 
+def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
+    """(c, E, s1): the circular k-fold convolution of length N of each row of ``rows``
+    (B, W), W <= N, by rfft, the pointwise power on the surviving frequencies J (by direct
+    sums when |J| W <= DIRECT_POINTS) and irfft; E (B,) the max-norm bound of the module
+    docstring (steps 1-5) on the distance of c to the exact circular k-fold of the stored
+    rows; s1 (B,) upper bounds of the rows' 1-norms."""
+    W = rows.shape[1]
+    x = np.zeros((rows.shape[0], N))
+    x[:, :W] = rows
+    s1 = np.sum(rows, axis=1) * (1.0 + (W + 2) * UNIT)
+    s2 = np.sqrt(np.einsum("ij,ij->i", rows, rows) * (1.0 + (W + 2) * UNIT)) * (1.0 + 2.0 * UNIT)
+    fft = _fft()
+    X = fft.rfft(x, axis=-1, workers=workers, overwrite_x=True)
+    del x
+    eps = _transform_error(N)
+    D = eps * math.sqrt(N) * s2 * (1.0 + 4.0 * UNIT)
+    # |X_j| as sqrt(re^2 + im^2): four correctly rounded operations (2.5 u), underflow 1e-300
+    mag = np.sqrt(X.real * X.real + X.imag * X.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+    cut_log = math.log(CUT_REL / N)  # |A_j|^k <= e^{cut_log} off J: at most CUT_REL / N per entry in all
+    cut = math.exp(cut_log / k)
+    Js = [np.nonzero(mag[b] + D[b] > cut)[0] for b in range(rows.shape[0])]
+    Jall = np.unique(np.concatenate(Js))
+    direct = Jall.size * W <= DIRECT_POINTS
+    if direct:  # the surviving frequencies again, by a direct sum (componentwise error bound)
+        XJ, delta = _direct_dft(rows, Jall, N)
+        dj = delta * s1
+    P = X  # the spectrum becomes the power's, in place (each row's J read first)
+    E = np.zeros(rows.shape[0])
+    amp = math.expm1((k - 1) * math.log1p(MU)) * (1.0 + 1e-9)
+    for b in range(rows.shape[0]):
+        J = Js[b]
+        w = np.where((J == 0) | (2 * J == N), 1.0, 2.0)
+        if direct:
+            z = XJ[b, np.searchsorted(Jall, J)]
+            zmag = np.sqrt(z.real * z.real + z.imag * z.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+        else:
+            z, zmag = X[b, J], mag[b, J]
+        spread = None if direct else _pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w)
+        P[b] = 0.0
+        if J.size:
+            P[b, J] = _power(z, k)
+        P[b, 0] = P[b, 0].real  # exact already (a real number squared); irfft reads real parts there
+        if N % 2 == 0:
+            P[b, -1] = P[b, -1].real
+        pw = amp * _pow_sum_up(zmag, float(k), w) \
+            + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
+        if direct:  # sum_J k d_j m_j^(k-1), d_j <= delta |x|_1
+            e1 = k * dj[b] * _pow_sum_up(zmag + dj[b], k - 1.0, w) * (1.0 + 2.0 * UNIT)
+        else:  # Cauchy-Schwarz with ||X - A||_V <= D
+            e1 = k * D[b] * math.sqrt(spread) * (1.0 + 2.0 * UNIT)
+        e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
+        pj = P[b, J]
+        pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
+        pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
+        E[b] = ((eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N) + e1 / N) * (1.0 + 1e-9)
+    del X, mag
+    c = fft.irfft(P, N, axis=-1, workers=workers, overwrite_x=True)
+    del P
+    return c, E, s1
+
+
 def _unit(a: leaves.Atoms) -> float | None:
     """A common unit u of the atoms that the refinement splits (``a.on_lattice`` False) and
     that carry P-mass >= 2^-40: every such nonzero |l| within 10^-9 relative of an integer
@@ -340,57 +401,7 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     if not (math.isfinite(lump) and math.isfinite(alias1) and math.isfinite(slack)):
         return None
     # ---- the transform, the power, the inverse
-    x = np.zeros((3, N))
-    x[:, :W] = rows
-    s1 = np.sum(rows, axis=1) * (1.0 + (W + 2) * UNIT)
-    s2 = np.sqrt(np.einsum("ij,ij->i", rows, rows) * (1.0 + (W + 2) * UNIT)) * (1.0 + 2.0 * UNIT)
-    fft = _fft()
-    X = fft.rfft(x, axis=-1, workers=workers, overwrite_x=True)
-    del x
-    eps = _transform_error(N)
-    D = eps * math.sqrt(N) * s2 * (1.0 + 4.0 * UNIT)
-    # |X_j| as sqrt(re^2 + im^2): four correctly rounded operations (2.5 u), underflow 1e-300
-    mag = np.sqrt(X.real * X.real + X.imag * X.imag) * (1.0 + 4.0 * UNIT) + 1e-300
-    cut_log = math.log(CUT_REL / N)  # |A_j|^k <= e^{cut_log} off J: at most CUT_REL / N per entry in all
-    cut = math.exp(cut_log / k)
-    Js = [np.nonzero(mag[b] + D[b] > cut)[0] for b in range(3)]
-    Jall = np.unique(np.concatenate(Js))
-    direct = Jall.size * W <= DIRECT_POINTS
-    if direct:  # the surviving frequencies again, by a direct sum (componentwise error bound)
-        XJ, delta = _direct_dft(rows, Jall, N)
-        dj = delta * s1
-    P = X  # the spectrum becomes the power's, in place (each row's J read first)
-    E = np.zeros(3)
-    amp = math.expm1((k - 1) * math.log1p(MU)) * (1.0 + 1e-9)
-    for b in range(3):
-        J = Js[b]
-        w = np.where((J == 0) | (2 * J == N), 1.0, 2.0)
-        if direct:
-            z = XJ[b, np.searchsorted(Jall, J)]
-            zmag = np.sqrt(z.real * z.real + z.imag * z.imag) * (1.0 + 4.0 * UNIT) + 1e-300
-        else:
-            z, zmag = X[b, J], mag[b, J]
-        spread = None if direct else _pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w)
-        P[b] = 0.0
-        if J.size:
-            P[b, J] = _power(z, k)
-        P[b, 0] = P[b, 0].real  # exact already (a real number squared); irfft reads real parts there
-        if N % 2 == 0:
-            P[b, -1] = P[b, -1].real
-        pw = amp * _pow_sum_up(zmag, float(k), w) \
-            + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
-        if direct:  # sum_J k d_j m_j^(k-1), d_j <= delta |x|_1
-            e1 = k * dj[b] * _pow_sum_up(zmag + dj[b], k - 1.0, w) * (1.0 + 2.0 * UNIT)
-        else:  # Cauchy-Schwarz with ||X - A||_V <= D
-            e1 = k * D[b] * math.sqrt(spread) * (1.0 + 2.0 * UNIT)
-        e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
-        pj = P[b, J]
-        pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
-        pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
-        E[b] = ((eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N) + e1 / N) * (1.0 + 1e-9)
-    del X, mag
-    c = fft.irfft(P, N, axis=-1, workers=workers, overwrite_x=True)
-    del P
+    c, E, s1 = _kfold_circular(rows, k, N, workers)
     c = np.roll(c, -(q_lo % N), axis=-1)
     np.maximum(c, 0.0, out=c)
     # the leaf's underflow bound, through k copies
@@ -408,5 +419,4 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     rho_k = [k * float(r) * (1.0 + 2.0 * UNIT) + 2.0 * UNIT * (abs(z) + 1.0) for r, z in zip(rho, lz)]
     idx = np.arange(N, dtype=float) + off
     loss = h * idx  # exact (checked above)
-    lp = extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
-    return lp
+    return extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
