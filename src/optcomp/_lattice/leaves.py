@@ -148,8 +148,8 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     hZ (flagged ``on_lattice``: the engine does not split them again).
 
     Lower (a garbling): each cell becomes one outcome of P-mass m_lo and Q-mass q_hi, at loss
-    log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta); point masses carry
-    p_lo; tails are dropped."""
+    log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta), cells with
+    m_lo < 2^-1000 dropped; point masses carry p_lo; tails are dropped."""
     m_lo, m_hi = np.asarray(m_lo, float), np.asarray(m_hi, float)
     q_lo, q_hi = np.asarray(q_lo, float), np.asarray(q_hi, float)
     N = m_lo.size
@@ -189,7 +189,10 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
         lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
-    ok = (m_lo > 0) & np.isfinite(lq_up)
+    # a cell whose P-mass is known only below 2^-1000 (a bracket at the float floor: its
+    # garbled loss log(m_lo/q_hi) is meaningless, e.g. -40 for a Gaussian's far tail) is
+    # dropped (a lower pair may drop outcomes)
+    ok = (m_lo >= 2.0**-1000) & np.isfinite(lq_up)
     with np.errstate(divide="ignore"):
         lml, lqh = np.log(m_lo[ok]), lq_up[ok]
     loss_l = lml - lqh

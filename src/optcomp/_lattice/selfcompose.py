@@ -90,7 +90,7 @@ from .passes import LatticePass, extract
 from .tree import _fft, _transform_error
 
 MAX_FFT_POINTS = MAX_POINTS  # the largest window composed in one transform (~72 bytes a point at the peak)
-POWER_FFT_REL = 2.0**-24  # fall back when the error bound exceeds this fraction of a row's largest entry
+POWER_FFT_REL = 2.0**-10  # fall back when the error bound exceeds this fraction of a row's largest entry
 ALIAS_LOG = leaves.WINDOW_LOG  # tilted mass left outside the window (aliased, lumped or dropped), per side
 COARSEN_MAX = 16.0  # the most a pass's step grows over the driver's (:func:`_pass_step`)
 COARSEN_GAP = 1.5  # the gap of a cells leaf (upper, half-step lower) per unit of cell mass, against a generic leaf's
@@ -132,11 +132,23 @@ def _pow_sum_up(mag: np.ndarray, e: float, weight: np.ndarray) -> float:
     pos = mag > 0.0
     if not np.any(pos):
         return 0.0
-    with np.errstate(divide="ignore", under="ignore"):
+    with np.errstate(divide="ignore", under="ignore", over="ignore"):  # (an overflow is an upper bound)
         v = e * np.log(mag[pos])
         terms = np.exp(v + 4.0 * (LIBM_ULPS + 2) * UNIT * np.abs(v)) * (1.0 + 2.0 * LIBM_ULPS * UNIT)
     s = float(np.sum(weight[pos] * terms))
     return s * (1.0 + (pos.sum() + 2) * UNIT) + 5e-324
+
+
+def _pairwise_sum(a: np.ndarray) -> np.ndarray:
+    """Sums along the last axis by a balanced tree (pairs added level by level, an odd last
+    entry carried): every term passes through at most ceil(log2 W) roundings, so the error
+    is within ceil(log2 W) u (1 + small) of the sum of the terms' absolute values
+    (Higham, *Accuracy and Stability*, 2nd ed., Sec. 4.2)."""
+    while a.shape[-1] > 1:
+        n = a.shape[-1]
+        s = a[..., 0: n - 1: 2] + a[..., 1:n:2]
+        a = np.concatenate([s, a[..., n - 1:]], axis=-1) if n % 2 else s
+    return a[..., 0]
 
 
 def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
@@ -145,9 +157,10 @@ def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
     (integers) taken to [-N/2, N/2], the angle fl(r fl(2 pi / N)) within 2.6 u pi <= 8.2 u
     of 2 pi r / N, cos and sin within L = LIBM_ULPS ulps (<= 2 L u absolute): each within
     16.2 u, the complex twiddle within 23 u (from a table over r when there are more pairs
-    than N: the same values).  Sums: every real product rounded once and a sum of W terms in
-    any order (BLAS) within (W - 1) u of its absolute terms, both components:
-    sqrt(2) W u |x|_1 (1 + 16.2 u).  So delta = (23 + 1.415 W) u, charged as (24 + 1.5 W) u."""
+    than N: the same values).  Sums: every real product rounded once, then a pairwise sum
+    (:func:`_pairwise_sum`, d = ceil(log2 W) levels): each component within (d + 1) u of its
+    absolute terms, the complex value within sqrt(2) (d + 1) u |x|_1 (1 + 16.2 u).  So delta
+    = (23 + 1.415 (d + 1)) u, charged as (24 + 1.5 (d + 1)) u."""
     W = rows.shape[1]
     q = np.arange(W, dtype=np.int64)
     step = 2.0 * math.pi / N
@@ -157,7 +170,7 @@ def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
         ang = np.where(2 * r > N, r - N, r).astype(float) * step
         table = (np.cos(ang), np.sin(ang))
     out = np.empty((rows.shape[0], J.size), dtype=complex)
-    chunk = max(1, 2**21 // W)
+    chunk = max(1, 2**20 // W)
     for i in range(0, J.size, chunk):
         r = (J[i: i + chunk].astype(np.int64)[:, None] * q[None, :]) % N
         if table is None:
@@ -165,9 +178,10 @@ def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
             c, s = np.cos(ang), np.sin(ang)
         else:
             c, s = table[0][r], table[1][r]
-        # (einsum: plain loops, no BLAS threads; any summation order is covered)
-        out[:, i: i + chunk] = np.einsum("jq,bq->bj", c, rows) - 1j * np.einsum("jq,bq->bj", s, rows)
-    return out, (24.0 + 1.5 * W) * UNIT
+        for b in range(rows.shape[0]):
+            out[b, i: i + chunk] = _pairwise_sum(c * rows[b]) - 1j * _pairwise_sum(s * rows[b])
+    d = max(1, math.ceil(math.log2(max(W, 2))))
+    return out, (24.0 + 1.5 * (d + 1)) * UNIT
 
 
 def _power(z: np.ndarray, k: int) -> np.ndarray:
