@@ -113,14 +113,16 @@ def _row_log_mgf(row: np.ndarray, sig: np.ndarray) -> np.ndarray:
     q, r = nz.astype(float), row[nz]
     n = nz.size
     out = np.empty(sig.size)
-    for i, s in enumerate(sig.tolist()):
-        w = s * q
-        mx = float(np.max(w))
+    step = max(1, 2**20 // n)
+    for i in range(0, sig.size, step):  # a block of tilts at a time
+        s = sig[i: i + step, None]
+        w = s * q[None, :]
+        mx = np.max(w, axis=1)
         with np.errstate(under="ignore"):
-            S = float(np.sum(r * np.exp(w - mx)))
-        lS = math.log(S)
-        M = abs(s) * float(q[-1])
-        out[i] = mx + lS + 8.0 * UNIT * (M + abs(lS) + n + 8.0)
+            S = np.sum(r[None, :] * np.exp(w - mx[:, None]), axis=1)
+        lS = np.log(S)
+        M = np.abs(s[:, 0]) * float(q[-1])
+        out[i: i + step] = mx + lS + 8.0 * UNIT * (M + np.abs(lS) + n + 8.0)
     return out
 
 
