@@ -96,7 +96,10 @@ COARSEN_MAX = 16.0  # the most a pass's step grows over the driver's (:func:`_pa
 COARSEN_GAP = 1.5  # the gap of a cells leaf (upper, half-step lower) per unit of cell mass, against a generic leaf's
 UNIT_MULTIPLES = 4096  # the largest multiple of a common unit among a law's atoms (:func:`_unit`)
 CUT_REL = 2.0**-40  # frequencies with |X_j|^k below this / N are left out (~1e-13 of the rows' mode)
-DIRECT_POINTS = 2**24  # surviving frequencies x row width recomputed by direct sums (else the FFT's bound)
+DIRECT_POINTS = 2**23  # surviving frequencies x row width recomputed by direct sums (else the FFT's bound)
+BLOCK = 64  # terms of a direct sum added in any order before the pairwise tree (:func:`_direct_dft`)
+HI_BITS = 20  # frequencies with m_j^(k-1) within 2^-HI_BITS of the largest are recomputed directly,
+DIRECT_REL = 2.0**-27  # ... where the FFT's bound exceeds this fraction of the rows' largest possible entry
 MU = math.sqrt(2.0) * 2.0 * UNIT / (1.0 - 2.0 * UNIT) * (1.0 + 4.0 * UNIT)  # complex product, Higham Lemma 3.5
 ALPHA0 = 2.0**-1072  # absolute error of one complex product that underflows
 
@@ -142,15 +145,18 @@ def _pow_sum_up(mag: np.ndarray, e: float, weight: np.ndarray) -> float:
 
 
 def _pairwise_sum(a: np.ndarray) -> np.ndarray:
-    """Sums along the last axis by a balanced tree (pairs added level by level, an odd last
-    entry carried): every term passes through at most ceil(log2 W) roundings, so the error
-    is within ceil(log2 W) u (1 + small) of the sum of the terms' absolute values
-    (Higham, *Accuracy and Stability*, 2nd ed., Sec. 4.2)."""
-    while a.shape[-1] > 1:
-        n = a.shape[-1]
-        s = a[..., 0: n - 1: 2] + a[..., 1:n:2]
-        a = np.concatenate([s, a[..., n - 1:]], axis=-1) if n % 2 else s
-    return a[..., 0]
+    """Sums along the last axis by a balanced tree: zero-padded to a power of two W' (exact),
+    then the upper half added onto the lower, log2 W' times; every term passes through
+    d = log2 W' roundings, so the error is within d u (1 + d u) of the sum of the terms'
+    absolute values (Higham, *Accuracy and Stability*, 2nd ed., Sec. 4.2)."""
+    W = a.shape[-1]
+    width = 1 << max(0, (W - 1).bit_length())
+    t = np.zeros(a.shape[:-1] + (width,))
+    t[..., :W] = a
+    while width > 1:
+        width //= 2
+        t[..., :width] += t[..., width: 2 * width]
+    return t[..., 0]
 
 
 def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
@@ -159,20 +165,26 @@ def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
     (integers) taken to [-N/2, N/2], the angle fl(r fl(2 pi / N)) within 2.6 u pi <= 8.2 u
     of 2 pi r / N, cos and sin within L = LIBM_ULPS ulps (<= 2 L u absolute): each within
     16.2 u, the complex twiddle within 23 u (from a table over r when there are more pairs
-    than N: the same values).  Sums: every real product rounded once, then a pairwise sum
-    (:func:`_pairwise_sum`, d = ceil(log2 W) levels): each component within (d + 1) u of its
-    absolute terms, the complex value within sqrt(2) (d + 1) u |x|_1 (1 + 16.2 u).  So delta
-    = (23 + 1.415 (d + 1)) u, charged as (24 + 1.5 (d + 1)) u."""
-    W = rows.shape[1]
-    q = np.arange(W, dtype=np.int64)
+    than N: the same values).  Sums: every real product rounded once, summed in blocks of
+    BLOCK (in any order: within (BLOCK - 1) u of the absolute terms), the block sums by a
+    pairwise tree (:func:`_pairwise_sum`, d = ceil(log2(W / BLOCK)) levels): each component
+    within (BLOCK + d) u of its absolute terms, the complex value within
+    sqrt(2) (BLOCK + d) u |x|_1 (1 + 16.2 u).  So delta = (23 + 1.415 (BLOCK + d)) u,
+    charged as (24 + 1.5 (BLOCK + d)) u."""
+    B, W = rows.shape
+    nb = -(-W // BLOCK)
+    xb = np.zeros((B, nb * BLOCK))
+    xb[:, :W] = rows
+    xb = xb.reshape(B, nb, BLOCK)
+    q = np.arange(nb * BLOCK, dtype=np.int64)
     step = 2.0 * math.pi / N
     table = None
     if J.size * W > N:
         r = np.arange(N, dtype=np.int64)
         ang = np.where(2 * r > N, r - N, r).astype(float) * step
         table = (np.cos(ang), np.sin(ang))
-    out = np.empty((rows.shape[0], J.size), dtype=complex)
-    chunk = max(1, 2**20 // W)
+    out = np.empty((B, J.size), dtype=complex)
+    chunk = max(1, 2**20 // (nb * BLOCK))
     for i in range(0, J.size, chunk):
         r = (J[i: i + chunk].astype(np.int64)[:, None] * q[None, :]) % N
         if table is None:
@@ -180,10 +192,12 @@ def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
             c, s = np.cos(ang), np.sin(ang)
         else:
             c, s = table[0][r], table[1][r]
-        for b in range(rows.shape[0]):
-            out[b, i: i + chunk] = _pairwise_sum(c * rows[b]) - 1j * _pairwise_sum(s * rows[b])
-    d = max(1, math.ceil(math.log2(max(W, 2))))
-    return out, (24.0 + 1.5 * (d + 1)) * UNIT
+        cb, sb = c.reshape(-1, nb, BLOCK), s.reshape(-1, nb, BLOCK)
+        re = _pairwise_sum(np.einsum("jnq,bnq->bjn", cb, xb))
+        im = _pairwise_sum(np.einsum("jnq,bnq->bjn", sb, xb))
+        out[:, i: i + chunk] = re - 1j * im
+    d = max(0, (nb - 1).bit_length())
+    return out, (24.0 + 1.5 * (BLOCK + d)) * UNIT
 
 
 def _power(z: np.ndarray, k: int) -> np.ndarray:
@@ -229,12 +243,19 @@ def _min_exp(vals: np.ndarray, mag: np.ndarray) -> float:
 
 def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
     """(c, E, s1): the circular k-fold convolution of length N of each row of ``rows``
-    (B, W), W <= N, by rfft, the pointwise power on the surviving frequencies J (by direct
-    sums when |J| W <= DIRECT_POINTS) and irfft; E (B,) the max-norm bound of the module
-    docstring (steps 1-5) on the distance of c to the exact circular k-fold of the stored
-    rows; s1 (B,) upper bounds of the rows' 1-norms."""
-    W = rows.shape[1]
-    x = np.zeros((rows.shape[0], N))
+    (B, W), W <= N, by rfft, the pointwise power on the surviving frequencies J and irfft;
+    E (B,) the max-norm bound of the module docstring (steps 1-5) on the distance of c to
+    the exact circular k-fold of the stored rows; s1 (B,) upper bounds of the rows' 1-norms.
+
+    Where the FFT's own bound is not negligible (k D (sum_J m_j^(2k-2))^(1/2) above
+    DIRECT_REL sum_J |X_j|^k, a bound on N times the largest entry), the frequencies of J
+    where m_j^(k-1) is within 2^-HI_BITS of its largest value (J_hi: the main lobe, and the
+    echoes of a law on a sublattice) are recomputed by direct sums (:func:`_direct_dft`,
+    d_j <= delta |x|_1, when |J_hi| W <= DIRECT_POINTS); on the rest,
+    J_lo, d_j <= D: step 3's amplification is charged as
+    k delta |x|_1 sum_{J_hi} m_j^(k-1) + k D (sum_{J_lo} m_j^(2k-2))^(1/2)."""
+    B, W = rows.shape
+    x = np.zeros((B, N))
     x[:, :W] = rows
     s1 = np.sum(rows, axis=1) * (1.0 + (W + 2) * UNIT)
     s2 = np.sqrt(np.einsum("ij,ij->i", rows, rows) * (1.0 + (W + 2) * UNIT)) * (1.0 + 2.0 * UNIT)
@@ -247,24 +268,33 @@ def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
     mag = np.sqrt(X.real * X.real + X.imag * X.imag) * (1.0 + 4.0 * UNIT) + 1e-300
     cut_log = math.log(CUT_REL / N)  # |A_j|^k <= e^{cut_log} off J: at most CUT_REL / N per entry in all
     cut = math.exp(cut_log / k)
-    Js = [np.nonzero(mag[b] + D[b] > cut)[0] for b in range(rows.shape[0])]
-    Jall = np.unique(np.concatenate(Js))
-    direct = Jall.size * W <= DIRECT_POINTS
-    if direct:  # the surviving frequencies again, by a direct sum (componentwise error bound)
-        XJ, delta = _direct_dft(rows, Jall, N)
+    Js = [np.nonzero(mag[b] + D[b] > cut)[0] for b in range(B)]
+    his = []
+    for b, J in enumerate(Js):  # (a choice: any split is certified)
+        with np.errstate(divide="ignore"):
+            lm = np.log(mag[b, J] + D[b])
+        his.append((k - 1.0) * (lm - np.max(lm, initial=0.0)) >= -HI_BITS * math.log(2.0))
+    Jhi = np.unique(np.concatenate([J[hi] for J, hi in zip(Js, his)]))
+    # direct sums only where the FFT's own bound is not already negligible (their cost is |J_hi| W)
+    ws = [np.where((J == 0) | (2 * J == N), 1.0, 2.0) for J in Js]
+    loose = any(k * D[b] * math.sqrt(_pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w))
+                > DIRECT_REL * _pow_sum_up(mag[b, J], float(k), w) for b, (J, w) in enumerate(zip(Js, ws)))
+    direct = loose and Jhi.size * W <= DIRECT_POINTS
+    if direct:
+        XJ, delta = _direct_dft(rows, Jhi, N)
         dj = delta * s1
     P = X  # the spectrum becomes the power's, in place (each row's J read first)
-    E = np.zeros(rows.shape[0])
+    E = np.zeros(B)
     amp = math.expm1((k - 1) * math.log1p(MU)) * (1.0 + 1e-9)
-    for b in range(rows.shape[0]):
-        J = Js[b]
-        w = np.where((J == 0) | (2 * J == N), 1.0, 2.0)
-        if direct:
-            z = XJ[b, np.searchsorted(Jall, J)]
-            zmag = np.sqrt(z.real * z.real + z.imag * z.imag) * (1.0 + 4.0 * UNIT) + 1e-300
-        else:
-            z, zmag = X[b, J], mag[b, J]
-        spread = None if direct else _pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w)
+    for b in range(B):
+        J, w = Js[b], ws[b]
+        hi = his[b] if direct else np.zeros(J.size, dtype=bool)
+        z, zmag = X[b, J], mag[b, J]
+        if direct and np.any(hi):
+            zh = XJ[b, np.searchsorted(Jhi, J[hi])]
+            z[hi] = zh
+            zmag[hi] = np.sqrt(zh.real * zh.real + zh.imag * zh.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+        lo = ~hi
         P[b] = 0.0
         if J.size:
             P[b, J] = _power(z, k)
@@ -273,10 +303,9 @@ def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
             P[b, -1] = P[b, -1].real
         pw = amp * _pow_sum_up(zmag, float(k), w) \
             + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
-        if direct:  # sum_J k d_j m_j^(k-1), d_j <= delta |x|_1
-            e1 = k * dj[b] * _pow_sum_up(zmag + dj[b], k - 1.0, w) * (1.0 + 2.0 * UNIT)
-        else:  # Cauchy-Schwarz with ||X - A||_V <= D
-            e1 = k * D[b] * math.sqrt(spread) * (1.0 + 2.0 * UNIT)
+        e1 = k * D[b] * math.sqrt(_pow_sum_up(mag[b, J[lo]] + D[b], 2.0 * k - 2.0, w[lo])) * (1.0 + 2.0 * UNIT)
+        if direct and np.any(hi):  # sum_{J_hi} k d_j m_j^(k-1), d_j <= delta |x|_1
+            e1 += k * dj[b] * _pow_sum_up(zmag[hi] + dj[b], k - 1.0, w[hi]) * (1.0 + 2.0 * UNIT)
         e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
         pj = P[b, J]
         pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
@@ -288,22 +317,32 @@ def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
     return c, E, s1
 
 
-def _unit(a: leaves.Atoms) -> float | None:
-    """A common unit u of the atoms that the refinement splits (``a.on_lattice`` False) and
-    that carry P-mass >= 2^-40: every such nonzero |l| within 10^-9 relative of an integer
-    multiple n u, n <= UNIT_MULTIPLES (u = min |l| / d, d = 1 .. 12: +-a of Laplace, the
-    multiples of eps of a k-ary randomized response or a geometric), or None."""
+def _unit(a: leaves.Atoms) -> tuple[float | None, float]:
+    """(u, m_split): a common unit u of the atoms that the refinement splits (``a.on_lattice``
+    False), and the P-mass m_split of those it does not align.  Candidates u = |l_1| / d,
+    d = 1 .. 12, l_1 the heaviest nonzero split atom (+-a of Laplace; eps of k-ary randomized
+    response or geometric); an atom is aligned when |l| is within 10^-9 relative of an
+    integer multiple n u, n <= UNIT_MULTIPLES; the candidate aligning the most mass wins
+    (the largest u among equals), None when it aligns less than half of the split mass."""
     split = np.ones(a.loss.size, dtype=bool) if a.on_lattice is None else ~a.on_lattice
-    heavy = split & (a.logp >= math.log(2.0**-40)) & (a.loss != 0.0)
-    if not np.any(heavy):
-        return None
-    l = np.abs(a.loss[heavy])
+    with np.errstate(under="ignore"):
+        p = np.where(split, np.exp(a.logp), 0.0)
+    total = float(np.sum(p))
+    nz = split & (a.loss != 0.0) & (p > 0.0)
+    if not np.any(nz):
+        return None, 0.0
+    l, pn = np.abs(a.loss[nz]), p[nz]
+    best, best_mass = None, -1.0
     for d in range(1, 13):
-        u = float(np.min(l)) / d
+        u = float(l[np.argmax(pn)]) / d
         r = l / u
-        if float(np.max(r)) <= UNIT_MULTIPLES and np.all(np.abs(r - np.rint(r)) <= 1e-9 * r):
-            return u
-    return None
+        aligned = (r <= UNIT_MULTIPLES) & (np.abs(r - np.rint(r)) <= 1e-9 * r)
+        mass = float(np.sum(pn[aligned]))
+        if mass > best_mass:
+            best, best_mass = u, mass
+    if best_mass < 0.5 * total:
+        return None, total
+    return best, total - best_mass
 
 
 def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
@@ -312,17 +351,17 @@ def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
     The driver's h asks for the gap of a generic leaf, ~0.12 (1 + theta) h^2 per copy
     (:meth:`optcomp._lattice.workload.Workload.weight`): the cost of splitting atoms between
     lattice points.  Atoms on the lattice cost nothing (:func:`optcomp._lattice.leaves._lattice_interval`):
-    when the split atoms are multiples of a unit u (:func:`_unit`) the step is aligned to
-    it, h' <= u / ceil(u / h) rounded down to B significand bits (so u is within
+    when the split atoms are (mostly) multiples of a unit u (:func:`_unit`) the step is
+    aligned to it, h' <= u / ceil(u / h) rounded down to B significand bits (so u is within
     n 2^(1-B) steps of a lattice point, and n h' stays exact for every lattice index |n| of
-    the pass, below 2^(53 - B)); the gap is then that of the cells (P-mass m_c), and the
-    step grows by 1/sqrt(COARSEN_GAP m_c), at most COARSEN_MAX."""
+    the pass, below 2^(53 - B)); the gap is then that of the cells and the atoms left
+    unaligned (P-mass m), and the step grows by 1/sqrt(COARSEN_GAP m), at most COARSEN_MAX."""
     up = leaf.upper
     with np.errstate(under="ignore"):
         p = np.exp(up.logp)
     cells = float(np.sum(p[up.on_lattice])) if up.on_lattice is not None else 0.0
-    u = _unit(up)
-    m_eff = cells if u is not None else float(np.sum(p))
+    u, m_split = _unit(up)
+    m_eff = cells + m_split
     target = h * min(COARSEN_MAX, max(1.0, 1.0 / math.sqrt(COARSEN_GAP * max(m_eff, 1e-300))))
     if u is not None:
         target = u / math.ceil(u / target)
