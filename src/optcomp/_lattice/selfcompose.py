@@ -5,17 +5,16 @@ leaf's tilted rows, a pointwise k-th power, one inverse transform -- every error
 Construction.  Let r be one of the leaf's three tilted rows (:func:`optcomp._lattice.leaves.leaf_rows`:
 refined P0, garbled P0, garbled P1; W entries, entry q at lattice index base + q, a
 probability vector up to its error bounds rho, E2).  The k-fold convolution t = r^{*k}
-(computed from the *stored* row r) lives on q = 0 .. k(W - 1), lattice index k base + q.  A
-window [Q0, Q0 + N) of it is computed as the circular convolution of length N (5-smooth,
-N >= W):
+(of the *stored* row r) lives on q = 0 .. k(W - 1), lattice index k base + q.  A window
+[Q0, Q0 + N) of it is computed as the circular convolution of length N (5-smooth, N >= W):
 
     x = r zero-padded to N,   X = rfft(x),   P_j = X_j^k (j in J; 0 elsewhere),   c = irfft(P, N),
 
 and window entry i is c[(Q0 + i) mod N] = t[Q0 + i] + a_i, where a_i >= 0 is the mass of t
 at the indices Q0 + i + jN, j != 0, outside the window (aliasing; sum_i a_i = the mass of t
 outside the window).  P_j is formed by square-and-multiply, only on the frequencies J where
-|X_j| + D > c_J = e^{-800/k} (elsewhere |X_j^k| <= e^{-799}: the inverse transform of a
-band-limited spectrum; this costs O(|J| log k), |J| ~ a few N / sd).
+|X_j| + D > e^{c/k}, e^c = CUT_REL / N (elsewhere |A_j^k| <= e^c: a band-limited spectrum,
+|J| ~ a few N / sd for t of spread sd lattice points).
 
 Error of one row (max norm; A = F x the exact DFT, exact circular result c = F^-1(A^k);
 ||.||_V the 2-norm of the full spectrum, conjugates included; sums over j are V-weighted:
@@ -23,7 +22,12 @@ weight 1 at j = 0 and j = N/2, 2 elsewhere, total weight N):
 
 1. Forward transform (:func:`optcomp._lattice.tree._transform_error`, eps = eps(N)):
    ||X - A||_V <= D := eps sqrt(N) |x|_2, so every |X_j - A_j| =: d_j <= D and
-   |A_j|, |X_j| <= m_j := |X_j| + D.
+   |A_j|, |X_j| <= m_j := |X_j| + D.  On a set J_hi of J (the frequencies that survive the
+   power best: m_j^(k-1) within 2^-HI_BITS of its largest) the base of the power is
+   instead a direct sum (:func:`_direct_dft`), within d_j <= delta |x|_1 of A_j, a
+   componentwise bound ~(log W) u |x|_1 where the FFT's is only ~(log N) u sqrt(N) |x|_2
+   in 2-norm; m_j := |X_j| + d_j there.  (Only where the FFT's bound is not already
+   negligible: DIRECT_REL.)
 2. Power.  Every complex product is fl(yz) = yz (1 + delta) + alpha, |delta| <= mu =
    sqrt(2) gamma_2 (Higham, Lemma 3.5; numpy's products, as in :func:`optcomp._lattice.tree._fft_error`
    step 5), |alpha| <= alpha0 = 2^-1072 (gradual underflow of the real products).
@@ -31,11 +35,13 @@ weight 1 at j = 0 and j = N/2, 2 elsewhere, total weight N):
    same), so by induction on the tree -- a node with n = n1 + n2 leaves is
    (z^n1 w1 + b1)(z^n2 w2 + b2)(1 + delta) + alpha -- its result is z^n w + b with
    |w - 1| <= (1 + mu)^(n-1) - 1 and |b| <= 2 (n - 1) alpha0 ((1 + mu) max(1, |z|))^n.
-   So |P_j - X_j^k| <= pw_j := ((1 + mu)^(k-1) - 1) |X_j|^k + 2 (k - 1) alpha0 ((1 + mu) max(1, |X_j|))^k.
-3. Amplification: |X_j^k - A_j^k| <= k d_j m_j^(k-1), and by Cauchy-Schwarz (sum d_j^2 <= D^2)
-   sum_j k d_j m_j^(k-1) <= k D (sum_j m_j^(2k-2))^(1/2).  Off J, |P_j - A_j^k| = |A_j|^k <=
-   m_j^k <= e^{-799}.  Hence, e = P - A^k,
-       ||e||_1 <= sum_J pw_j + k D (sum_J m_j^(2k-2))^(1/2) + N e^{-799}.
+   So |P_j - z_j^k| <= pw_j := ((1 + mu)^(k-1) - 1) |z_j|^k + 2 (k - 1) alpha0 ((1 + mu) max(1, |z_j|))^k
+   for the base z_j used.
+3. Amplification: |z_j^k - A_j^k| <= k d_j m_j^(k-1); summed, with Cauchy-Schwarz on
+   J_lo = J \ J_hi (sum d_j^2 <= D^2): k delta |x|_1 sum_{J_hi} m_j^(k-1) +
+   k D (sum_{J_lo} m_j^(2k-2))^(1/2).  Off J, |P_j - A_j^k| = |A_j|^k <= e^c (1 + 10^-3)
+   (the threshold's own rounding, k <= 2^40).  Hence, e = P - A^k,
+       ||e||_1 <= sum_J pw_j + (the amplification) + N e^c (1 + 10^-3).
 4. Inverse transform (backward passes within eps sqrt(N) ||P||_V, then the product by fl(1/N),
    2.001 u, :func:`optcomp._lattice.tree._fft_error` step 5):
    ||c^ - F^-1 P||_2 <= (eps + 2.001 u (1 + eps)) ||P||_V / sqrt(N).
@@ -43,13 +49,13 @@ weight 1 at j = 0 and j = N/2, 2 elsewhere, total weight N):
 
        ||c^ - c||_inf <= (eps + 2.001 u (1 + eps)) ||P||_V / sqrt(N) + ||e||_1 / N  =: E_fft,
 
-   every quantity computed from the floats X, P with its rounding charged upward
+   every quantity computed from the floats with its rounding charged upward
    (:func:`_pow_sum_up`).  Clipping negative entries to 0 only reduces the error.
 
-The bound exploits the decay of |X_j|^k: the amplification k D is spread over the ~N / sd
-frequencies that survive the power (sd the spread of t in lattice points), so E_fft is about
-k eps |x|_2 / sqrt(N / sd), a relative error ~1e-7 of the entries at the tilted mode for
-10^6 copies (the tilt puts the answer there).
+Step 3 is where the decay of |A_j|^k pays: the amplification k d_j falls on the few
+frequencies that survive the power, so E_fft is ~k (log W) u / N -- about 1e-8 of the
+entries at the tilted mode for 10^6 copies (the tilt puts the answer there) -- where a
+repeated squaring's error doubles at every one of its log2 k levels.
 
 Window.  Any window gives certified bounds; it is chosen so that the charges below are
 negligible (2^-60 of the tilted mass, the driver's ``log_slack`` for the untilted mass sent
@@ -60,7 +66,7 @@ to +inf), from Chernoff bounds: on the stored garbled-P0 row, log sum_q r_q e^{s
 P0[L < l] <= e^{k K(s) - s l} (s <= 0).  The rows' true values are the stored k-fold times
 e^{+-k rho} (:func:`optcomp._lattice.passes.extract` applies the factor), and the leaf's
 underflow bound E2 (2-norm, hence 1-norm <= sqrt(W) E2) adds at most
-k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry (``e2k``).
+k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry.
 
 * upper row (refined P0): aliasing only adds mass (the upper side may add P0 mass); mass
   above the window goes to +inf (slack: the Chernoff bound of the true law at the window's
@@ -72,9 +78,14 @@ k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry (``e2k``).
   dropped at the end);
 * garbled P1 (lower, raised): aliasing only raises it; mass outside dropped.
 
-A window that holds the whole support (small k) is the exact linear convolution.  The pass
-falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a window
-would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
+A window that holds the whole support (small k) is the exact linear convolution.
+
+Step.  When the Power can rebuild its law at another step (``Power.rebuild``), the pass
+runs at a step aligned to the law's atoms and coarsened by how little it then costs
+(:func:`_pass_step`), with the lower atoms built at half that step (:func:`_pass_leaf`).
+
+The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a
+window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
 (``POWER_FFT_REL``)."""
 
 from __future__ import annotations
