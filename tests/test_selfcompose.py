@@ -120,7 +120,7 @@ def test_direct_dft_componentwise_bound():
     rng = np.random.default_rng(3)
     for W, N in ((5, 8), (40, 243), (300, 4000)):
         rows = rng.random((2, W)) ** 4
-        J = np.unique(rng.integers(0, N // 2 + 1, 25))
+        J = np.unique(rng.integers(0, N // 2 + 1, 10))
         X, delta = selfcompose._direct_dft(rows, J, N)
         with mp.workdps(50):
             for b in range(2):
@@ -285,7 +285,7 @@ def _gaussian_step(sigma: float, theta: float) -> float:
     return lattice._step_below(1.0 / sigma / 16.0 / math.sqrt(1.0 + theta))
 
 
-@pytest.mark.parametrize("sigma,k", [(3.0, 20), (100.0, 10**4), (1000.0, 10**6)])
+@pytest.mark.parametrize("sigma,k", [(3.0, 20), (100.0, 10**4), pytest.param(1000.0, 10**6, marks=pytest.mark.slow)])
 def test_gaussian_k_fold_closed_form_down_to_1e_300(sigma, k):
     """k Gaussians through the Power path (not the closed-form shortcut of the drivers):
     the pass brackets delta of mu sqrt(k) at deltas ~1e-2, 1e-10, 1e-100 and ~1e-300;
@@ -344,7 +344,7 @@ def test_drivers_take_the_fft_path():
     assert d.lower <= ref_laplace_delta(a, k, x) <= d.upper and d.gap <= 1e-5 * d.upper
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(log_sigma=st.floats(-0.3, 3.0), log_k=st.floats(0.3, 6.0), z=st.floats(0.0, 37.0))
 def test_gaussian_power_property(log_sigma, log_k, z):
     """Hypothesis over sigma in [0.5, 1000], k in [2, 10^6] (log scales) and x = mu(mu/2 + z),
