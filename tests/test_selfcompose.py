@@ -304,26 +304,30 @@ def test_gaussian_k_fold_closed_form_down_to_1e_300(sigma, k):
 
 
 def test_ternary_randomized_response_with_an_aliased_window():
-    """200 copies of 3-ary randomized response (aligned step: its atoms are multiples of
-    eps): the window is narrower than the support, so aliasing (charged to the lower
-    row), the lump below and the mass sent to +inf above all enter; the pass brackets the
-    exact multinomial law at atoms d eps, between them and deep in the tail."""
+    """200 copies of 3-ary randomized response (a law on eps Z: the pass runs at step eps):
+    tilted away from the mean, the window is narrower than the support, so aliasing
+    (charged to the lower row), the lump below and the mass sent to +inf above all enter;
+    the pass brackets the exact multinomial law at atoms d eps, between them and deep in
+    the tail, tightly."""
     eps, k = 0.5, 200
     law = ref_ternary_law(eps, k, dps=40)
     work = workload(RandomizedResponse(eps, values=3), k)
     xs = [0.0, 5.0, 12.25, 30.0, 60.0]  # 5 = 10 eps and 30 = 60 eps are atoms
     refs = [ref_ternary_delta(eps, law, x, dps=40) for x in xs]
     h = lattice._step_below(eps / 64)
+    log_slack = math.log(float(min(refs))) - 30.0
     for x0 in (12.25, 45.0):
-        lp = fft_pass(work, h, work.tilt_for(x0))
-        assert lp.points < 2 * k * eps / lp.h  # a window, not the whole support
+        lp = fft_pass(work, h, work.tilt_for(x0), log_slack)
+        assert lp.h == eps  # the law lives on eps Z: the pass runs there (exact up to float charges)
+        if x0 == 45.0:
+            assert lp.points < 2 * k  # a window, not the whole support: tilted, 45 is 4.8 sd above the mean
         for x, r in zip(xs, refs):
             contains(lp, x, r)
     for x, r in zip(xs[1:3], refs[1:3]):  # tight at the tilt aimed there
-        lp = fft_pass(work, h, work.tilt_for(x))
-        contains(lp, x, r, rel_gap=1e-3)
+        lp = fft_pass(work, h, work.tilt_for(x), log_slack)
+        contains(lp, x, r, rel_gap=1e-8)
         b = lp.epsilon_bounds(math.nextafter(float(r), 0.0), math.nextafter(float(r), 1.0))
-        assert b.lower <= x <= b.upper and b.gap <= 1e-3 * x, (x, b)
+        assert b.lower <= x <= b.upper and b.gap <= 1e-7 * x, (x, b)
 
 
 def test_drivers_take_the_fft_path():

@@ -81,8 +81,9 @@ k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry.
 A window that holds the whole support (small k) is the exact linear convolution.
 
 Step.  When the Power can rebuild its law at another step (``Power.rebuild``), the pass
-runs at a step aligned to the law's atoms and coarsened by how little it then costs
-(:func:`_pass_step`), with the lower atoms built at half that step (:func:`_pass_leaf`).
+runs at a step aligned to the law's atoms (:func:`_pass_step`), with the lower atoms built
+at half that step (:func:`_pass_leaf`); the drivers, told how little the aligned law then
+costs (:func:`gap_factor`), ask for a coarser step in the first place.
 
 The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a
 window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
@@ -103,7 +104,7 @@ from .tree import _fft, _transform_error
 MAX_FFT_POINTS = MAX_POINTS  # the largest window composed in one transform (~72 bytes a point at the peak)
 POWER_FFT_REL = 2.0**-10  # fall back when the error bound exceeds this fraction of a row's largest entry
 ALIAS_LOG = leaves.WINDOW_LOG  # tilted mass left outside the window (aliased, lumped or dropped), per side
-COARSEN_MAX = 16.0  # the most a pass's step grows over the driver's (:func:`_pass_step`)
+COARSEN_MAX = 16.0  # the most the drivers' step for a lone Power grows over a generic leaf's (:func:`gap_factor`)
 COARSEN_GAP = 1.5  # the gap of a cells leaf (upper, half-step lower) per unit of cell mass, against a generic leaf's
 UNIT_MULTIPLES = 4096  # the largest multiple of a common unit among a law's atoms (:func:`_unit`)
 CUT_REL = 2.0**-40  # frequencies with |X_j|^k below this / N are left out (~1e-13 of the rows' mode)
@@ -338,8 +339,8 @@ def _unit(a: leaves.Atoms) -> tuple[float | None, float]:
     split = np.ones(a.loss.size, dtype=bool) if a.on_lattice is None else ~a.on_lattice
     with np.errstate(under="ignore"):
         p = np.where(split, np.exp(a.logp), 0.0)
-    total = float(np.sum(p))
-    nz = split & (a.loss != 0.0) & (p > 0.0)
+    nz = split & (a.loss != 0.0) & (p > 0.0)  # (an atom at 0 is on every lattice)
+    total = float(np.sum(p[nz]))
     if not np.any(nz):
         return None, 0.0
     l, pn = np.abs(a.loss[nz]), p[nz]
@@ -356,26 +357,36 @@ def _unit(a: leaves.Atoms) -> tuple[float | None, float]:
     return best, total - best_mass
 
 
-def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
-    """The step of a self-composition pass asked for at step h (only the cost depends on it).
-
-    The driver's h asks for the gap of a generic leaf, ~0.12 (1 + theta) h^2 per copy
-    (:meth:`optcomp._lattice.workload.Workload.weight`): the cost of splitting atoms between
-    lattice points.  Atoms on the lattice cost nothing (:func:`optcomp._lattice.leaves._lattice_interval`):
-    when the split atoms are (mostly) multiples of a unit u (:func:`_unit`) the step is
-    aligned to it, h' <= u / ceil(u / h) rounded down to B significand bits (so u is within
-    n 2^(1-B) steps of a lattice point, and n h' stays exact for every lattice index |n| of
-    the pass, below 2^(53 - B)); the gap is then that of the cells and the atoms left
-    unaligned (P-mass m), and the step grows by 1/sqrt(COARSEN_GAP m), at most COARSEN_MAX."""
+def gap_factor(leaf: leaves.Leaf) -> float:
+    """The gap of a self-composition pass of ``leaf`` against a generic leaf's at the same
+    step, for the drivers' choice of step (:meth:`optcomp._lattice.workload.Workload.weight`;
+    only the cost depends on it).  A generic leaf's gap, ~0.12 (1 + theta) h^2 per copy, is
+    the cost of splitting its atoms between lattice points; atoms on the lattice cost
+    nothing (:func:`optcomp._lattice.leaves._lattice_interval`), and the pass aligns its step
+    to the law's unit (:func:`_pass_step`), so what remains is the connect-the-dots split of
+    the cells and the atoms the unit leaves unaligned: P-mass m, with a lower leaf at half
+    the step (:func:`_pass_leaf`) about COARSEN_GAP m of a generic leaf's gap (measured:
+    Laplace, Gaussian); clamped to [COARSEN_MAX^-2, 1]."""
     up = leaf.upper
     with np.errstate(under="ignore"):
         p = np.exp(up.logp)
     cells = float(np.sum(p[up.on_lattice])) if up.on_lattice is not None else 0.0
-    u, m_split = _unit(up)
-    m_eff = cells + m_split
-    target = h * min(COARSEN_MAX, max(1.0, 1.0 / math.sqrt(COARSEN_GAP * max(m_eff, 1e-300))))
-    if u is not None:
-        target = u / math.ceil(u / target)
+    _, m_split = _unit(up)
+    return min(1.0, max(COARSEN_MAX**-2, COARSEN_GAP * (cells + m_split)))
+
+
+def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
+    """The step of a self-composition pass asked for at step h: when the split atoms are
+    (mostly) multiples of a unit u (:func:`_unit`), h' = u / ceil(u / h) -- or u itself when
+    they all are and there are no cells (a law on the lattice uZ: refinement and garbling
+    then change nothing, the pass is exact up to its float charges) -- rounded down to B
+    significand bits (so u is within n 2^(1-B) steps of a lattice point, and n h' stays
+    exact for every lattice index |n| of the pass, below 2^(53 - B)); else h."""
+    u, m_split = _unit(leaf.upper)
+    if u is None:
+        return h
+    on_lattice = leaf.upper.on_lattice is None or not np.any(leaf.upper.on_lattice)
+    target = u if (m_split == 0.0 and on_lattice) else u / math.ceil(u / h)
     nmax = k * (leaf.span / target + 4.0) + 16.0
     bits = 53 - int(math.ceil(math.log2(nmax))) - 1
     if bits < 16:
