@@ -26,7 +26,7 @@ Producers of leaves:
 A plan (:func:`leaf_plan`) is a list whose items are either a list of (eps, c) groups (a
 randomized-response leaf, built at the pass's tilt) or a :class:`Leaf`.
 
-Length (~640 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
+Length (~670 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
 twin, must evaluate the same float operations in the same order, so they stay side by side."""
 
 from __future__ import annotations
@@ -222,9 +222,11 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
 
 @dataclass(frozen=True, eq=False)
 class Power:
-    """A plan item: ``count`` independent copies of one :class:`Leaf`, composed by the stream
-    by repeated squaring (:func:`optcomp._lattice.grouped._power`): O(log count) windowed
-    convolutions instead of ``count`` leaves."""
+    """A plan item: ``count`` independent copies of one :class:`Leaf`: alone in a pass, by one
+    FFT (:func:`optcomp._lattice.selfcompose.power_pass`, at a step of its own when
+    ``rebuild`` can make the leaf at another step); else by the stream's repeated squaring
+    (:func:`optcomp._lattice.grouped._power`): O(log count) windowed convolutions instead of
+    ``count`` leaves."""
 
     leaf: Leaf
     count: int
