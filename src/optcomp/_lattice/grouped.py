@@ -20,6 +20,7 @@ from .._memory import current as _memory_budget
 from .._rounding import UNIT
 from . import leaves
 from .passes import LatticePass, extract
+from .selfcompose import power_pass
 from .tree import _fft_tree, _row_blocks
 
 
@@ -130,6 +131,7 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
 
 
 POWER_EXTENDED = 64  # a Power of at least this many copies is squared in long double
+POWER_FFT = True  # a pass of one Power alone: one FFT (:mod:`optcomp._lattice.selfcompose`) where it applies
 
 
 def _chunk(pending, workers: int) -> _Node:
@@ -335,9 +337,10 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     P1 between lattice points lo <= l <= hi with (1 - pi) e^{lo} + pi e^{hi} = e^{l}, i.e.
     P0 masses P0 (e^{hi - l} - 1)/(e^{hi - lo} - 1) at lo and P0 (1 - e^{lo - l})/(1 - e^{lo - hi})
     at hi; forgetting the split gives back the leaf, so by data processing H_true <=
-    H_refined at every x.  The float position of l is only known within perr: lo and hi are
-    chosen outside the interval, and each mass, monotone in its distance, is evaluated at
-    the far end (an upper bound).  Lower bound (garbling): T(atom) = the lattice point
+    H_refined at every x.  The float position of l is only known within perr: hi = lo + 1
+    lies above the interval and lo h at or below its top end (an atom that may lie below lo
+    is raised to it: a loss raised at fixed P0 only raises H), and each mass, monotone in
+    its distance, is evaluated at the far end (an upper bound).  Lower bound (garbling): T(atom) = the lattice point
     nearest its float position (a function of the outcome), P0 and P1 = P0 e^{-l} pushed
     forward (data processing holds for any pair of finite measures, so a lower pair that is
     not a pair of probability distributions is garbled as well).  The gap is second order
@@ -364,7 +367,9 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     PARALLEL_LEAVES leaves is streamed as two halves of equal width (leaf spans), run in
     two threads when ``workers != 1`` (NumPy and scipy.fft release the GIL; ~1.7x on two
     cores), their roots merged last: the tree, hence every bit of the result, is the same
-    either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.
+    either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.  A plan
+    that is one :class:`optcomp._lattice.leaves.Power` alone is composed by one FFT instead
+    (:func:`optcomp._lattice.selfcompose.power_pass`; repeated squaring where it does not apply).
     Steps h = m 2^j, m <= 15 (:func:`_step_below`): every lattice index n here has
     |n| <= (sum of leaf spans) / h + 8 < 2^49 (checked), so h n is exact.  ``vals``, ``cnts``
     only make the default plan (randomized-response groups); a ``plan`` may hold any
@@ -376,6 +381,10 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         raise ValueError(f"lattice step {h!r} is not m 2^j with an integer m <= 15")
     if math.fsum(leaves.span(item) for item in plan) * (1.0 + 1e-9) / h + 8.0 >= 2.0**49:
         raise ValueError(f"lattice step {h!r} too small for exact positions (sum eps / h >= 2^49)")
+    if POWER_FFT and len(plan) == 1 and isinstance(plan[0], leaves.Power):
+        lp = power_pass(plan[0], h, theta, log_slack, workers)  # None: repeated squaring instead
+        if lp is not None:
+            return lp
     S = _mgf_grid(theta)
     parts = _halves(plan)
     ticker = _Ticker(progress, h, len(plan))

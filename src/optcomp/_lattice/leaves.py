@@ -26,7 +26,7 @@ Producers of leaves:
 A plan (:func:`leaf_plan`) is a list whose items are either a list of (eps, c) groups (a
 randomized-response leaf, built at the pass's tilt) or a :class:`Leaf`.
 
-Length (~640 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
+Length (~670 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
 twin, must evaluate the same float operations in the same order, so they stay side by side."""
 
 from __future__ import annotations
@@ -151,15 +151,16 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     hZ (flagged ``on_lattice``: the engine does not split them again).
 
     Lower (a garbling): each cell becomes one outcome of P-mass m_lo and Q-mass q_hi, at loss
-    log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta); point masses carry
-    p_lo; tails are dropped."""
+    log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta), cells with
+    m_lo < 2^-1000 dropped; point masses carry p_lo; tails are dropped."""
     m_lo, m_hi = np.asarray(m_lo, float), np.asarray(m_hi, float)
     q_lo, q_hi = np.asarray(q_lo, float), np.asarray(q_hi, float)
     N = m_lo.size
     if not (m_hi.size == q_lo.size == q_hi.size == N) or N == 0:
         raise ValueError("cell brackets m_lo, m_hi, q_lo, q_hi must have one length >= 1")
-    if abs(n0) + N + 1 >= 2**49 or math.frexp(h)[0] * 16.0 != math.floor(math.frexp(h)[0] * 16.0):
-        raise ValueError(f"cells at h={h!r}, n0={n0}: positions n h must be exact (h = m 2^j, m <= 15, |n| < 2^49)")
+    if not exact_positions(h, abs(n0) + N + 1):
+        raise ValueError(f"cells at h={h!r}, n0={n0}: positions n h must be exact (odd part of h's significand "
+                         "times |n| below 2^53)")
     n = np.arange(n0, n0 + N + 1, dtype=np.int64)
     a = n[:-1].astype(float) * h  # exact
     den = -math.expm1(-h) * (1.0 - 2.0 * UNIT)  # <= 1 - e^{-h}
@@ -201,7 +202,10 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
         lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
-    ok = (m_lo > 0) & np.isfinite(lq_up)
+    # a cell whose P-mass is known only below 2^-1000 (a bracket at the float floor: its
+    # garbled loss log(m_lo/q_hi) is meaningless, e.g. -40 for a Gaussian's far tail) is
+    # dropped (a lower pair may drop outcomes)
+    ok = (m_lo >= 2.0**-1000) & np.isfinite(lq_up)
     with np.errstate(divide="ignore"):
         lml, lqh = np.log(m_lo[ok]), lq_up[ok]
     loss_l = lml - lqh
@@ -231,12 +235,24 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
 
 @dataclass(frozen=True, eq=False)
 class Power:
-    """A plan item: ``count`` independent copies of one :class:`Leaf`, composed by the stream
-    by repeated squaring (:func:`optcomp._lattice.grouped._power`): O(log count) windowed
-    convolutions instead of ``count`` leaves."""
+    """A plan item: ``count`` independent copies of one :class:`Leaf`: alone in a pass, by one
+    FFT (:func:`optcomp._lattice.selfcompose.power_pass`, at a step of its own when
+    ``rebuild`` can make the leaf at another step); else by the stream's repeated squaring
+    (:func:`optcomp._lattice.grouped._power`): O(log count) windowed convolutions instead of
+    ``count`` leaves."""
 
     leaf: Leaf
     count: int
+    rebuild: Callable | None = None  # h -> the same law's Leaf at step h (a pass may choose its own step)
+
+
+def exact_positions(h: float, nmax: float) -> bool:
+    """Whether every product n h, |n| <= nmax, is exact: the odd part of h's significand
+    times nmax stays below 2^53."""
+    m = int(math.frexp(h)[0] * 2.0**53)
+    while m and not m & 1:
+        m >>= 1
+    return m * nmax < 2.0**53
 
 
 def span(item) -> float:
@@ -344,22 +360,20 @@ def group_leaf(items, theta: float, log_slack: float) -> Leaf:
 
 
 def _lattice_interval(loss: np.ndarray, perr, h: float, exact=None):
-    """Lattice neighbours lo h <= l - perr <= l <= l + perr <= hi h of every atom (checked on
-    the exact products, hi > lo) and the garbling T = rint(l / h) (any function of the atom).
-    Atoms flagged in ``exact`` sit exactly at l = n h: lo = n, hi = n + 1 (the split then
-    puts the whole mass at lo, up to the rounding charge of the distances)."""
+    """Lattice neighbours lo h <= l + perr < hi h = (lo + 1) h of every atom (checked on the
+    exact products) and the garbling T = rint(l / h) (any function of the atom).  An atom
+    whose interval [l - perr, l + perr] reaches below lo h is raised to it by the refinement
+    (a loss raised at fixed P0 only raises H), so an atom on or next to a lattice point
+    costs nothing.  Atoms flagged in ``exact`` sit exactly at l = n h: lo = n, hi = n + 1
+    (the split then puts the whole mass at lo, up to the rounding charge of the distances)."""
     pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
-    x = loss - pe
     y = loss + pe
-    lo = np.floor(x / h)
-    lo[lo * h > x] -= 1.0
-    hi = np.ceil(y / h)
-    hi[hi * h < y] += 1.0
+    lo = np.floor(y / h)
+    lo[lo * h > y] -= 1.0
+    lo[(lo + 1.0) * h <= y] += 1.0
     if exact is not None:
-        n = np.rint(loss / h)
-        lo = np.where(exact, n, lo)
-        hi = np.where(exact, n + 1.0, hi)
-    return lo, np.maximum(hi, lo + 1.0), np.rint(loss / h)
+        lo = np.where(exact, np.rint(loss / h), lo)
+    return lo, lo + 1.0, np.rint(loss / h)
 
 
 def leaf_rows(leaf: Leaf, h: float, theta: float):
@@ -388,8 +402,8 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     D = (hi - lo) * h  # exact
     d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))  # >= hi h - l
     d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))  # >= l - lo h
-    d_hi = np.minimum(d_hi, D)
-    d_lo = np.minimum(d_lo, D)
+    d_hi = np.minimum(d_hi, D)  # beyond D: the atom may lie below lo, all its mass there
+    d_lo = np.minimum(np.maximum(d_lo, 0.0), D)  # <= 0: below lo, nothing at hi
     with np.errstate(divide="ignore"):
         # P0 mass at lo: P0 (e^{hi - l} - 1)/(e^D - 1), at hi: P0 (1 - e^{-(l - lo)})/(1 - e^{-D});
         # each increases in its distance, so the widened distances give upper bounds
@@ -473,7 +487,7 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))
     d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))
     d_hi = np.minimum(d_hi, D)
-    d_lo = np.minimum(d_lo, D)
+    d_lo = np.minimum(np.maximum(d_lo, 0.0), D)
     # the same values as there, computed once per distinct width k = hi - lo (D = k h exactly)
     kk = (hi - lo).astype(np.int64)
     k0 = int(kk.min())
@@ -529,7 +543,8 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     K = np.zeros((nl, S.size))
     for g, c in enumerate(counts):
         K += int(c) * cgf_terms(lps[:, g][:, None], lqs[:, g][:, None], eps2d[:, g][:, None], S[None, :])
-    K = K + np.abs(S)[None, :] * 2.0 * h + extra[:, None]
+    pe = 2.0 * perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300
+    K = K + refinement_charge(S[None, :], h, pe[:, None]) + extra[:, None]
     K = K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
     return rows, widths, base.astype(np.int64), logZ, rho, E2, K
 
@@ -588,15 +603,31 @@ def _atom_blocks(lw: np.ndarray, lh: np.ndarray, ll: np.ndarray, nb: int):
     return mx[used] + np.log(total[used]), top[used], bottom[used]
 
 
+def refinement_charge(S: np.ndarray, h: float, pe: float) -> np.ndarray:
+    """Upper bounds of the log-MGF's growth by the refinement at step h, at the tilts S
+    (:func:`_lattice_interval`: an atom is raised by at most pe = 2 perr + 4 u |l| to its
+    lower neighbour lo, or split between lo and hi = lo + 1).  The smaller of:
+
+    * 2 |s| h: every atom's mass goes to lattice points within 2h of it;
+    * ((s + 1)^2 + |s + 1|) h^2 / 8 + 2 |s| pe: a split keeps the atom's P1 mass and
+      E_P1[e^L] = e^l, so with X the split loss under P1 (values lo, hi, h apart) and
+      t = s + 1, E_P0[e^{sX}] / e^{sl} = E e^{tX} / (E e^X)^t, whose log is
+      kappa(t) - t kappa(1) <= (t^2 + max(0, -t)) h^2 / 8 by Hoeffding's lemma
+      (kappa(t) <= t E X + t^2 h^2 / 8 for every real t, and E X <= kappa(1)); a mixture of
+      atoms grows by at most its largest factor; a raise multiplies e^{sl} by <= e^{|s| pe}."""
+    return np.minimum(np.abs(S) * 2.0 * h, ((S + 1.0) ** 2 + np.abs(S + 1.0)) * (h * h / 8.0) + np.abs(S) * 2.0 * pe)
+
+
 def leaf_mgf(leaf: Leaf, S: np.ndarray, h: float, extra: float = 0.0) -> np.ndarray:
     """Upper bounds on log E_P0[e^{s L}] of a leaf's refined (upper) row at the tilts S: the
     leaf's own log-MGF (``leaf.cgf``, or :func:`_atoms_cgf` of its upper atoms), with the
     lumped mass at its atom (for s > 0 it can raise the MGF by at most lump e^{s l_lump}),
-    times e^{2 |s| h} for the refinement (every atom's mass goes to lattice points within
-    2h of it: lo and hi are chosen outside the atom's position interval), times e^extra for
-    the masses being evaluated at the far end of that interval and their rounding
+    plus the refinement's charge (:func:`refinement_charge`), plus ``extra`` for the masses
+    being evaluated at the far end of their position interval and their rounding
     (``extra`` bounds the log of the row's total mass over the exact refined one)."""
-    K = _lumped_cgf(leaf, S) + np.abs(S) * 2.0 * h + extra
+    u = leaf.upper
+    pe = 2.0 * float(np.max(u.perr, initial=0.0)) + 4.0 * UNIT * float(np.max(np.abs(u.loss), initial=0.0)) + 1e-300
+    K = _lumped_cgf(leaf, S) + refinement_charge(S, h, pe) + extra
     return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
 
 
@@ -656,11 +687,16 @@ def _leaf_one(item, h: float, theta: float, log_slack: float, S: np.ndarray):
     """One leaf by the per-leaf functions: (rows (3, W), base, logZ, rho, E2, K, slack)."""
     leaf = item if isinstance(item, Leaf) else group_leaf(item, theta, log_slack)
     rows, base, logZ, rho, E2, s_leaf = leaf_rows(leaf, h, theta)
-    # the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h relative
+    return rows, base, logZ, rho, E2, upper_row_mgf(leaf, S, h, float(rho[0])), s_leaf
+
+
+def upper_row_mgf(leaf: Leaf, S: np.ndarray, h: float, rho_up: float) -> np.ndarray:
+    """:func:`leaf_mgf` of the refined row :func:`leaf_rows` builds at step h (``rho_up`` its
+    relative error bound): the far-end masses exceed the exact split by <= 2 (2 perr +
+    rounding)/h relative."""
     u = leaf.upper
-    extra = math.log1p(8.0 * float(np.max(u.perr) + 4.0 * UNIT * np.max(np.abs(u.loss)) + 1e-300) / h) \
-        + float(rho[0])
-    return rows, base, logZ, rho, E2, leaf_mgf(leaf, S, h, extra), s_leaf
+    extra = math.log1p(8.0 * float(np.max(u.perr) + 4.0 * UNIT * np.max(np.abs(u.loss)) + 1e-300) / h) + rho_up
+    return leaf_mgf(leaf, S, h, extra)
 
 
 def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):

@@ -360,7 +360,7 @@ class Workload:
     def plan(self, h: float) -> list:
         out = list(self.rr_plan)
         for s in self.sources:
-            out.append(leaves.Power(s.leaf(h), s.count) if s.count > 1 else s.leaf(h))
+            out.append(leaves.Power(s.leaf(h), s.count, s.leaf) if s.count > 1 else s.leaf(h))
         return out
 
     def leaves_count(self) -> int:
@@ -579,4 +579,21 @@ class Workload:
         |d log H/dx|)."""
         rr = sum(0.12 if (len(items) == 1 and items[0][1] + 1 > leaves.BUNDLE_ATOMS) else 0.1
                  for items in self.rr_plan)
-        return (1.0 + theta) * (rr + 0.12 * sum(s.count for s in self.sources))
+        return (1.0 + theta) * (rr + 0.12 * sum(s.count for s in self.sources) * self._power_gap())
+
+    def _power_gap(self) -> float:
+        """For one mechanism's copies alone (a pass by :func:`optcomp._lattice.selfcompose.power_pass`,
+        at a step aligned to its law): their gap against generic leaves'
+        (:func:`~optcomp._lattice.selfcompose.gap_factor` of the leaf at a probe step); else 1."""
+        if self.rr_plan or len(self.sources) != 1 or self.sources[0].count < 2:
+            return 1.0
+        if not hasattr(self, "_gap"):
+            from .selfcompose import gap_factor
+
+            s = self.sources[0]
+            probe = 2.0 ** math.floor(math.log2(max(s.width, 2.0**-40) / 256.0))
+            try:
+                self._gap = gap_factor(s.leaf(probe))
+            except (ValueError, ApproxTooCostly):
+                self._gap = 1.0
+        return self._gap
