@@ -231,6 +231,9 @@ class Gaussian(CellMechanism):
 
     def _delta_mp(self, x, direction):
         mu = self._mu()
+        z = x / mu - mu / 2
+        if z > 2**20:  # far beyond the mass: 0 <= delta(x) <= Phi(-z) <= e^{-z^2/2} (mpmath's erfc
+            return mpmath.mpf(0), mpmath.exp(-z * z / 2)  # overflows a float there)
         t1 = mpmath.ncdf(mu / 2 - x / mu)
         t2 = mpmath.exp(x) * mpmath.ncdf(-mu / 2 - x / mu)
         v = t1 - t2
