@@ -76,6 +76,10 @@ __all__ = [
     "ref_advanced_pure_delta",
     "brute_force_delta",
     "kov_corner_delta",
+    "ref_laplace_delta",
+    "ref_gaussian_delta",
+    "ref_ternary_law",
+    "ref_ternary_delta",
 ]
 
 DPS = 80  # working precision (decimal digits) of the reference
@@ -669,3 +673,106 @@ def decreasing_root(f, target, lo, hi, steps: int = 160):
         else:
             hi = mid
     return hi
+
+
+# --------------------------------------------------------------------------- mechanisms' laws
+
+
+def _exact_mpf(x):
+    """A float (or Fraction) as an exact mpmath number at the working precision."""
+    return _mpf(Fraction(x))
+
+
+def _ih_tail_integral(j: int, beta, L):
+    """int_L^j e^{beta y} IH_j(y) dy, IH_j(y) = sum_t (-1)^t C(j, t) (y - t)_+^{j-1} / (j-1)! the
+    Irwin-Hall density of a sum of j uniforms on (0, 1), 0 <= L <= j: term by term with the
+    antiderivative e^{beta y} sum_m (-1)^m n!/(n-m)! (y - t)^{n-m} / beta^{m+1} of
+    e^{beta y} (y - t)^n (n = j - 1; differentiate to check)."""
+    n = j - 1
+
+    def anti(y, t):
+        return mp.e ** (beta * y) * mp.fsum((-1) ** m * mp.factorial(n) / mp.factorial(n - m) * (y - t) ** (n - m)
+                                            / beta ** (m + 1) for m in range(n + 1))
+
+    total = mp.mpf(0)
+    for t in range(j):
+        lo = max(L, mp.mpf(t))
+        total += (-1) ** t * mp.binomial(j, t) * (anti(mp.mpf(j), t) - anti(lo, t))
+    return total / mp.factorial(n)
+
+
+def ref_laplace_delta(a, k: int, x, *, dps: int = 60):
+    """delta(x) = E_P[(1 - e^{x - L})_+] of k Laplace mechanisms with loss parameter
+    a = Delta/b (one direction; the law is symmetric), from the definition of the law of one
+    loss: an atom +a of P-mass 1/2, an atom -a of P-mass e^{-a}/2, and the density
+    f(l) = e^{(l - a)/2}/4 on (-a, a) (mass p_c = (1 - e^{-a})/2).
+
+    L is a sum over i copies at +a, k - j - i at -a and j continuous ones (multinomial
+    weights); the j-fold convolution of f is (a/2)^j e^{-ja} e^{a y} IH_j(y) dy at
+    s = -ja + 2a y, y in (0, j) (f = (e^{-a/2}/4) e^{l/2} on (-a, a); IH_j the Irwin-Hall
+    density).  With c = x - (2i - (k - j)) a, the term (1 - e^{c - s})_+ is positive for
+    y > y0 = (c + ja)/(2a): its integral is (a/2)^j e^{-ja} [F_a(y0) - e^{c + ja} F_{-a}(y0)],
+    F_b(y0) = int_{y0}^{j} e^{b y} IH_j(y) dy (exact antiderivatives, :func:`_ih_tail_integral`);
+    for c <= -ja it is p_c^j - e^c p_c^j (int f e^{-l} = p_c), for c >= ja it is 0.  Exact
+    up to the working precision (cancellation ~ (j/a)^j digits, far inside 60 for the
+    small k used)."""
+    with mp.workdps(dps):
+        A, X = _exact_mpf(a), _exact_mpf(x)
+        pc = -mp.expm1(-A) / 2
+        pp, pm = mp.mpf(1) / 2, mp.e ** (-A) / 2
+        total = mp.mpf(0)
+        for j in range(k + 1):
+            n = k - j
+            for i in range(n + 1):
+                w = mp.binomial(k, j) * mp.binomial(n, i) * pp**i * pm ** (n - i)
+                c = X - (2 * i - n) * A
+                if j == 0:
+                    total += w * (-mp.expm1(c) if c < 0 else 0)
+                elif c <= -j * A:
+                    total += w * pc**j * -mp.expm1(c)
+                elif c < j * A:
+                    y0 = (c + j * A) / (2 * A)
+                    F = _ih_tail_integral(j, A, y0) - mp.e ** (c + j * A) * _ih_tail_integral(j, -A, y0)
+                    total += w * (A / 2) ** j * mp.e ** (-j * A) * F
+        return total
+
+
+def ref_gaussian_delta(mu, x, *, dps: int = 60):
+    """delta(x) = Phi(mu/2 - x/mu) - e^x Phi(-mu/2 - x/mu) of a Gaussian mechanism with
+    mu = Delta/sigma (Balle & Wang 2018, Thm 8; k of them compose to mu sqrt(k))."""
+    with mp.workdps(dps):
+        m, X = _exact_mpf(mu) if not isinstance(mu, mp.mpf) else mu, _exact_mpf(x)
+        return mp.ncdf(m / 2 - X / m) - mp.e**X * mp.ncdf(-m / 2 - X / m)
+
+
+def ref_ternary_law(eps, k: int, *, dps: int = 60):
+    """The law of L = (A - B) eps for k copies of 3-ary randomized response (P-masses e^eps/z
+    at loss +eps, 1/z at 0 and 1/z at -eps, z = e^eps + 2; the counts (A, B, k - A - B) are
+    multinomial): [(d, P[A - B = d])], P[A - B = d] = sum_b k!/((b + d)! b! (k - 2b - d)!)
+    pt^(b + d) po^(k - b - d), each sum by its exact term ratio
+    T(b + 1)/T(b) = r (r - 1) pt / ((b + d + 1)(b + 1) po), r = k - 2b - d."""
+    with mp.workdps(dps):
+        E = _exact_mpf(eps)
+        z = mp.e**E + 2
+        pt, po = mp.e**E / z, 1 / z
+        law = []
+        for d in range(-k, k + 1):
+            b = max(0, -d)  # the least b with b + d >= 0
+            term = mp.factorial(k) / (mp.factorial(b + d) * mp.factorial(b) * mp.factorial(k - 2 * b - d)) \
+                * pt ** (b + d) * po ** (k - b - d)
+            total = mp.mpf(0)
+            while k - 2 * b - d >= 0:
+                total += term
+                r = k - 2 * b - d
+                term = term * r * (r - 1) / ((b + d + 1) * (b + 1)) * (pt / po)
+                b += 1
+            law.append((d, total))
+        return law
+
+
+def ref_ternary_delta(eps, law, x, *, dps: int = 60):
+    """delta(x) = sum_{d eps > x} P[A - B = d] (1 - e^{x - d eps}) for the law of
+    :func:`ref_ternary_law` (positions d eps exact: eps and x as exact rationals)."""
+    with mp.workdps(dps):
+        E, X = _exact_mpf(eps), _exact_mpf(x)
+        return mp.fsum(p * -mp.expm1(X - d * E) for d, p in law if d * Fraction(eps) > Fraction(x))

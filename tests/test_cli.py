@@ -322,7 +322,7 @@ def test_curve_and_tradeoff():
 def test_methods():
     rows = rows_json("methods")
     assert [r["method"] for r in rows] == list(optcomp.METHODS)
-    assert rows[4]["options"] == "max_atoms"
+    assert rows[4]["options"] == "max_atoms,max_memory"
 
 
 # ------------------------------------------------------------------------- files and stdin
@@ -461,14 +461,21 @@ def test_bad_files_are_one_line_and_exit_2(text, match, capsys, monkeypatch):
      "optcomp epsilon: error: ambiguous option: --del could match --delta, --delta-g (see optcomp epsilon --help)"),
     # the options a method takes are the flags there are (progress is none)
     (("epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "1e-6", "--max-atoms", "5"),
-     "optcomp epsilon: error: --max-atoms does not apply to method auto (its options: --tol)"),
-    # a privacy loss near the float range: one line naming the range, not warnings and a traceback's tail
-    (("curve", "--mechanism", "laplace:scale=1e-308", "--k", "2", "--num", "3"),
-     "optcomp curve: error: values beyond floating-point range for this computation"),
+     "optcomp epsilon: error: --max-atoms does not apply to method auto (its options: --tol, --max-memory)"),
 ])
 def test_mistyped_options_and_extreme_values_are_one_line(args, line, capsys, monkeypatch):
     err = fails_in_process(args, line, capsys, monkeypatch)
     assert err.startswith(line)
+
+
+def test_a_privacy_loss_near_the_float_range_is_answered(capsys):
+    """Laplace of scale 1e-308 (loss 1e308 per copy), two copies: certified answers, no
+    warning or traceback (delta is 1 - e^{(x - 2e308)/2}, i.e. 1 to float precision)."""
+    assert cli.main(["curve", "--mechanism", "laplace:scale=1e-308", "--k", "2", "--num", "3", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert len(rows) == 3
+    for r in rows:
+        assert r["delta"] == 1.0 and 0.999 <= r["delta_lower"] <= 1.0
 
 
 def test_a_warning_inside_a_command_is_one_line(capsys, monkeypatch):

@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "optcomp"
 
 LAYERS = {
     # L0 vocabulary
-    "_rounding": 0, "_types": 0, "_laws": 0, "_inputs": 0, "_binomial": 0, "_version": 0,
+    "_rounding": 0, "_types": 0, "_laws": 0, "_inputs": 0, "_binomial": 0, "_version": 0, "_memory": 0,
     # L1 mathematics of the composed loss
     "_cgf": 1,
     # L2 distributions and closed forms (``_pairs``: the finite dominating pair, a leaf's type)

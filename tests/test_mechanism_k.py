@@ -31,10 +31,9 @@ directly summed values, with a certified Chernoff bound on the mass above the wi
 
 Cases these tests found are kept as explicit tests at the end of the module (a Profile
 delta_j below 2^-256, fixed in cc3b3f9; a Pair direction with +inf mass 1 to float
-precision, fixed in 5c13049) and, under ``-m slow``, a strict xfail: the lattice passes
-outgrow max_points and the 4 GiB address space (1000 randomized responses; 59 mechanisms
-with losses up to 466).  Where the property test meets that MemoryError it skips, naming
-the input (it never passes silently on it).
+precision, fixed in 5c13049) and, under ``-m slow``, the two inputs whose lattice passes
+outgrew max_points and the 4 GiB address space (1000 randomized responses; 59 mechanisms
+with losses up to 466) before every allocation was checked against the memory budget.
 """
 
 from __future__ import annotations
@@ -820,14 +819,10 @@ def test_k_fold_compositions_over_the_domain(workload, xspec, tspec):
     ref = Reference.of(workload)
     x = resolve_x(xspec, ref)
     t = resolve_t(tspec, ref)
-    try:
-        d, costly, _ = check_delta(workload, _ref_delta(ref), x)
-        if not costly:
-            assert delta_tight_enough(d, _ref_delta(ref), x), ("bracket looser than documented", workload, x, d)
-        check_epsilon(workload, _ref_delta(ref), ref.inf, t, top=ref.top)
-    except MemoryError:  # the known bug of test_compositions_stay_within_memory: reported, not a pass
-        pytest.skip(f"known bug (strict xfail test_compositions_stay_within_memory, -m slow; remove this "
-                    f"skip when it passes): MemoryError on {workload!r} at eps_g={x!r}, delta_g={t!r}")
+    d, costly, _ = check_delta(workload, _ref_delta(ref), x)
+    if not costly:
+        assert delta_tight_enough(d, _ref_delta(ref), x), ("bracket looser than documented", workload, x, d)
+    check_epsilon(workload, _ref_delta(ref), ref.inf, t, top=ref.top)
 
 
 # ============================================================================ found by these tests
@@ -863,24 +858,20 @@ def test_pair_with_all_but_a_sliver_at_inf(k):
     check_delta(workload, _ref_delta(ref), 1.0)
 
 
-MEMORY_BUG = ("the lattice passes outgrow max_points (arrays of 11-12 million complex points against "
-              "max_points = 8,388,608): MemoryError in the suite's 4 GiB address space (RandomizedResponse(0.5, 3) "
-              "x 10^6 at eps_g = 0 was OOM-killed at 22 GB without a cap)")
-
-
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=MemoryError, reason=MEMORY_BUG)
 @pytest.mark.parametrize("workload,x", [
-    # delta_bounds at eps_g = 19980 (an atom, one eps below the top 20000); ~25 s to fail
+    # delta_bounds at eps_g = 19980 (an atom, one eps below the top 20000)
     ([(RandomizedResponse(20.0, 3), 1000)], 19980.0),
-    # delta_g (auto, tol 1e-4) at the smallest positive atom (~20 s to fail; delta_bounds at
+    # delta_g (auto, tol 1e-4) at the smallest positive atom (delta_bounds at
     # tol 1e-3 answers, with 1.9 GB): losses up to log(0.29 / 2.6e-203) = 466, k = 59
     ([(Pair((0.2926829268292683, 0.12195121951219512, 0.3902439024390244, 0.1951219512195122),
             (2.573692295504094e-203, 0.0, 1.0, 0.0)), 29), (Profile([(0.0, 1.0045111702529927e-180)]), 30)],
      27.28851698947127),
 ])
 def test_compositions_stay_within_memory(workload, x):
-    """The answer is a bracket or a size limit (ApproxTooCostly), within 4 GiB."""
+    """The answer is a bracket or a size limit (ApproxTooCostly) holding the reference, within
+    the module's 4 GiB address space (before the memory budget: arrays of 11-12 million complex
+    points against max_points = 8,388,608, MemoryError)."""
     ref = Reference.of(workload)
     check_delta(workload, _ref_delta(ref), x)
 

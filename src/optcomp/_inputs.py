@@ -40,6 +40,7 @@ __all__ = [
     "check_k",
     "check_count",
     "check_unit_open",
+    "canonical_others",
 ]
 
 class ParameterTypeError(TypeError, ValueError):
@@ -75,7 +76,8 @@ class Mechanisms:
     count: np.ndarray
     arrival: np.ndarray | None = field(default=None, repr=False)
     #: mechanisms known by more than (eps, delta) (:mod:`optcomp.mechanisms` objects that are
-    #: not a black box), as ((mechanism, count), ...) in order of first arrival, equal ones merged
+    #: not a black box), as ((mechanism, count), ...) in canonical order (:func:`canonical_others`),
+    #: equal ones merged
     others: tuple = ()
     #: when each of ``others`` first arrived, on the clock of ``arrival`` (None with it)
     others_arrival: tuple | None = field(default=None, repr=False)
@@ -135,8 +137,9 @@ class Mechanisms:
                 others[mech] = n
                 if when is not None:
                     when[mech] = start + i
-        return self._read_only(out.eps, out.delta, out.count, out.arrival, tuple(others.items()),
-                               None if when is None else tuple(when[m] for m in others))
+        others = canonical_others(others.items())
+        return self._read_only(out.eps, out.delta, out.count, out.arrival, others,
+                               None if when is None else tuple(when[m] for m, _ in others))
 
     def _next_stamp(self) -> int | None:
         """The next arrival stamp (None for a multiset built at once, without arrivals)."""
@@ -483,11 +486,33 @@ def mechanisms(eps, delta=0.0, k=None, counts=None) -> Mechanisms:
                 keep[i] = False
         eps_arr, delta_arr, cnt = eps_arr[keep], delta_arr[keep], cnt[keep]
     eps_arr, delta_arr, cnt, _ = _grouped(eps_arr, delta_arr, cnt)  # equal pairs merged, sorted by (eps, delta)
-    return Mechanisms._read_only(eps_arr, delta_arr, cnt, None, tuple(others.items()))
+    return Mechanisms._read_only(eps_arr, delta_arr, cnt, None, canonical_others(others.items()))
+
+
+def canonical_others(items) -> tuple:
+    """(mechanism, count) pairs in one canonical order -- by family, then by the mechanism's
+    repr (its parameters, floats written exactly) -- so that a multiset has one answer
+    whatever the order its mechanisms were listed or composed in (the engine composes them
+    in this order, and float rounding depends on it)."""
+    return tuple(sorted(items, key=lambda mc: (getattr(type(mc[0]), "family", ""), type(mc[0]).__name__,
+                                               repr(mc[0]))))
 
 
 def _is_mechanism(x) -> bool:
+    if isinstance(x, type) and issubclass(x, Mechanism):
+        raise _class_error(x)
     return isinstance(x, Mechanism)
+
+
+def _class_error(cls: type) -> ParameterTypeError:
+    """The error for a mechanism *class* where an instance belongs (``Laplace`` for
+    ``Laplace(scale=...)``): named at the boundary, with the class's first parameter."""
+    import dataclasses
+
+    fields = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
+    example = f"{cls.__name__}({fields[0]}=...)" if fields else f"{cls.__name__}(...)"
+    return ParameterTypeError(f"eps: got the class {cls.__name__}, not a mechanism; pass an instance such as "
+                              f"{example}")
 
 
 def _split_mechanisms(eps):

@@ -38,13 +38,15 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 
+from ._rounding import exact_dir
 from ._types import Bounds
 
-__all__ = ["FORWARD", "REVERSE", "DIRECTIONS", "TAIL", "MAX_ATOMS", "AtomLaw", "Points", "CellLaw", "Mechanism"]
+__all__ = ["FORWARD", "REVERSE", "DIRECTIONS", "TAIL", "MAX_ATOMS", "AtomLaw", "Points", "CellLaw", "Mechanism", "loss_end"]
 
 FORWARD = "forward"  # (M(D), M(D')): D holds the record -- the remove direction under add/remove
 REVERSE = "reverse"  # (M(D'), M(D)): the add direction
@@ -70,7 +72,9 @@ class AtomLaw:
     """One direction's privacy loss law as finitely many atoms (float brackets).
 
     Atom i lies within ``perr[i]`` of the float ``loss[i]`` and has P-mass in
-    [``p_lo[i]``, ``p_hi[i]``]; the P-mass at loss +inf lies in [``inf_lo``, ``inf_hi``];
+    [``p_lo[i]``, ``p_hi[i]``]; the P-mass at loss +inf lies in [``inf_lo``, ``inf_hi``]
+    (an atom beyond the float range counts there: above it on both sides -- it exceeds every
+    float x by more than 2^969 --, below it on the upper side only);
     ``neg_q_lo``/``neg_q_hi`` bracket the Q-mass at loss -inf (outcomes P never produces:
     they never enter delta, but a mixture such as a subsampled mechanism needs them)."""
 
@@ -83,6 +87,9 @@ class AtomLaw:
     inf_hi: float = 0.0
     neg_q_lo: float = 0.0
     neg_q_hi: float = 0.0
+    #: the part of ``inf_lo`` held by atoms beyond the float range (finite losses: an eps_g they
+    #: decide is finite, above the largest float, not unattainable)
+    beyond_lo: float = 0.0
 
     def __post_init__(self):
         for name in ("loss", "perr", "p_lo", "p_hi"):
@@ -95,10 +102,34 @@ class AtomLaw:
         _check_masses(np.array([self.neg_q_lo]), np.array([self.neg_q_hi]), "AtomLaw -inf Q-mass")
 
     def top(self) -> float:
-        """An upper bound of the largest finite loss (-inf when there is none)."""
-        if not self.loss.size:
-            return -math.inf
-        return math.nextafter(float(np.max(self.loss + self.perr)), math.inf)
+        """An upper bound of the largest finite loss held with positive P-mass (p_hi > 0):
+        max(loss + perr) rounded up exactly, so an exact top atom is its own float (-inf
+        when there is none)."""
+        keep = self.p_hi > 0.0
+        return loss_end(self.loss[keep], self.perr[keep], True)
+
+    def bottom(self) -> float:
+        """A lower bound of the smallest finite loss held with positive P-mass (``p_hi``;
+        +inf when there is none)."""
+        keep = self.p_hi > 0.0
+        return loss_end(self.loss[keep], self.perr[keep], False)
+
+
+def loss_end(loss: np.ndarray, perr: np.ndarray, up: bool) -> float:
+    """max(loss + perr) rounded up (``up``) or min(loss - perr) rounded down, exactly (the
+    float sum may round either way: the candidates within an ulp are summed in rationals);
+    -inf / +inf for no atoms."""
+    if not loss.size:
+        return -math.inf if up else math.inf
+    sign = 1.0 if up else -1.0
+    with np.errstate(over="ignore"):
+        s = sign * loss + perr
+    m = float(np.max(s))
+    if not math.isfinite(m):
+        return sign * m
+    cand = np.flatnonzero(s >= math.nextafter(m, -math.inf) - 2.0 * math.ulp(m))
+    best = max(Fraction(float(loss[i])) * int(sign) + Fraction(float(perr[i])) for i in cand)
+    return exact_dir(best * int(sign), up)
 
 
 @dataclass(frozen=True, eq=False)

@@ -53,7 +53,7 @@ from fractions import Fraction
 import numpy as np
 from scipy.special import log_expit
 
-from . import _progress
+from . import _memory, _progress
 from ._inputs import Mechanisms, check_delta_g, check_eps_g, check_unit_open, mechanisms
 from ._rounding import UNIT, up
 from .lattice import MAX_POINTS, ApproxTooCostly, Bounds, lattice_bounds, lattice_delta_bounds
@@ -74,7 +74,7 @@ __all__ = [
     "paper_grid",
 ]
 
-OPTIONS = ("eta", "algorithm", "tol", "max_points", "progress")
+OPTIONS = ("eta", "algorithm", "tol", "max_points", "max_memory", "progress")
 ALGORITHMS = ("fast", "paper")
 DEFAULT_ETA = {"fast": 1e-3, "paper": 0.1}
 
@@ -107,12 +107,13 @@ def _check_options(eta, algorithm, tol, max_points):
     return eta, algorithm, tol, int(max_points)
 
 
-def _run(fn, progress):
+def _run(fn, progress, max_memory=None):
     """fn(callback) with the progress callback (:mod:`optcomp._progress`), closing a stderr
-    bar however fn ends."""
+    bar however fn ends, within the memory budget ``max_memory`` (:mod:`optcomp._memory`)."""
     cb = _progress.callback(progress)
     try:
-        return fn(cb)
+        with _memory.limit(max_memory):
+            return fn(cb)
     finally:
         _progress.close(cb)
 
@@ -283,6 +284,9 @@ PAPER_MAX_WORK = 2e11  # DP cell updates (k sum_a/2 per test x tests); k = 1000,
 
 
 def _check_paper_work(grid: PaperGrid, k: int, eta: float) -> None:
+    # the dynamic program's table: two rows of up to sum a_i / 2 + 1 cells, and a shifted copy
+    _memory.current().need(4 * 8.0 * (grid.total // 2 + 2), f"algorithm='paper' at k={k}, eta={eta:g} "
+                           f"(a dynamic-programming table of {grid.total // 2 + 1:,} cells per row)")
     work = 0.5 * k * grid.total * max(1.0, math.log2(grid.total + 2))
     if work > PAPER_MAX_WORK:
         raise ApproxTooCostly(
@@ -303,6 +307,7 @@ def approx_epsilon(
     algorithm: str = "fast",
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> float:
     """Certified approximation of OptComp(m, delta_g) in the sense of MV Theorem 1.7.
@@ -313,12 +318,15 @@ def approx_epsilon(
     ``algorithm="paper"``: the published algorithm (default eta 0.1);
     ``"fast"`` (default, eta 1e-3): certified lattice bounds refined until
     upper - lower <= tol (default tol = eta), which gives eps* <= OptComp(delta_g) + tol.
+    ``max_memory``: the call's memory budget in bytes (default 1.5 GiB, :mod:`optcomp._memory`).
     ``math.inf`` when delta_g < 1 - prod(1 - delta_i)."""
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
         _progress.callback(progress)  # validated; the published algorithm reports nothing
-        return paper_epsilon(m.black_box_only("approx (algorithm='paper')"), delta_g, eta)
-    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress).upper
+        with _memory.limit(max_memory):
+            return paper_epsilon(m.black_box_only("approx (algorithm='paper')"), delta_g, eta)
+    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress,
+                max_memory).upper
 
 
 def approx_delta(
@@ -329,6 +337,7 @@ def approx_delta(
     algorithm: str = "fast",
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> float:
     """Certified upper bound on the optimal delta_g at eps_g (never below it).
@@ -342,8 +351,10 @@ def approx_delta(
     eta, algorithm, tol, max_points = _check_options(eta, algorithm, tol, max_points)
     if algorithm == "paper":
         _progress.callback(progress)  # validated; the published algorithm reports nothing
-        return paper_delta(m.black_box_only("approx (algorithm='paper')"), eps_g, eta)
-    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress).upper
+        with _memory.limit(max_memory):
+            return paper_delta(m.black_box_only("approx (algorithm='paper')"), eps_g, eta)
+    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress,
+                max_memory).upper
 
 
 def epsilon_bounds(
@@ -356,17 +367,21 @@ def epsilon_bounds(
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> Bounds:
     """Certified bounds ``lower <= OptComp((eps_i, delta_i)_i, delta_g) <= upper`` with
     ``upper - lower <= tol`` (default ``tol = eta = 1e-3``).  Inputs as for
     :func:`optcomp.epsilon_g`.  ``upper`` is what ``epsilon_g(..., method="approx")``
     returns; it satisfies MV Thm 1.7 for every eta >= tol.  ``progress``: True for a status
-    line on stderr, or a callable receiving one status dict per lattice pass."""
+    line on stderr, or a callable receiving one status dict per lattice pass.
+    ``max_memory``: the call's memory budget in bytes (default 1.5 GiB, :mod:`optcomp._memory`);
+    a lattice beyond it (or beyond ``max_points``) raises :class:`ApproxTooCostly` with the
+    best certified bracket reached."""
     m = mechanisms(eps, delta, k, counts)
     delta_g = check_delta_g(delta_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress)
+    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress, max_memory)
 
 
 def delta_bounds(
@@ -379,6 +394,7 @@ def delta_bounds(
     eta=None,
     tol=None,
     max_points: int = MAX_POINTS,
+    max_memory=None,
     progress=None,
 ) -> Bounds:
     """Certified bounds ``lower <= delta_opt(eps_g) <= upper`` with
@@ -388,4 +404,5 @@ def delta_bounds(
     m = mechanisms(eps, delta, k, counts)
     eps_g = check_eps_g(eps_g)
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress)
+    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress,
+                max_memory)

@@ -14,6 +14,18 @@ asking for "the" eps_g wants an answer on every input, and a certified one:
   certified bracket reached so far (:class:`optcomp.ApproxTooCostly` carries it): its upper
   end is still never below the optimum.
 
+The inverse law.  Where ``optimal`` answers, ``delta_g(eps_g=epsilon_g(delta_g=d)) <= d``
+holds to the last ulp (``optimal_epsilon`` checks its root with ``optimal_delta``).  Where
+the certified approximation answers -- mechanisms of :mod:`optcomp.mechanisms` beyond the
+exact paths, or black boxes beyond ``max_atoms`` -- the two directions are computed
+independently, each within its tolerance tol: eps_opt(d) <= epsilon_g(d) <= eps_opt(d) +
+tol, and delta_opt(x) <= delta_g(x) <= max(delta_opt(x)/(1 - tol), delta_opt(x - tol))
+(:func:`optcomp.lattice.lattice_delta_bounds`).  Since delta_opt(epsilon_g(d)) <= d and
+delta_opt decreases, ``delta_g(eps_g=epsilon_g(delta_g=d)) <= max(d/(1 - tol),
+delta_opt(eps_opt(d) - tol))``: the inverse law holds to the delta tolerance (relative, or
+one tol to the left in eps_g), not to the ulp.  A size limit (the bracket fallback below)
+carries neither tolerance, hence no inverse law.
+
 Which of these answered is logged at INFO level on the ``optcomp`` logger (silent unless
 the caller configures logging) and returned by :func:`resolve_epsilon` /
 :func:`resolve_delta`, which the command line prints in its header.  ``method="optimal"``
@@ -24,6 +36,7 @@ from __future__ import annotations
 
 import logging
 
+from . import _memory
 from ._inputs import Mechanisms
 from ._types import ApproxTooCostly, ExactTooLarge
 
@@ -31,7 +44,7 @@ __all__ = ["AUTO_TOL", "OPTIONS", "auto_epsilon", "auto_delta", "resolve_epsilon
 
 #: the stated tolerance of the fallback: absolute in eps_g, relative in delta_g
 AUTO_TOL = 1e-4
-OPTIONS = ("tol", "progress")
+OPTIONS = ("tol", "max_memory", "progress")
 
 _log = logging.getLogger("optcomp")
 
@@ -55,33 +68,36 @@ def _resolve(exact, bounded, what: str, tol, progress) -> tuple[float, str]:
     return float(upper), how
 
 
-def resolve_epsilon(m: Mechanisms, delta_g: float, *, tol=None, progress=None) -> tuple[float, str]:
+def resolve_epsilon(m: Mechanisms, delta_g: float, *, tol=None, max_memory=None, progress=None) -> tuple[float, str]:
     """(eps_g, how it was obtained) for ``method="auto"``; see the module docstring."""
     from .approx import approx_epsilon
     from .methods import METHOD_INFO
 
-    return _resolve(lambda: METHOD_INFO["optimal"].epsilon(m, delta_g),
-                    lambda t, p: approx_epsilon(m, delta_g, tol=t, progress=p), "eps_g", tol, progress)
+    with _memory.limit(max_memory):
+        return _resolve(lambda: METHOD_INFO["optimal"].epsilon(m, delta_g),
+                        lambda t, p: approx_epsilon(m, delta_g, tol=t, progress=p), "eps_g", tol, progress)
 
 
-def resolve_delta(m: Mechanisms, eps_g: float, *, tol=None, progress=None) -> tuple[float, str]:
+def resolve_delta(m: Mechanisms, eps_g: float, *, tol=None, max_memory=None, progress=None) -> tuple[float, str]:
     """(delta_g, how it was obtained) for ``method="auto"``; see the module docstring."""
     from .approx import approx_delta
     from .methods import METHOD_INFO
 
-    return _resolve(lambda: METHOD_INFO["optimal"].delta(m, eps_g),
-                    lambda t, p: approx_delta(m, eps_g, tol=t, progress=p), "delta_g", tol, progress)
+    with _memory.limit(max_memory):
+        return _resolve(lambda: METHOD_INFO["optimal"].delta(m, eps_g),
+                        lambda t, p: approx_delta(m, eps_g, tol=t, progress=p), "delta_g", tol, progress)
 
 
-def auto_epsilon(m: Mechanisms, delta_g: float, *, tol=None, progress=None) -> float:
+def auto_epsilon(m: Mechanisms, delta_g: float, *, tol=None, max_memory=None, progress=None) -> float:
     """eps_g of ``method="auto"``: the exact optimum (``optimal``) where it can be computed,
     else a certified upper bound within ``tol`` (default :data:`AUTO_TOL` = 1e-4, absolute)
-    of it; never below the optimum."""
-    return resolve_epsilon(m, delta_g, tol=tol, progress=progress)[0]
+    of it; never below the optimum.  ``max_memory``: the call's memory budget in bytes
+    (default 1.5 GiB, :mod:`optcomp._memory`)."""
+    return resolve_epsilon(m, delta_g, tol=tol, max_memory=max_memory, progress=progress)[0]
 
 
-def auto_delta(m: Mechanisms, eps_g: float, *, tol=None, progress=None) -> float:
+def auto_delta(m: Mechanisms, eps_g: float, *, tol=None, max_memory=None, progress=None) -> float:
     """delta_g of ``method="auto"``: the exact optimum (``optimal``) where it can be
     computed, else a certified upper bound within ``tol`` (default :data:`AUTO_TOL` = 1e-4,
-    relative) of it; never below the optimum."""
-    return resolve_delta(m, eps_g, tol=tol, progress=progress)[0]
+    relative) of it; never below the optimum.  ``max_memory`` as for :func:`auto_epsilon`."""
+    return resolve_delta(m, eps_g, tol=tol, max_memory=max_memory, progress=progress)[0]

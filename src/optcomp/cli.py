@@ -132,6 +132,23 @@ _integer = _argument(ledger._integer)
 _count = _argument(ledger._count)  # a number of mechanisms (--k, --count): an integer in [1, 10^12]
 
 
+def _bytes(text: str) -> int:
+    """A memory size (--max-memory): an integer number of bytes, or a number with a suffix K,
+    M, G (KiB, MiB, GiB: powers of 1024), at least 1 MiB."""
+    t = text.strip().replace("_", "")
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+    core = t[:-2] if t.upper().endswith("IB") else t[:-1] if t.upper().endswith("B") else t
+    unit = core[-1:].upper() if core[-1:] and core[-1:].upper() in "KMG" else ""
+    number = core[:-1] if unit else core
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 2G, got {_show(text)}") from None
+    if not (math.isfinite(value) and value >= 2**20):
+        raise argparse.ArgumentTypeError(f"expected a size of at least 1M, got {_show(text)}")
+    return int(value)
+
+
 def _points(text: str) -> int:
     """A number of grid points (--num, --num-alpha): an integer >= 2."""
     return _integer(text, lo=2)
@@ -241,6 +258,9 @@ def _add_options(p: argparse.ArgumentParser, *, method: bool = True, exact: bool
                        help="largest exact distribution (atoms per half) method optimal may build")
     g.add_argument("--max-points", type=_integer, action=_Once, dest="max_points", metavar="N",
                    help="largest lattice method approx may use")
+    g.add_argument("--max-memory", type=_bytes, action=_Once, dest="max_memory", metavar="SIZE",
+                   help="memory budget of methods optimal, approx and auto, in bytes or with a suffix K, M, G "
+                        "(powers of 1024; default 1.5G)")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:
@@ -481,7 +501,7 @@ def _accountant_from_specs(args, specs):
 
 
 def _options(args, method: str | None = None) -> dict:
-    keys = ("eta", "tol", "algorithm", "max_atoms", "max_points")
+    keys = ("eta", "tol", "algorithm", "max_atoms", "max_points", "max_memory")
     opts = {key: getattr(args, key, None) for key in keys}
     opts = {key: v for key, v in opts.items() if v is not None}
     if method is not None:

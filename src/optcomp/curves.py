@@ -49,7 +49,7 @@ from .methods import check_method
 
 __all__ = ["privacy_curve", "PrivacyCurve", "default_grid"]
 
-_BRACKETING = ("eta", "tol", "max_points")
+_BRACKETING = ("eta", "tol", "max_points", "max_memory")
 
 
 class PrivacyCurve(NamedTuple):
@@ -194,9 +194,10 @@ def _resolve_auto(args, options):
     from .auto import AUTO_TOL
 
     e, d, c = args
+    memory = {key: v for key, v in options.items() if key == "max_memory"}  # every method's
     try:
-        optcomp.delta_g(e, d, counts=c, eps_g=0.0, method="optimal")
-        return "optimal", {}  # auto's only option, tol, is the fallback's
+        optcomp.delta_g(e, d, counts=c, eps_g=0.0, method="optimal", **memory)
+        return "optimal", memory  # auto's other option, tol, is the fallback's
     except ExactTooLarge:
         return "approx", {"tol": AUTO_TOL, **options}
 

@@ -25,7 +25,10 @@ Guarantee.  :func:`mu_bounds` returns floats mu_lo ≤ mu ≤ mu_hi (mu² summed
 rounding, see there); :func:`delta_bounds` and :func:`epsilon_bounds` return
 ``Bounds(lower, upper)`` with lower ≤ the true value ≤ upper for *every* mu in [mu_lo, mu_hi]
 (delta from mu_lo below and mu_hi above, by monotonicity in mu; eps_g from mu_lo below and
-mu_hi above).  For eps_g the bracket is certified through delta itself: the upper end e_hi
+mu_hi above).  A one-ulp bracket of mu moves delta by phi(a) ulp(mu), relative mu phi(a)
+u/delta -- up to ~1e-11 (mu ~ 10^4, eps ~ 4e7) --, so :func:`composed_mu` hands ends that
+carry the exact mu² (:class:`ExactMu`, up to 16 distinct mechanisms) and both functions then
+evaluate at mu = sqrt(mu²) itself, the bracket again a few ulps of the value.  For eps_g the bracket is certified through delta itself: the upper end e_hi
 carries a proof that delta(e_hi; mu_hi) ≤ delta_g, the lower end e_lo a proof that
 delta(e_lo; mu_lo) ≥ delta_g.  Gaps: a few ulps (≤ 1e-12 relative) wherever the true value is
 a normal float, the float floor (0, 5e-324) below the float range.
@@ -65,10 +68,11 @@ from scipy import optimize, special
 
 from ._inputs import MAX_K, ParameterTypeError, _as_vector, _check_real, _describe, _integer, check_delta_g
 from ._pairs import PRECISIONS, mpf_err, settle
-from ._rounding import exact_dir, mpf_exact
+from ._rounding import exact_dir, fraction_mpf, mpf_exact
 from ._types import Bounds
 
-__all__ = ["mu_bounds", "split_gaussians", "composed_mu", "gaussians_alone", "delta_bounds", "epsilon_bounds", "profile"]
+__all__ = ["mu_bounds", "ExactMu", "split_gaussians", "composed_mu", "gaussians_alone", "delta_bounds", "epsilon_bounds",
+           "profile"]
 
 _FAR = 39  # |a| beyond this: delta within 2^-1090 of 0 or of 1 (module docstring)
 _ONE_BELOW = 1.0 - 2.0**-53  # the float just below 1
@@ -88,10 +92,38 @@ def split_gaussians(others) -> tuple[list, list]:
     return gauss, [(mech, c) for mech, c in others if mech.gaussian() is None]
 
 
+class ExactMu(float):
+    """A float end of a mu bracket that also carries the exact mu² (``square``, a rational):
+    :func:`delta_bounds` and :func:`epsilon_bounds` given two ends carrying the same square
+    evaluate delta at mu = sqrt(square) itself (its rounding in mpmath charged) instead of
+    at the two float ends -- a one-ulp bracket of mu moves delta by phi(a) times an ulp of
+    mu, ~1e-11 relative where mu phi(a)/delta ~ 10^5 (mu ~ 10^4 at eps ~ 4e7)."""
+
+    square: Fraction
+
+    def __new__(cls, value: float, square: Fraction):
+        obj = super().__new__(cls, value)
+        obj.square = square
+        return obj
+
+
 def composed_mu(gaussians) -> Bounds:
-    """:func:`mu_bounds` of (Gaussian, count) pairs: the one Gaussian they compose to."""
+    """:func:`mu_bounds` of (Gaussian, count) pairs: the one Gaussian they compose to (up to
+    16 distinct mechanisms: ends that carry the exact mu², :class:`ExactMu`)."""
     params = [g.gaussian() for g, _ in gaussians]
-    return mu_bounds([s for s, _ in params], [d for _, d in params], [c for _, c in gaussians])
+    b = mu_bounds([s for s, _ in params], [d for _, d in params], [c for _, c in gaussians])
+    if len(params) <= _EXACT_TERMS and 0.0 < b.lower and b.upper < math.inf:
+        sq = sum((int(c) * (Fraction(float(d)) / Fraction(float(s))) ** 2 for (s, d), (_, c) in zip(params, gaussians)),
+                 Fraction(0))
+        return Bounds(ExactMu(b.lower, sq), ExactMu(b.upper, sq))
+    return b
+
+
+def _square(mu_lo, mu_hi) -> Fraction | None:
+    """The exact mu² two ends carry in common (:class:`ExactMu`), else None."""
+    if isinstance(mu_lo, ExactMu) and isinstance(mu_hi, ExactMu) and mu_lo.square == mu_hi.square:
+        return mu_lo.square
+    return None
 
 
 def gaussians_alone(m, others) -> Bounds | None:
@@ -229,9 +261,18 @@ def _check_eps(eps) -> float:
 
 def _region(mu: float, x) -> int:
     """−1 when a = mu/2 − x/mu < −39, +1 when a > 39, 0 otherwise; decided exactly
-    (x a float or an mpmath number; mu finite > 0)."""
-    m = Fraction(mu)
+    (x a float or an mpmath number; mu finite > 0, or an :class:`ExactMu`: mu = sqrt(S),
+    a < −39 <=> x − S/2 > 39 mu <=> (x − S/2)² > 39² S with x − S/2 > 0, and likewise)."""
     xf = Fraction(x) if isinstance(x, float) else mpf_exact(x)
+    if isinstance(mu, ExactMu):
+        sq = mu.square
+        d = xf - sq / 2
+        if d > 0 and d * d > _FAR * _FAR * sq:
+            return -1
+        if d < 0 and d * d > _FAR * _FAR * sq:
+            return 1
+        return 0
+    m = Fraction(mu)
     half = m * m / 2
     if xf > half + _FAR * m:
         return -1
@@ -256,7 +297,8 @@ def _delta_mp(mu: float, x):
     a margin of over 60 that also covers the rounding of the charge itself.  Finally the
     returned err is raised by 4u(|value| + err), so that value ± err formed in mpmath (one
     rounding to nearest) still encloses delta."""
-    m = mpmath.mpf(mu)
+    exact = isinstance(mu, ExactMu)
+    m = mpmath.sqrt(fraction_mpf(mu.square)) if exact else mpmath.mpf(mu)
     X = mpmath.mpf(x)
     q = X / m
     a = m / 2 - q
@@ -270,6 +312,8 @@ def _delta_mp(mu: float, x):
     if abs(a) * da > 0.1 or abs(b) * db > 0.1:
         return max(v, mpmath.mpf(0)), mpmath.inf, t2
     err = mpf_err(t1, t2, v, bits=10) + 2 * mpmath.npdf(a) * (da + db)
+    if exact:  # m = sqrt(S) within 3u m (S rounded, sqrt): delta moves by phi(a) per unit of mu
+        err += 2 * mpmath.npdf(a) * 4 * u * m
     v = max(v, mpmath.mpf(0))
     return v, err + 4 * u * (v + err), t2
 
@@ -302,8 +346,12 @@ def delta_bounds(mu_lo, mu_hi, eps) -> Bounds:
     >>> delta_bounds(lo, hi, 1.0)
     Bounds(lower=0.12693673750664394, upper=0.12693673750664397)
     """
+    sq = _square(mu_lo, mu_hi)
     lo_mu, hi_mu = _check_mus(mu_lo, mu_hi)
     x = _check_eps(eps)
+    if sq is not None and 0.0 < lo_mu and hi_mu < math.inf:
+        b = _delta_bracket(ExactMu(hi_mu, sq), x)
+        return Bounds(b[0], b[1])
     hi = _delta_bracket(hi_mu, x)
     lo = hi if lo_mu == hi_mu else _delta_bracket(lo_mu, x)
     return Bounds(lo[0], hi[1])
@@ -476,8 +524,11 @@ def epsilon_bounds(mu_lo, mu_hi, delta_g) -> Bounds:
     >>> epsilon_bounds(lo, hi, 1e-6)
     Bounds(lower=10.997151214220649, upper=10.997151214220652)
     """
+    sq = _square(mu_lo, mu_hi)
     lo_mu, hi_mu = _check_mus(mu_lo, mu_hi)
     dg = check_delta_g(delta_g)
+    if sq is not None and 0.0 < lo_mu and hi_mu < math.inf:  # one mu, exact: both ends from it
+        lo_mu = hi_mu = ExactMu(hi_mu, sq)
     upper, root = _eps_side(hi_mu, dg, True, None)
     if upper == 0:
         return Bounds(0.0, 0.0)

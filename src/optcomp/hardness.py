@@ -71,7 +71,9 @@ from typing import Callable, Sequence
 
 import mpmath
 
+from ._memory import current as current_budget
 from ._rounding import fraction_mpf, mpf_exact
+from ._types import ExactTooLarge
 
 __all__ = [
     "TInstance",
@@ -313,6 +315,8 @@ class OptCompOracle:
     F = q + k + ⌈log2(3k(R + 2) + 3)⌉ + 1 gives |error| ≤ 2^-(q+1).
 
     ``calls`` counts the queries; ``log`` keeps (k, F, seconds, atoms) per query.
+    :class:`~optcomp.ExactTooLarge` when the 2^k atoms would not fit the memory budget
+    (:mod:`optcomp._memory`; at default settings k = 24 at F <= ~90 bits fits).
     """
 
     def __init__(self, max_k: int = MAX_ORACLE_K):
@@ -350,6 +354,10 @@ class OptCompOracle:
         with mpmath.workprec(64):
             R_bound = mpmath.exp(_exact_mpf(eps_g)) * (1 + mpmath.mpf(2) ** -20)
         F = q + k + _ceil_log2(3 * k * (R_bound + 2) + 3) + 1
+        # 2^k Python integers of F bits (24 bytes + 4 per 30-bit digit, a list slot each), two
+        # lists at once while they double (72 bytes an atom measured at F = 50): checked first
+        current_budget().need(2.0 * 2**k * (8 + 24 + 4 * (F // 30 + 1)),
+                              f"the exact oracle's 2^{k} atoms of {F} bits", ExactTooLarge)
         one = 1 << F
         with mpmath.workprec(F + _GUARD):
             # p_i = e^{eps_i} / (1 + e^{eps_i}) = P0[s_i = +1]

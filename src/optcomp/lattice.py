@@ -60,16 +60,18 @@ One refine loop (:func:`_refine`) serves both directions:
   caps the lattice (:class:`ApproxTooCostly` carries the best bracket).  Homogeneous inputs (one distinct eps) are solved exactly instead
   (binomial atoms with their pmf error charged both ways), upward and downward.
 
-Length (~770 lines): one refine loop (:func:`_refine`) serves both directions, for black
-boxes and for mechanisms (:func:`mechanism_bounds`); the drivers share its step control and
-the exact splits (big eps, negligible eps), and split into modules they would import each
-other, which the layer rule forbids for drivers; the certified Chernoff fallback of a size
-limit (:func:`_chernoff_fallback`) wraps both.
+Length (~1000 lines): one refine loop (:func:`_refine`) serves both directions, for black
+boxes and for mechanisms (:func:`mechanism_bounds`, with the frames from the ends of the law,
+the mechanisms of negligible loss left out, one mechanism by its profile); the drivers share
+its step control and the exact splits (big eps, negligible eps), and split into modules they
+would import each other, which the layer rule forbids for drivers; the certified Chernoff
+fallback of a size limit (:func:`_chernoff_fallback`) wraps both.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from fractions import Fraction
 
@@ -79,16 +81,16 @@ from scipy.special import log_expit
 from ._cgf import cgf_terms, chernoff_guess, tilt_for
 from ._inputs import Mechanisms
 from ._laws import DIRECTIONS, FORWARD
-from ._rounding import UNIT, dot_dir, down, exact_dir, up
-from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
+from ._rounding import LIBM_ULPS, UNIT, dot_dir, down, exact_dir, up
+from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo, ExactTooLarge
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass, lattice_pass
-from ._lattice.workload import GaussianSource, Source, Workload, inf_mass
+from ._lattice.workload import REACH, Source, Workload, beyond_floats, gaussian_part, inf_mass
 from .gdp import composed_mu, gaussians_alone, split_gaussians
 from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, excess_lower, residual_target, solve_segments
-from ._exact.atoms import _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
+from ._exact.atoms import UNDERFLOW_SCALE, _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
 
 __all__ = [
     "MAX_POINTS",
@@ -109,6 +111,7 @@ __all__ = [
 
 DELTA_FLOOR = 2.0**-1000  # absolute delta accuracy always accepted (~1e-301: float's own floor)
 DELTA_FLOAT_GAP = 2.0**-40  # accepted only when refining the lattice no longer helps (see lattice_delta_bounds)
+EPS_FLOAT_GAP = 2.0**-48  # an eps_g bracket this narrow (relative: a few ulps) is the float floor, whatever tol
 
 
 # --------------------------------------------------------------------------- drivers (tilt, steps, homogeneous)
@@ -177,6 +180,17 @@ def lattice_bounds(
     top = dot_dir(cnts, vals, True)
     if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
         return Bounds(dot_dir(cnts, vals, False), top)
+    if t_low <= 0.0:
+        # t > 0 below the float range (delta_g ~ 1 - prod(1 - delta_i) ~ 1e-200): the product
+        # windowed at t, its masses and t scaled by 2^UNDERFLOW_SCALE (the lattice's float64
+        # masses cannot resolve t: :func:`_lattice_epsilon` says so when this does not answer)
+        s = UNDERFLOW_SCALE
+        exact = _exact_or_none(lambda: exact_epsilon_bounds(m, residual_target(m, delta_g, log2_scale=s),
+                                                            residual_target(m, delta_g, round_up=True, log2_scale=s),
+                                                            ENUMERATED_ATOMS, s))
+        if exact is not None:
+            info.path = "enumerated"
+            return Bounds(exact[0], min(exact[1], top))
     small, shift, big_slack = _split_big(m, max(t_low, 0.0) * 2.0**-40)
     if small is not None:
         # L = shift + L_s except with probability <= big_slack (then anywhere): H(x) <=
@@ -197,6 +211,15 @@ def lattice_bounds(
         return shifted(b)
     return _epsilon_bounds_t(m, t_low, t_high, tol, max_points=max_points, info=info, workers=workers,
                              progress=progress)
+
+
+def _exact_or_none(run):
+    """The exact producers' bracket, or None when they are out of reach (a binomial window
+    beyond the memory budget: the lattice paths follow)."""
+    try:
+        return run()
+    except ExactTooLarge:
+        return None
 
 
 def _split_big(m: Mechanisms, cap: float = 0.0):
@@ -284,7 +307,7 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
                 raise
             raise _limit(exc, shifted(exc.bounds), "eps_g") from None
         return shifted(b)
-    exact = exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS)
+    exact = _exact_or_none(lambda: exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS))
     if exact is not None:  # one group (binomial) or a small product: listed exactly
         info.path = "enumerated"
         return Bounds(exact[0], min(exact[1], top))
@@ -305,6 +328,7 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
     cannot be the larger); ``top`` caps the upper bound (the largest finite loss, or inf)."""
     info.passes.clear()
     info.path = "lattice"
+    _within_reach(work, "eps_g")
     x_est = work.chernoff_guess(t_low)
     h = _initial_step_n(work.weight(work.tilt_for(x_est)), tol)
     # mass sent to +inf: a fraction <= min(2^-40, tol/64) of t in all (H moves by less
@@ -316,8 +340,19 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
         # t is positive but below the float range (rounded down to 0): no upper bound below
         # the top atom can be certified in float64 masses, and refining cannot change that;
         # one pass gives the lower bound (its target t_high >= t is the safe side)
-        lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h), progress)
-        return Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h),
+                              progress)
+        except ApproxTooCostly as exc:  # the memory budget: the trivial bracket
+            raise _limit(exc, best, "eps_g") from None
+        b = Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+        if b.gap <= tol:
+            return b
+        raise ApproxTooCostly(
+            f"the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is positive but below the float "
+            f"range (delta_g within ~1e-308 of 1 - prod(1 - delta_i)): the lattice's float64 masses cannot "
+            f"resolve it, so its upper bound is the largest loss (tol={tol:g}); best bounds {b.lower!r} <= eps_g "
+            f"<= {b.upper!r}. method='optimal' settles such targets with scaled masses where it is exact.", b)
     aim = {"x": x_est, "reaimed": False}
 
     def evaluate(lp: LatticePass, best: Bounds) -> Bounds:
@@ -358,6 +393,15 @@ def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, to
         chernoff, "eps_g", Bounds(0.0, top))
 
 
+def _within_reach(work: Workload, quantity: str) -> None:
+    """A size limit (no bracket: the caller's frame) when a leaf's losses exceed
+    :data:`~optcomp._lattice.workload.REACH` (2^40): no lattice step places them."""
+    reach = work.reach()
+    if not reach <= REACH:
+        raise ApproxTooCostly(f"losses up to {reach:g} lie beyond the lattice's reach ({REACH:g}): {quantity} is "
+                              "bracketed from the ends of the law only", None)
+
+
 def _limit(exc: ApproxTooCostly, bounds: Bounds, quantity: str, note: str = "") -> ApproxTooCostly:
     """``exc`` (a size limit) again, carrying ``bounds`` (its message's bracket rewritten)."""
     return ApproxTooCostly(f"{str(exc).split('; best bounds')[0]}; best bounds {bounds.lower!r} <= {quantity} "
@@ -394,10 +438,13 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
     ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
     next step from the measured gaps (``measure``: absolute in eps, relative in delta;
     second order in h, :func:`_next_step`), ``stalled(...)`` after six steps without
-    progress, :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass
-    would exceed ``max_points``."""
+    progress or when a step twice finer or more narrowed the gap by less than 10%,
+    :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass would
+    exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
+    answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket)."""
     gaps: list[float] = []
     steps: list[float] = []
+    coarser, refused = 0, 0.0
     while True:
         theta = theta_for()
         points = work.points(theta, h)
@@ -412,7 +459,25 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
                 best,
             )
         t0 = time.perf_counter()
-        lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+        lp = None  # (the previous pass's arrays are not kept during this one)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+        except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
+            if exc.bounds is not None:
+                raise
+            memory = getattr(exc, "memory", None)
+            if memory is not None:
+                refused = max(refused, h)
+            if not gaps and memory is not None and coarser < MEMORY_RETRIES:
+                # no bracket yet: a coarser pass that fits the budget gives one (the memory of a
+                # pass grows like 1/h; the levels after the one refused are larger still)
+                coarser += 1
+                h = _step_below(h * 4.0 * memory[0] / memory[1])
+                continue
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {exc}; best "
+                                  f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
+                                  "eta) or max_memory.", best) from None
         b = evaluate(lp, best)
         info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                                 seconds=time.perf_counter() - t0))
@@ -430,8 +495,21 @@ def _refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, e
         steps.append(h)
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
             return stalled(b, gap, h)
+        if len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]:
+            # a step at least twice finer left the gap where it was: not the lattice's gap
+            # (second order in h, first for tiny eps), so finer passes -- each dearer in time
+            # and memory -- would not narrow it either (e.g. a continuous law's leaf whose
+            # bracket near a point mass does not depend on h)
+            return stalled(b, gap, h)
         h = _next_step(steps, gaps, tol)
+        if h <= refused:  # a finer step than one the memory budget refused: the bracket so far
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, finer than h={refused:g} "
+                                  f"which exceeds the memory budget; best bounds so far {b.lower!r} <= {quantity} "
+                                  f"<= {b.upper!r}. Raise tol (or eta) or max_memory.", b)
 
+
+MEMORY_RETRIES = 2  # coarser first passes tried when the first one does not fit the memory budget
 
 STEP_MANTISSA_BITS = 4  # steps h = m 2^j with an integer 8 <= m <= 15: consecutive steps 1/8 apart at most
 
@@ -589,7 +667,7 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, *, max_po
         if failed:
             raise _limit(failed[0], b, "delta_g") from None
         return b
-    exact = exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS)
+    exact = _exact_or_none(lambda: exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS))
     if exact is not None:  # one group (binomial) or a small product: the float64 floor
         info.path = "enumerated"
         return to_delta(exact[0], exact[1])
@@ -611,6 +689,7 @@ def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_po
     direction's lower bound)."""
     info.passes.clear()
     info.path = "lattice"
+    _within_reach(work, "delta_g")
     theta = work.tilt_for(eps_g)
     # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
     lam = min(_log_slope(work, theta), 1.0 + theta)
@@ -655,7 +734,8 @@ def _lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_po
 # --------------------------------------------------------------------------- mechanisms (issue 18)
 
 
-def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Workload, Mechanisms, Mechanisms]]:
+def _workloads(m: Mechanisms, others, tail: float = 1e-300,
+               atom_tail: float = 0.0) -> list[tuple[Workload, Mechanisms, Mechanisms]]:
     """Per global direction: (workload, delta events for the upper side, for the lower side).
 
     The black-box groups of ``m`` are symmetric; the mechanisms ``others`` ((mechanism,
@@ -665,20 +745,30 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300) -> list[tuple[Worklo
     events as a black box (0, delta_m) per copy (its bracket's upper end for the upper side,
     lower end for the lower; :func:`optcomp._lattice.workload.mechanism_leaf`).  ``tail``: the
     P-mass an unbounded law (Gaussian) may leave beyond its leaf's cells, per copy (charged
-    to the upper side)."""
+    to the upper side); ``atom_tail``: the P-mass a finite law's extreme atoms may have and
+    be cut (:func:`optcomp._lattice.workload.atom_law`; no float floor: its masses are
+    exact)."""
     vals, cnts = m.positive()
     dirs = DIRECTIONS if any(len(mech.directions()) > 1 for mech, _ in others) else (FORWARD,)
     gauss, rest = split_gaussians(others)
-    merged = ()
+    merged, gauss_event = (), None
     if gauss:  # all Gaussians as one (exact composition; symmetric)
         mu = composed_mu(gauss)
-        merged = (GaussianSource(mu.lower, mu.upper, tail),)
+        merged, gauss_event = gaussian_part(mu.lower, mu.upper, tail)
     out = []
     for d in dirs:
         # a mechanism with no finite P-mass (all at +inf) is only its delta event
-        sources = tuple(s for s in (Source(mech, c, d, tail) for mech, c in rest) if s.loss.size)
+        def cut(mech):
+            return atom_tail if mech.kind == "atoms" else tail
+
+        sources = tuple(s for s in (Source(mech, c, d, cut(mech)) for mech, c in rest) if s.loss.size)
         work = Workload(vals, cnts, merged + sources)
-        events = [(inf_mass(mech, d), c) for mech, c in others]
+        # losses beyond the float range count at +inf on both sides: an eps_g they decide is
+        # finite (above the largest float), not unattainable (mu_hi = inf: mu^2 overflowed)
+        work.beyond = any(beyond_floats(mech, d, cut(mech)) for mech, _ in rest) or gauss_event is not None
+        events = [(inf_mass(mech, d, cut(mech)), c) for mech, c in rest]
+        if gauss_event is not None:
+            events.append((gauss_event, 1))
         sides = []
         for j in (1, 0):
             extra = [(b[j], c) for b, c in events if b[j] > 0.0]
@@ -701,36 +791,194 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     upper - lower <= tol: the grouped lattice with each mechanism as a leaf
     (:mod:`optcomp._lattice.workload`), the black-box delta_i through the residual target
     t = 1 - (1 - delta_g)/prod(1 - delta_i) (a delta event is independent of everything
-    else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x)))."""
+    else: delta(x) = 1 - prod(1 - delta_i)(1 - H(x))).
+
+    One mechanism in one copy is its certified profile (:func:`_profile_epsilon`).  Else,
+    per global direction: the frame from the ends of the law first (exact when t = 0 or far
+    below the top atoms' mass, at the float floor of an answer near 1e308, and the only
+    bracket for losses beyond the lattice's reach); else the lattice of the mechanisms that
+    matter -- those whose losses stay below a sliver sigma (sum <= tol/8) left out, the
+    answer's upper end raised by sigma -- intersected with the frame.  A bracket wider than
+    tol (and than the float floor, 2^-48 relative) is a size limit (ApproxTooCostly)."""
     info = info if info is not None else BracketInfo()
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
     mu = gaussians_alone(m, others)
     if mu is not None:  # Gaussians alone: the closed form
         info.path = "closed form (GDP)"
         return gdp_epsilon(mu.lower, mu.upper, delta_g)
+    single = _single(m, others)
+    if single is not None:  # one mechanism: its certified profile
+        b = _profile_epsilon(single, delta_g)
+        if b is not None:
+            info.path = "profile"
+            return b
     out = []
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
     n = sum(int(c) for _, c in others) + 1
-    tail = min(1e-30, max(1e-300, residual_target(m, delta_g) * 2.0**-44 / n))
-    works = _workloads(m, others, tail)
-    if len(works) > 1:  # the larger direction first (Chernoff estimates): its lower end floors the other
+    target = max(residual_target(m, delta_g), 0.0)
+    tail = min(1e-30, max(1e-300, target * 2.0**-44 / n))
+    works = _workloads(m, others, tail, min(1e-30, target * 2.0**-44 / n))
+    if len(works) > 1 and all(w[0].reach() <= REACH for w in works):
+        # the larger direction first (Chernoff estimates): its lower end floors the other
         works.sort(key=lambda w: -w[0].chernoff_guess(max(residual_target(w[1], delta_g), 1e-300)))
     for work, m_up, m_lo in works:
         t_low = residual_target(m_up, delta_g)
         t_high = residual_target(m_lo, delta_g, round_up=True)
-        top = work.top_bound()
         floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
         if t_high < 0.0:
-            out.append(Bounds(math.inf, math.inf))
-        elif t_low < 0.0:
-            out.append(Bounds(0.0, math.inf))
-        elif t_high == 0.0 and math.isfinite(top):  # H(x) <= 0 exactly from the largest loss on
-            out.append(Bounds(0.0, top))
-        elif top <= floor:  # every loss of this direction lies below the other's answer
-            out.append(Bounds(0.0, top))
+            out.append(Bounds(sys.float_info.max if work.beyond else math.inf, math.inf))
+        elif t_low < 0.0:  # the upper side's delta events exceed delta_g; the lower side's frame
+            out.append(Bounds(work.near_top_epsilon(t_high, t_high)[0], math.inf))
         else:
-            out.append(_attempt(lambda: _lattice_epsilon(work, t_low, t_high, tol, top, floor=floor, **kw), top))
+            # the ends of the law alone: exact when t is far below the mass of the top atoms
+            # (t = 0: H(x) <= 0 from the largest loss on), else a frame for the lattice's bracket
+            tails = work.tail_events()
+            t_fin = residual_target(_with_events(m_up, tails), delta_g) if tails else t_low
+            near = Bounds(*work.near_top_epsilon(t_fin, t_high)) if t_fin >= 0.0 else Bounds(0.0, math.inf)
+            if near.lower > near.upper:  # (t_fin < t_low: the lower end from t_high stays valid)
+                near = Bounds(near.upper, near.upper)
+            if near.gap <= tol or t_high == 0.0 or near.gap <= EPS_FLOAT_GAP * near.upper < math.inf \
+                    or (near.upper == math.inf and near.lower >= down(sys.float_info.max, 4)):
+                out.append(near)
+                continue
+            # mechanisms whose losses stay below a sliver sigma (tiny scales, huge sigmas) are
+            # left out: H_rest(x) <= H(x) <= H_rest(x - sigma) (a mechanism added only raises
+            # delta; L <= L_rest + sigma), so eps_g lies in [eps_rest, eps_rest + sigma]
+            rest, sigma, extra = _split_negligible_sources(work, tol * NEGLIGIBLE_TOL)
+            t_rest = residual_target(_with_events(m_up, extra), delta_g) if extra else t_low
+            if rest is None:
+                run, t_run = work, t_low
+            else:
+                run, t_run = rest, t_rest
+            if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
+                b = Bounds(0.0, 0.0) if t_run >= 0.0 else Bounds(0.0, math.inf)
+            elif t_run < 0.0:
+                b = Bounds(0.0, math.inf)
+            else:
+                b = _attempt(lambda: _lattice_epsilon(run, t_run, t_high, tol, run.top_bound(),
+                                                      floor=floor - sigma, **kw), run.top_bound())
+            out.append(_narrowed(_shifted_up(b, sigma), near,
+                                 lambda r: r.gap <= tol or r.gap <= EPS_FLOAT_GAP * r.upper < math.inf))
     return _worst_direction(out)
+
+
+def _single(m: Mechanisms, others):
+    """The one mechanism of a multiset that holds nothing else (one copy, no black box that
+    adds a loss or a delta), else None: its privacy profile is the optimum itself."""
+    if len(others) == 1 and int(others[0][1]) == 1 and not (m.eps > 0).any() and not (m.delta > 0).any():
+        return others[0][0]
+    return None
+
+
+def _profile_epsilon(mech, delta_g: float) -> Bounds | None:
+    """Certified (lower, upper) on the least x with delta(x) <= delta_g for one mechanism, by
+    bisection on its certified profile (``profile_bounds``), over the floats' bit patterns
+    (at most ~64 evaluations to adjacent floats): the upper end a float x with upper(x) <=
+    delta_g, the lower end one with lower(x) > delta_g (delta decreases; where the
+    profile's bracket straddles delta_g the two ends part by its width).  [inf, inf] when
+    a P-mass at +inf alone exceeds delta_g; [max float, inf] when delta stays above delta_g
+    at the largest float (a loss beyond the float range); None when the profile cannot tell
+    (delta_g equal to the mass at +inf: the drivers' frames decide it exactly)."""
+    import struct
+
+    def bits(x: float) -> int:
+        return struct.unpack("<q", struct.pack("<d", x))[0]
+
+    def flt(i: int) -> float:
+        return struct.unpack("<d", struct.pack("<q", i))[0]
+
+    if mech.profile_bounds(0.0).upper <= delta_g:
+        return Bounds(0.0, 0.0)
+    if mech.kind == "atoms" and any(law.inf_lo - law.beyond_lo > delta_g
+                                    for law in (mech.law(1.0, d) for d in mech.directions())):
+        return Bounds(math.inf, math.inf)
+    fmax = sys.float_info.max
+    at_max = mech.profile_bounds(fmax)
+    if at_max.lower > delta_g:
+        return Bounds(fmax, math.inf)
+    if at_max.upper > delta_g:  # undecided at every x (delta_g = the mass at +inf): the engine's frames
+        return None
+
+    def search(passes) -> float:
+        """The least float x with passes(x) (passes monotone: False below, True above)."""
+        lo, hi = 0, bits(fmax)  # passes(flt(hi)) holds, passes(flt(lo)) does not (0 checked above)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if passes(flt(mid)):
+                hi = mid
+            else:
+                lo = mid
+        return flt(hi)
+
+    upper = search(lambda x: mech.profile_bounds(x).upper <= delta_g)
+    # the lower end: galloping down from the upper one (a few ulps where the profile is tight)
+    top, step = bits(upper), 1
+    while True:
+        cand = max(top - step, 0)
+        if cand == 0 or mech.profile_bounds(flt(cand)).lower > delta_g:
+            break
+        step *= 4
+    lo, hi = cand, top  # lower(flt(lo)) > delta_g (or lo = 0), and not at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mech.profile_bounds(flt(mid)).lower > delta_g:
+            lo = mid
+        else:
+            hi = mid
+    return Bounds(flt(lo), upper)
+
+
+def _split_negligible_sources(work: Workload, budget: float):
+    """(rest, sigma, events): the workload without its mechanism sources whose largest losses
+    sum to sigma = sum count max(top, 0) <= ``budget`` (smallest first; ``rest`` None when
+    none qualifies), and the delta events their truncation tails add on the upper side (a
+    law with a continuous part leaves at most its tail above its support's top, per copy)."""
+    sized = []
+    for s in work.sources:
+        top = s.finite_top
+        if math.isfinite(top):
+            sized.append((up(s.count * max(top, 0.0), 1), s))
+    sized.sort(key=lambda t: t[0])
+    total, gone = 0.0, []
+    for size, s in sized:
+        nxt = up(total + size, 1)
+        if nxt > budget:
+            break
+        total = nxt
+        gone.append(s)
+    if not gone:
+        return None, 0.0, []
+    rest = Workload(work.vals, work.cnts, tuple(s for s in work.sources if s not in gone))
+    events = [(s.tail, s.count) for s in gone if s.inf_mass > 0.0]
+    return rest, total, events
+
+
+def _with_events(m: Mechanisms, events) -> Mechanisms:
+    """``m`` with delta events (delta, count) added as black boxes (0, delta)."""
+    eps = np.concatenate([m.eps, np.zeros(len(events))])
+    delta = np.concatenate([m.delta, [d for d, _ in events]])
+    count = np.concatenate([m.count, np.array([c for _, c in events], dtype=np.int64)])
+    order = np.lexsort((delta, eps))
+    return Mechanisms(eps=eps[order], delta=delta[order], count=count[order])
+
+
+def _shifted_up(b, sigma: float):
+    """A bracket (or the ApproxTooCostly carrying one) with its upper end raised by sigma."""
+    if not sigma:
+        return b
+    if isinstance(b, ApproxTooCostly):
+        return ApproxTooCostly(str(b), _shifted_up(b.bounds, sigma))
+    return Bounds(b.lower, up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper)
+
+
+def _narrowed(b, frame: Bounds, met=None):
+    """A direction's bracket (or the ApproxTooCostly carrying one) intersected with a
+    certified ``frame``; a size limit whose narrowed bracket meets the tolerance (``met``)
+    is a result, else it stays a size limit (the caller's _worst_direction decides)."""
+    if isinstance(b, ApproxTooCostly):
+        inner = Bounds(max(b.bounds.lower, frame.lower), min(b.bounds.upper, frame.upper))
+        return inner if met is not None and met(inner) else ApproxTooCostly(str(b), inner)
+    return Bounds(max(b.lower, frame.lower), min(b.upper, frame.upper))
 
 
 def _attempt(run, top: float):
@@ -759,7 +1007,9 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
                            info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
     """Certified (lower, upper) on the optimal delta_g(eps_g) of the black-box pairs ``m``
     composed with the mechanisms ``others``, to the tolerance of
-    :func:`lattice_delta_bounds`."""
+    :func:`lattice_delta_bounds` (the frame from the ends of the law, then the lattice of
+    the mechanisms that matter, as in :func:`mechanism_bounds`; a mechanism left out adds
+    1 - e^{-sigma} to the upper end, far below tol x the Chernoff estimate of delta)."""
     info = info if info is not None else BracketInfo()
 
     kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
@@ -767,30 +1017,74 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
     if mu is not None:  # Gaussians alone: the closed form
         info.path = "closed form (GDP)"
         return gdp_delta(mu.lower, mu.upper, eps_g)
+    single = _single(m, others)
+    if single is not None:  # one mechanism: its certified profile is the optimum
+        info.path = "profile"
+        return single.profile_bounds(eps_g)
     out = []
     # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
     n = sum(int(c) for _, c in others) + 1
     works = _workloads(m, others)
-    theta = works[0][0].tilt_for(eps_g)
-    est = math.exp(min(0.0, works[0][0].cgf(theta)[0] - theta * eps_g))
+    est = 1.0  # (the estimate needs losses a lattice could place)
+    if works[0][0].reach() <= REACH:
+        theta = works[0][0].tilt_for(eps_g)
+        est = math.exp(min(0.0, works[0][0].cgf(theta)[0] - theta * eps_g))
     tail = min(1e-30, max(1e-300, est * 2.0**-44 / n))
-    if len(works) > 1:  # the larger direction first (Chernoff estimates): its lower end floors the other
+    atom_tail = min(1e-30, est * 2.0**-44 / n)
+    if atom_tail > 0.0 and any(mech.kind == "atoms" for mech, _ in others):
+        works = _workloads(m, others, tail, atom_tail)  # finite laws cut at their own tail
+    if len(works) > 1 and all(w[0].reach() <= REACH for w in works):
+        # the larger direction first (Chernoff estimates): its lower end floors the other
         def estimate(w):
             th = w[0].tilt_for(eps_g)
             return w[0].cgf(th)[0] - th * eps_g
         works.sort(key=lambda w: -estimate(w))
     for work, m_up, m_lo in works:
         for source in work.sources:  # the leaves' truncation (the guides, estimates only, keep theirs)
-            source.tail = tail
+            if source.mech.kind != "atoms":
+                source.tail = tail
+
         def to_delta(lo: float, hi: float, m_up=m_up, m_lo=m_lo) -> Bounds:
             return Bounds(delta_from_excess(m_lo, lo, round_up=False), delta_from_excess(m_up, hi))
 
         floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
-        if eps_g >= work.top_bound():  # above every finite loss: H = 0, only the delta events
-            out.append(to_delta(0.0, 0.0))
+        # the ends of the law alone (exact above the top, tight one ulp below it), a frame
+        # for the lattice's bracket otherwise (the truncation tails above the tops: delta events)
+        tails = work.tail_events()
+        lo_h, hi_h = work.near_top_excess(eps_g)
+        near = Bounds(to_delta(lo_h, hi_h).lower,
+                      delta_from_excess(_with_events(m_up, tails) if tails else m_up, hi_h))
+        if near.upper <= near.lower * (1.0 + tol) + DELTA_FLOOR or _horizontal(work, eps_g, tol, near, to_delta):
+            out.append(near)
+            continue
+        # mechanisms whose losses stay below sigma, with 1 - e^{-sigma} far below tol x the
+        # estimate of H, are left out: H_rest(x) <= H(x) <= H_rest(x - sigma) <= H_rest(x) +
+        # (1 - e^{-sigma}) (a mechanism added only raises delta; L <= L_rest + sigma)
+        rest, sigma, extra = _split_negligible_sources(work, max(DELTA_FLOOR, tol * est * 2.0**-6))
+        run = work if rest is None else rest
+        if rest is not None:
+            add = up(-math.expm1(-sigma), LIBM_ULPS)
+            m_up2 = _with_events(m_up, extra) if extra else m_up
+
+            def to_delta(lo: float, hi: float, m_up=m_up2, m_lo=m_lo, add=add) -> Bounds:
+                return Bounds(delta_from_excess(m_lo, lo, round_up=False),
+                              delta_from_excess(m_up, min(1.0, up(hi + add, 1))))
+
+        if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
+            out.append(_narrowed(to_delta(0.0, 0.0), near))
         else:
-            out.append(_attempt(lambda: _lattice_delta(work, eps_g, tol, to_delta, floor=floor, **kw), 1.0))
+            out.append(_narrowed(_attempt(lambda: _lattice_delta(run, eps_g, tol, to_delta, floor=floor, **kw), 1.0),
+                                 near,
+                                 lambda r: r.upper <= r.lower * (1.0 + tol) + DELTA_FLOOR))
     return _worst_direction(out)
+
+
+def _horizontal(work: Workload, eps_g: float, tol: float, b: Bounds, to_delta) -> bool:
+    """Whether ``b.upper`` is at most a certified lower bound of delta_opt(eps_g - tol) from
+    the ends of the law (the horizontal tolerance of :func:`lattice_delta_bounds`)."""
+    if eps_g - tol < 0.0:
+        return False
+    return b.upper <= to_delta(work.near_top_excess(eps_g - tol)[0], 1.0).lower
 
 
 # --------------------------------------------------------------------------- commensurable eps: exact lattice

@@ -628,9 +628,10 @@ class LossDistribution:
         """Least x >= 0 with H(x) <= t, rounded up (see :func:`solve_segments`)."""
         return solve_segments(self, t)
 
-    def epsilon_lower(self, t: float) -> float:
-        """A lower bound on the least x >= 0 with H(x) <= t."""
-        return _solve(self, t, upward=False)
+    def epsilon_lower(self, t: float, *, scaled: bool = False) -> float:
+        """A lower bound on the least x >= 0 with H(x) <= t (``scaled``: t in the masses' units,
+        t 2^log2_scale)."""
+        return _solve(self, t, upward=False, scaled=scaled)
 
 
 def _solve(dist: LossDistribution, t: float, upward: bool, scaled: bool = False) -> float:

@@ -95,14 +95,16 @@ _REGISTRY = (
            _Lazy("bounds", "advanced_pure_epsilon", pairs_only="advanced_pure"),
            _Lazy("bounds", "advanced_pure_delta", pairs_only="advanced_pure")),
     Method("optimal", "Exact optimal composition, KOV Thm 3.3 / MV Thm 1.4 (homogeneous), MV Thm 1.5 (heterogeneous)",
-           _Lazy("optimal", "optimal_epsilon", exact="epsilon"), _Lazy("optimal", "optimal_delta", exact="delta"), ("max_atoms",)),
+           _Lazy("optimal", "optimal_epsilon", exact="epsilon"), _Lazy("optimal", "optimal_delta", exact="delta"),
+           ("max_atoms", "max_memory")),
     Method("approx", "Certified approximation of the optimum, MV Thm 1.7 "
                      "(default: fast lattice algorithm; algorithm='paper': as published)",
            _Lazy("approx", "approx_epsilon"), _Lazy("approx", "approx_delta"),
-           ("eta", "algorithm", "tol", "max_points", "progress")),  # = optcomp.approx.OPTIONS (tests/test_approx.py)
+           ("eta", "algorithm", "tol", "max_points", "max_memory", "progress")),  # = optcomp.approx.OPTIONS
     Method("auto", "The default: optimal where exact is feasible, else approx's certified upper bound "
                    "(within 1e-4 absolute in eps_g, relative in delta_g)",
-           _Lazy("auto", "auto_epsilon"), _Lazy("auto", "auto_delta"), ("tol", "progress")),  # = optcomp.auto.OPTIONS
+           _Lazy("auto", "auto_epsilon"), _Lazy("auto", "auto_delta"),
+           ("tol", "max_memory", "progress")),  # = optcomp.auto.OPTIONS
 )
 
 #: The registry, method name -> :class:`Method` (theorem, functions, accepted options).

@@ -50,9 +50,11 @@ import math
 import numpy as np
 
 from ._inputs import Mechanisms
+from ._memory import budgeted, current as _memory_budget
 from ._rounding import dot_dir, down
 from ._types import ExactTooLarge
 from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bounds, BIG_EPS: re-exported)
+    UNDERFLOW_SCALE,
     BIG_EPS,
     _LOG_FLOOR,
     _TAIL,
@@ -97,6 +99,7 @@ __all__ = [
 ]
 
 MAX_ATOMS = 2**24  # atoms per half of meet-in-the-middle (k = 48 distinct values)
+MITM_BYTES = 96  # memory per atom of the two halves of meet in the middle (~80 measured at 2^20-2^24 atoms)
 FULL_ENUMERATION = 2**15  # up to this many atoms, list the whole distribution (else meet in the middle)
 
 
@@ -125,6 +128,9 @@ def _distribution_kind(groups, max_atoms: int):
         return "full", total
     halves, sizes = _split(groups)
     if max(sizes) <= max_atoms:
+        _memory_budget().need(MITM_BYTES * (sizes[0] + sizes[1]), f"exact optimal composition of these "
+                              f"{sum(g[1] for g in groups)} mechanisms by meet in the middle (two halves of "
+                              f"{sizes[0]:.3g} and {sizes[1]:.3g} loss atoms)", ExactTooLarge)
         return "mitm", (halves, sizes)
     raise ExactTooLarge(
         f"exact optimal composition of these {sum(g[1] for g in groups)} mechanisms "
@@ -157,6 +163,7 @@ def _exact_solver(m: Mechanisms, max_atoms: int, log_t: float | None = None):
     return kind, (groups if kind == "full" else info[0]), shift, slack
 
 
+@budgeted
 def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
     """OptComp((eps_1, delta_1), ..., (eps_k, delta_k), delta_g): MV Thm 1.5 (KOV Thm 3.3).
 
@@ -164,7 +171,8 @@ def optimal_epsilon(m: Mechanisms, delta_g: float, *, max_atoms: int = MAX_ATOMS
     ``1/prod(1+e^{eps_i}) sum_S max(e^{sum_S eps} - e^{eps_g} e^{sum_{not S} eps}, 0)
     <= 1 - (1 - delta_g)/prod(1 - delta_i)``, returned rounded *up* (never below the
     optimum; a few ulps above it).  ``math.inf`` when delta_g < 1 - prod(1 - delta_i).
-    Raises :class:`ExactTooLarge` when no exact algorithm fits in ``max_atoms``.
+    Raises :class:`ExactTooLarge` when no exact algorithm fits in ``max_atoms`` or in the
+    memory budget ``max_memory`` (bytes, default 1.5 GiB: :mod:`optcomp._memory`).
 
     The inverse law: :func:`optimal_delta` at the returned eps_g is <= delta_g.  The two
     directions charge their float errors differently (and small ill-conditioned roots are
@@ -255,7 +263,6 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
     return min(x, top)
 
 
-UNDERFLOW_SCALE = 1000  # masses x 2^this when the residual target is below the float range
 
 
 def _underflowed_root(m: Mechanisms, delta_g: float, max_atoms: int, shrink: float) -> float:
@@ -291,9 +298,11 @@ PRECISE_REL = 2.0**-41  # a product's delta bracket this much wider than its rou
 REFINE_REL = 2.0**-43  # ... when the float64 bracket is wider than this (relative, ~1.1e-13)
 
 
+@budgeted
 def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) -> float:
     """The least delta_g with (eps_g, delta_g)-DP of the composition (MV Thm 1.5 solved for
-    delta_g): ``1 - prod(1 - delta_i) (1 - H(eps_g))``, rounded up (never below)."""
+    delta_g): ``1 - prod(1 - delta_i) (1 - H(eps_g))``, rounded up (never below); options as
+    for :func:`optimal_epsilon`."""
     max_atoms = _check_max_atoms(max_atoms)
     top = _max_loss(m)
     if eps_g >= top:

@@ -17,7 +17,9 @@ from scipy.special import log_expit
 from .._binomial import binomial_log_pmf, binomial_masses
 from .._cgf import binomial_quantile, cgf_terms, tilt_for
 from .._inputs import Mechanisms
+from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, TINY, UNIT, down, exact_dir, up
+from .._types import ExactTooLarge
 from ..loss import LossDistribution, WindowTooNarrow, solve_segments
 
 
@@ -45,6 +47,10 @@ def _split_groups(m: Mechanisms):
     return list(zip(e[~big].tolist(), [int(n) for n in c[~big].tolist()])), shift, slack
 
 
+UNDERFLOW_SCALE = 1000  # masses x 2^this when the residual target is below the float range
+WINDOW_BYTES = 64  # memory per atom of a binomial window (masses, positions, the solvers' sums; ~25 measured)
+
+
 def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | None = 0):
     """Atoms m in [m_lo, m_hi] of M ~ Bin(k, p), p = e^eps/(1+e^eps): the losses
     (2m - k) eps (floats, for display), lower and upper bounds on 2^s P0[M = m], a bound on
@@ -54,6 +60,8 @@ def binomial_atoms(eps: float, k: int, m_lo: int, m_hi: int, log2_scale: int | N
     (:mod:`optcomp._binomial`, checked against mpmath).  The tail bound uses that the pmf
     ratio r(m) = (k-m)/(m+1) e^eps decreases in m: P0[M > m_hi] <= pmf(m_hi) r/(1 - r).
     """
+    _memory_budget().need(WINDOW_BYTES * (m_hi - m_lo + 1), f"a window of {m_hi - m_lo + 1:,} binomial atoms "
+                          f"(k={k})", ExactTooLarge)
     p_lo, p_up, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale)
     loss = (2 * np.arange(m_lo, m_hi + 1, dtype=np.int64) - k).astype(float) * eps
     return loss, p_lo, p_up, _binomial_tail(eps, k, m_hi, p_up), s
@@ -84,6 +92,8 @@ def binomial_window(eps: float, k: int, m_lo: int, m_hi: int, shift: Fraction = 
     2 eps (exact gaps whatever k), masses scaled by a power of two (``log2_scale``).  The
     mass above m_hi is bounded and charged as slack (with ``slack``, an unscaled absolute
     amount); the atoms below m_lo are omitted, so H(x) is exact for x >= the loss of m_lo - 1."""
+    _memory_budget().need(WINDOW_BYTES * (m_hi - m_lo + 1), f"a window of {m_hi - m_lo + 1:,} binomial atoms "
+                          f"(k={k})", ExactTooLarge)
     p_lo, p0, s = binomial_masses(eps, k, m_lo, m_hi, log2_scale, refine)
     tail = _binomial_tail(eps, k, m_hi, p0)
     fe = Fraction(eps)
@@ -202,11 +212,21 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
         m_hi = min(k, m_hi + max(64, m_hi - m_cut))
 
 
-def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15):
+def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15, log2_scale: int = 0):
     """Certified (lower, upper) on eps_g from the exact producers when the multiset is one
     group or a product of at most ``max_atoms`` atoms, whole or windowed at t_low
-    (:func:`window_groups`), else None: the float64 floor."""
+    (:func:`window_groups`), else None: the float64 floor.  ``log2_scale`` s > 0: the targets
+    are t 2^s (a t below the float range, e.g. delta_g ~ delta_i ~ 1e-200), and a product
+    (windowed at t) is listed with its masses scaled by 2^s as well (one group: None)."""
     groups, shift, slack = _split_groups(m)
+    if log2_scale:
+        if len(groups) < 2 or not t_low > 0.0:
+            return None
+        groups = window_groups(groups, math.log(t_low) - log2_scale * math.log(2.0), max_atoms)
+        if _atom_count(groups, max_atoms) > max_atoms:
+            return None
+        dist = product_distribution(groups, shift, slack, lower=True, log2_scale=log2_scale)
+        return dist.epsilon_lower(t_high, scaled=True), solve_segments(dist, t_low, scaled=True)
     if not groups:  # every eps_i is 0 or >= BIG_EPS: one atom at the exact shift
         dist = _point_mass(shift, slack)
         return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
@@ -416,9 +436,16 @@ def log_excess_guess(groups, shift: Fraction, x: float) -> float:
 
 def _position_error(groups) -> float:
     """Bound on |float loss - exact loss| of the atoms built by :func:`_product`: each factor
-    loss (2m - n) eps is one rounding, each of the len(groups) - 1 sums another."""
-    total = sum(g[1] * g[0] for g in groups)
-    return 2.0 * (len(groups) + 1) * UNIT * total * (1.0 + 1e-12)
+    loss f_i = (2m - n) eps is one rounding (<= u |f_i| <= u M_i, M_i = max(|2 lo - n|,
+    |2 hi - n|) eps over the factor's listed range [lo, hi]: a window of 10^6 mechanisms of
+    0.01 lists losses up to ~400, not 10^4), each of the g - 1 sums another (<= u times the
+    partial sum, <= u sum M): at most g u sum_i M_i, g = len(groups) (charged with 1e-12 to
+    spare for the products' own rounding)."""
+    total = 0.0
+    for g in groups:
+        lo, hi = _range(g)
+        total += max(abs(2 * lo - g[1]), abs(2 * hi - g[1])) * g[0]
+    return max(len(groups), 1) * UNIT * total * (1.0 + 1e-12)
 
 
 def product_distribution(groups, shift: Fraction = Fraction(0), slack: float = 0.0, *, lower: bool = False,

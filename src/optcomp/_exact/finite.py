@@ -136,8 +136,10 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
     with error bounds -- the float brackets of the AtomLaw would cost k ulps at k copies) and,
     for the family ``"pair"`` (two output distributions used exactly as given), their totals
     (T = sum p, exactly; every other family is a probability law, T = 1)."""
-    if mech.kind != "atoms":
-        return None
+    from ..mechanisms import AtomMechanism
+
+    if mech.kind != "atoms" or not isinstance(mech, AtomMechanism):  # (a Laplace beyond the float range
+        return None  # is an atom law without mpmath atoms: the lattice path's frames answer it)
     contract = mech.law(1.0, direction)
     with mpmath.workprec(PREC):
         atoms, inf, inf_err = mech._atoms(direction)

@@ -66,7 +66,12 @@ class _MeetInTheMiddle:
         self.exact_b = _exact_positions(half_b, ob)
         self.lb = lb
         self.exact_budget = 4 * _MITM_EXACT_PAIRS
-        self.D, self.W = suffix_dw(pb, lb, pos_err=_position_error(half_b))
+        if len(half_b) == 1:
+            # one binomial factor (whole or a window): consecutive atoms lie exactly 2 eps
+            # apart (in reals), whatever the rounding of their float positions
+            self.D, self.W = suffix_dw(pb, lb, step=2.0 * half_b[0][0])
+        else:
+            self.D, self.W = suffix_dw(pb, lb, pos_err=_position_error(half_b))
         self.rel = rounding_bound(lb.size) + 4.0 * rounding_bound(self.la.size)
         self.shift = shift
         # an underflowed mass of one half (or a window's upper tail, :func:`_product`) meets at
@@ -74,25 +79,29 @@ class _MeetInTheMiddle:
         scaled_slack = up(math.ldexp(slack, log2_scale), 1) if slack and log2_scale else slack
         self.slack = math.ldexp(ua, s_b) + math.ldexp(ub, s_a) + scaled_slack + 16.0 * (la.size + lb.size) * 2.0**-1070
         groups = list(half_a) + list(half_b)
-        self.pos_err = _position_error(groups) + 4.0 * UNIT * float(np.max(np.abs(lb))) + 8.0 * UNIT * float(
-            np.max(np.abs(la)))
+        # the float positions' errors (each half's own); :meth:`terms` adds its arithmetic's
+        self.pos_err = _position_error(half_a) + _position_error(half_b)
+        self.la_max = float(np.max(np.abs(la)))
         self.max_loss = _to_float(shift + sum((Fraction(g[0]) * g[1] for g in groups), Fraction(0)), True)
 
     def terms(self, x: float) -> tuple[float, float]:
         """(h, b): h >= H(x) before the relative charge, b = -dH/dx (both before charging)."""
         xs = _to_float(Fraction(x) - self.shift, False) if self.shift else x  # down: H decreases in x
         y = xs - self.la
+        # a distance lb - (xs - la) is off by the positions' errors, the rounding of y (<= u |y|
+        # <= u (|xs| + max |la|)) and of the difference (<= u v: the factor below)
+        pe = self.pos_err + 2.0 * UNIT * (abs(xs) + self.la_max)
         nb = self.lb.size
-        j = np.searchsorted(self.lb, y - self.pos_err, side="right")  # ambiguous atoms count as above
+        j = np.searchsorted(self.lb, y - pe, side="right")  # ambiguous atoms count as above
         jj = np.minimum(j, nb - 1)
-        v = np.maximum(self.lb[jj] - y, 0.0) + self.pos_err
+        v = np.maximum(self.lb[jj] - y, 0.0) * (1.0 + 2.0 * UNIT) + pe
         inside = j < nb
-        ambiguous = np.flatnonzero(inside & (self.lb[jj] - y <= 2.0 * self.pos_err))
+        ambiguous = np.flatnonzero(inside & (self.lb[jj] - y <= 2.0 * pe))
         if ambiguous.size:
             # what the widening can add on these pairs: pa W (1 - e^{-3 pos_err}); settle them
             # exactly only where that is not negligible next to H (e.g. x at the top atom)
             h_est = float(np.sum(np.where(inside, self.pa * (self.D[jj] + self.W[jj] * -np.expm1(-v)), 0.0)))
-            extra = 3.0 * self.pos_err * float(np.sum(self.pa[ambiguous] * self.W[jj[ambiguous]]))
+            extra = 3.0 * pe * float(np.sum(self.pa[ambiguous] * self.W[jj[ambiguous]]))
             if extra <= 2.0**-42 * h_est:  # a 2e-13 relative excess at most
                 ambiguous = ambiguous[:0]
         if 0 < ambiguous.size <= min(_MITM_EXACT_PAIRS, self.exact_budget):

@@ -16,9 +16,10 @@ from scipy.special import log_expit
 from .._cgf import chernoff_guess, tilt_for
 from .._inputs import Mechanisms
 from .._rounding import TINY, UNIT, dot_dir, exact_dir
-from .._types import MAX_POINTS, Bounds, BracketInfo
+from .._memory import current as _memory_budget
+from .._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
 from ..loss import LossDistribution
-from .passes import LatticePass
+from .passes import EXTRACT_BYTES, LatticePass
 from .tree import _fft_tree, _row_blocks
 
 
@@ -161,6 +162,11 @@ def commensurable_pass(cu: CommonUnit, theta: float, workers: int = -1, extended
     u_hi, u_lo = _unit_instances(cu)
     u_f = float(cu.unit)
     th = theta * u_f
+    # the leaves' rows (two instances) and their copies into the tree's blocks; the largest
+    # group's binomial table; the extraction (:data:`~optcomp._lattice.passes.EXTRACT_BYTES`
+    # per root point, one parity: half the points); the tree checks its own levels
+    _memory_budget().need(4 * 8.0 * cu.points + 160.0 * int(np.max(cu.count)) + EXTRACT_BYTES * cu.points / 2,
+                          f"the commensurable lattice of {cu.points:,} points")
     rows, widths, offsets, E, logZ, rho = [], [], [], [], [[], []], [[], []]
     for e, c, n in zip(cu.eps.tolist(), cu.count.tolist(), cu.n.tolist()):
         r_hi, lz_hi, rh_hi, e_hi = _binomial_leaf(e, int(c), int(n), u_hi, th)
@@ -235,7 +241,10 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
     best = Bounds(0.0, top)
     for i in range(3):
         t0 = time.perf_counter()
-        lp = commensurable_pass(cu, tilt_for(vals, x_est, cnts.astype(float)), workers, extended=i > 0)
+        try:
+            lp = commensurable_pass(cu, tilt_for(vals, x_est, cnts.astype(float)), workers, extended=i > 0)
+        except ApproxTooCostly:  # beyond the memory budget: this path is not taken (or stops here)
+            return None if i == 0 else best
         b = lp.epsilon_bounds(t_low, t_high)
         best = Bounds(max(b.lower, best.lower), min(b.upper, best.upper))
         _record(info, progress, lp, best.lower, best.upper, t0)
@@ -259,7 +268,10 @@ def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COM
     theta = tilt_for(vals, x, cnts.astype(float))
     for extended in (False, True):
         t0 = time.perf_counter()
-        lp = commensurable_pass(cu, theta, workers, extended=extended)
+        try:
+            lp = commensurable_pass(cu, theta, workers, extended=extended)
+        except ApproxTooCostly:  # beyond the memory budget: this path is not taken (or stops here)
+            return None if not extended else (lo, hi)
         lo, hi = lp.excess_bounds(x)
         _record(info, progress, lp, lo, hi, t0)
         if hi - lo <= rel_gap * hi:

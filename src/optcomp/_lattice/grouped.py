@@ -9,15 +9,18 @@ and its log-MGF bound (:func:`optcomp._lattice.leaves.build`), never through eps
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import threading
 import time
 
 import numpy as np
+from .._memory import current as _memory_budget
 from .._rounding import UNIT
 from . import leaves
 from .passes import LatticePass, extract
+from .selfcompose import power_pass
 from .tree import _fft_tree, _row_blocks
 
 
@@ -33,10 +36,29 @@ class _Node:
     on log E_P0[e^{s L}] of its (true, refined, lumped) upper-bound row at the tilts s of
     :func:`_mgf_grid` (what the window bounds of :func:`_cut` rest on)."""
 
-    __slots__ = ("rows", "off", "E", "lz", "rho", "K", "level")
+    __slots__ = ("_rows", "off", "E", "lz", "rho", "K", "level", "_budget")
 
     def __init__(self, rows, off, E, lz, rho, K, level=0):
+        self._budget, self._rows = _memory_budget(), None
         self.rows, self.off, self.E, self.lz, self.rho, self.K, self.level = rows, off, E, lz, rho, K, level
+
+    @property
+    def rows(self):
+        return self._rows
+
+    @rows.setter
+    def rows(self, value):
+        # a node's rows are held in the call's memory budget while the node lives (their
+        # allocation was checked before: an FFT tree level, a window's copy)
+        self._budget.hold(value.nbytes)
+        if self._rows is not None:
+            self._budget.release(self._rows.nbytes)
+        self._rows = value
+
+    def __del__(self):
+        if self._rows is not None:
+            self._budget.release(self._rows.nbytes)
+            self._rows = None
 
 
 def _mgf_grid(theta: float) -> np.ndarray:
@@ -77,8 +99,8 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
     hi = min(W - 1, max(mode, hi))
     # lower edge: the largest lo with  K(s) - s h idx + theta h idx - lz <= log(2^-60 sum r0)
     target = WINDOW_LOG + math.log(float(np.sum(r[0])) + 1e-300)
-    neg = S <= 0.0
-    bound_idx = (target + lz_lo - K[neg]) / ((theta - S[neg]) * h) if theta > 0.0 else None
+    neg = (S <= 0.0) & (S < theta)  # (at theta = 0 the tilts s < 0: the bound needs theta - s > 0)
+    bound_idx = (target + lz_lo - K[neg]) / ((theta - S[neg]) * h) if np.any(neg) else None
     if bound_idx is None:
         lo = 0
     else:
@@ -98,6 +120,7 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
         # the lumped P0 mass (<= e^{log_lump + lz - theta h idx}) now sits at l = h idx
         lz_hi = float(node.lz[0]) + 1e-12 * (1.0 + abs(float(node.lz[0])))
         node.K = np.logaddexp(K, log_lump + lz_hi - theta * h * idx + S * h * idx) + 1e-12 * (np.abs(K) + 1.0)
+    node._budget.need(r[:, lo: hi + 1].nbytes, "a window of a lattice node")
     node.rows = r[:, lo: hi + 1].copy()
     node.rows[0, 0] += lump
     node.E = node.E.copy()
@@ -108,6 +131,7 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
 
 
 POWER_EXTENDED = 64  # a Power of at least this many copies is squared in long double
+POWER_FFT = True  # a pass of one Power alone: one FFT (:mod:`optcomp._lattice.selfcompose`) where it applies
 
 
 def _chunk(pending, workers: int) -> _Node:
@@ -313,9 +337,10 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     P1 between lattice points lo <= l <= hi with (1 - pi) e^{lo} + pi e^{hi} = e^{l}, i.e.
     P0 masses P0 (e^{hi - l} - 1)/(e^{hi - lo} - 1) at lo and P0 (1 - e^{lo - l})/(1 - e^{lo - hi})
     at hi; forgetting the split gives back the leaf, so by data processing H_true <=
-    H_refined at every x.  The float position of l is only known within perr: lo and hi are
-    chosen outside the interval, and each mass, monotone in its distance, is evaluated at
-    the far end (an upper bound).  Lower bound (garbling): T(atom) = the lattice point
+    H_refined at every x.  The float position of l is only known within perr: hi = lo + 1
+    lies above the interval and lo h at or below its top end (an atom that may lie below lo
+    is raised to it: a loss raised at fixed P0 only raises H), and each mass, monotone in
+    its distance, is evaluated at the far end (an upper bound).  Lower bound (garbling): T(atom) = the lattice point
     nearest its float position (a function of the outcome), P0 and P1 = P0 e^{-l} pushed
     forward (data processing holds for any pair of finite measures, so a lower pair that is
     not a pair of probability distributions is garbled as well).  The gap is second order
@@ -342,7 +367,9 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     PARALLEL_LEAVES leaves is streamed as two halves of equal width (leaf spans), run in
     two threads when ``workers != 1`` (NumPy and scipy.fft release the GIL; ~1.7x on two
     cores), their roots merged last: the tree, hence every bit of the result, is the same
-    either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.
+    either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.  A plan
+    that is one :class:`optcomp._lattice.leaves.Power` alone is composed by one FFT instead
+    (:func:`optcomp._lattice.selfcompose.power_pass`; repeated squaring where it does not apply).
     Steps h = m 2^j, m <= 15 (:func:`_step_below`): every lattice index n here has
     |n| <= (sum of leaf spans) / h + 8 < 2^49 (checked), so h n is exact.  ``vals``, ``cnts``
     only make the default plan (randomized-response groups); a ``plan`` may hold any
@@ -354,6 +381,10 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         raise ValueError(f"lattice step {h!r} is not m 2^j with an integer m <= 15")
     if math.fsum(leaves.span(item) for item in plan) * (1.0 + 1e-9) / h + 8.0 >= 2.0**49:
         raise ValueError(f"lattice step {h!r} too small for exact positions (sum eps / h >= 2^49)")
+    if POWER_FFT and len(plan) == 1 and isinstance(plan[0], leaves.Power):
+        lp = power_pass(plan[0], h, theta, log_slack, workers)  # None: repeated squaring instead
+        if lp is not None:
+            return lp
     S = _mgf_grid(theta)
     parts = _halves(plan)
     ticker = _Ticker(progress, h, len(plan))
@@ -362,7 +393,9 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         # their loops), each with one FFT worker; the tree is the same as run in sequence
         from concurrent.futures import FIRST_EXCEPTION, wait
 
-        futs = [_pool().submit(_stream, part, h, theta, log_slack, S, 1, False, ticker) for part in parts]
+        # (each in a copy of this context: the call's memory budget, :mod:`optcomp._memory`)
+        futs = [_pool().submit(contextvars.copy_context().run, _stream, part, h, theta, log_slack, S, 1, False, ticker)
+                for part in parts]
         try:
             while True:
                 done, not_done = wait(futs, timeout=0.5, return_when=FIRST_EXCEPTION)

@@ -26,12 +26,13 @@ Producers of leaves:
 A plan (:func:`leaf_plan`) is a list whose items are either a list of (eps, c) groups (a
 randomized-response leaf, built at the pass's tilt) or a :class:`Leaf`.
 
-Length (~640 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
+Length (~670 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
 twin, must evaluate the same float operations in the same order, so they stay side by side."""
 
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -39,8 +40,10 @@ import numpy as np
 from scipy.special import log_expit
 
 from .._cgf import binomial_chernoff, cgf_terms
+from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, UNIT
 
+ATOM_BYTES = 240  # memory per atom of a leaf being built or put on the lattice (its arrays and temporaries)
 BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
 
@@ -148,15 +151,16 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     hZ (flagged ``on_lattice``: the engine does not split them again).
 
     Lower (a garbling): each cell becomes one outcome of P-mass m_lo and Q-mass q_hi, at loss
-    log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta); point masses carry
-    p_lo; tails are dropped."""
+    log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta), cells with
+    m_lo < 2^-1000 dropped; point masses carry p_lo; tails are dropped."""
     m_lo, m_hi = np.asarray(m_lo, float), np.asarray(m_hi, float)
     q_lo, q_hi = np.asarray(q_lo, float), np.asarray(q_hi, float)
     N = m_lo.size
     if not (m_hi.size == q_lo.size == q_hi.size == N) or N == 0:
         raise ValueError("cell brackets m_lo, m_hi, q_lo, q_hi must have one length >= 1")
-    if abs(n0) + N + 1 >= 2**49 or math.frexp(h)[0] * 16.0 != math.floor(math.frexp(h)[0] * 16.0):
-        raise ValueError(f"cells at h={h!r}, n0={n0}: positions n h must be exact (h = m 2^j, m <= 15, |n| < 2^49)")
+    if not exact_positions(h, abs(n0) + N + 1):
+        raise ValueError(f"cells at h={h!r}, n0={n0}: positions n h must be exact (odd part of h's significand "
+                         "times |n| below 2^53)")
     n = np.arange(n0, n0 + N + 1, dtype=np.int64)
     a = n[:-1].astype(float) * h  # exact
     den = -math.expm1(-h) * (1.0 - 2.0 * UNIT)  # <= 1 - e^{-h}
@@ -198,7 +202,10 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
         lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
-    ok = (m_lo > 0) & np.isfinite(lq_up)
+    # a cell whose P-mass is known only below 2^-1000 (a bracket at the float floor: its
+    # garbled loss log(m_lo/q_hi) is meaningless, e.g. -40 for a Gaussian's far tail) is
+    # dropped (a lower pair may drop outcomes)
+    ok = (m_lo >= 2.0**-1000) & np.isfinite(lq_up)
     with np.errstate(divide="ignore"):
         lml, lqh = np.log(m_lo[ok]), lq_up[ok]
     loss_l = lml - lqh
@@ -228,12 +235,24 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
 
 @dataclass(frozen=True, eq=False)
 class Power:
-    """A plan item: ``count`` independent copies of one :class:`Leaf`, composed by the stream
-    by repeated squaring (:func:`optcomp._lattice.grouped._power`): O(log count) windowed
-    convolutions instead of ``count`` leaves."""
+    """A plan item: ``count`` independent copies of one :class:`Leaf`: alone in a pass, by one
+    FFT (:func:`optcomp._lattice.selfcompose.power_pass`, at a step of its own when
+    ``rebuild`` can make the leaf at another step); else by the stream's repeated squaring
+    (:func:`optcomp._lattice.grouped._power`): O(log count) windowed convolutions instead of
+    ``count`` leaves."""
 
     leaf: Leaf
     count: int
+    rebuild: Callable | None = None  # h -> the same law's Leaf at step h (a pass may choose its own step)
+
+
+def exact_positions(h: float, nmax: float) -> bool:
+    """Whether every product n h, |n| <= nmax, is exact: the odd part of h's significand
+    times nmax stays below 2^53."""
+    m = int(math.frexp(h)[0] * 2.0**53)
+    while m and not m & 1:
+        m >>= 1
+    return m * nmax < 2.0**53
 
 
 def span(item) -> float:
@@ -313,6 +332,7 @@ def group_leaf(items, theta: float, log_slack: float) -> Leaf:
     if len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS:
         eps, c = items[0]
         j_lo, j_hi, log_lump, log_up = _group_window(eps, c, theta, log_slack)
+        _memory_budget().need(ATOM_BYTES * (j_hi - j_lo + 1), f"a window of {j_hi - j_lo + 1:,} binomial atoms")
         j = np.arange(j_lo, j_hi + 1, dtype=np.int64)
         logp, err = binomial_log_pmf(eps, c, j)
         loss = (2 * j - c).astype(float) * eps
@@ -340,22 +360,20 @@ def group_leaf(items, theta: float, log_slack: float) -> Leaf:
 
 
 def _lattice_interval(loss: np.ndarray, perr, h: float, exact=None):
-    """Lattice neighbours lo h <= l - perr <= l <= l + perr <= hi h of every atom (checked on
-    the exact products, hi > lo) and the garbling T = rint(l / h) (any function of the atom).
-    Atoms flagged in ``exact`` sit exactly at l = n h: lo = n, hi = n + 1 (the split then
-    puts the whole mass at lo, up to the rounding charge of the distances)."""
+    """Lattice neighbours lo h <= l + perr < hi h = (lo + 1) h of every atom (checked on the
+    exact products) and the garbling T = rint(l / h) (any function of the atom).  An atom
+    whose interval [l - perr, l + perr] reaches below lo h is raised to it by the refinement
+    (a loss raised at fixed P0 only raises H), so an atom on or next to a lattice point
+    costs nothing.  Atoms flagged in ``exact`` sit exactly at l = n h: lo = n, hi = n + 1
+    (the split then puts the whole mass at lo, up to the rounding charge of the distances)."""
     pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
-    x = loss - pe
     y = loss + pe
-    lo = np.floor(x / h)
-    lo[lo * h > x] -= 1.0
-    hi = np.ceil(y / h)
-    hi[hi * h < y] += 1.0
+    lo = np.floor(y / h)
+    lo[lo * h > y] -= 1.0
+    lo[(lo + 1.0) * h <= y] += 1.0
     if exact is not None:
-        n = np.rint(loss / h)
-        lo = np.where(exact, n, lo)
-        hi = np.where(exact, n + 1.0, hi)
-    return lo, np.maximum(hi, lo + 1.0), np.rint(loss / h)
+        lo = np.where(exact, np.rint(loss / h), lo)
+    return lo, lo + 1.0, np.rint(loss / h)
 
 
 def leaf_rows(leaf: Leaf, h: float, theta: float):
@@ -368,6 +386,10 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     loss, perr, logp, err = up.loss, up.perr, up.logp, up.err
     li, log_lump = leaf.lump_index, leaf.log_lump
     n = max(loss.size, dn.loss.size)
+    lo_l = min(float(np.min(up.loss - up.perr)), float(np.min(dn.loss - dn.perr)))
+    hi_l = max(float(np.max(up.loss + up.perr)), float(np.max(dn.loss + dn.perr)))
+    _memory_budget().need(3 * 8 * ((hi_l - lo_l) / h + 4) + ATOM_BYTES * (up.loss.size + dn.loss.size),
+                          f"a leaf's lattice rows at step h={h:g}")
     exact = up.on_lattice if (up.on_lattice is not None and up.step == h) else None
     lo, hi, _ = _lattice_interval(loss, perr, h, exact)
     tg = _lattice_interval(dn.loss, dn.perr, h)[2]
@@ -380,8 +402,8 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     D = (hi - lo) * h  # exact
     d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))  # >= hi h - l
     d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))  # >= l - lo h
-    d_hi = np.minimum(d_hi, D)
-    d_lo = np.minimum(d_lo, D)
+    d_hi = np.minimum(d_hi, D)  # beyond D: the atom may lie below lo, all its mass there
+    d_lo = np.minimum(np.maximum(d_lo, 0.0), D)  # <= 0: below lo, nothing at hi
     with np.errstate(divide="ignore"):
         # P0 mass at lo: P0 (e^{hi - l} - 1)/(e^D - 1), at hi: P0 (1 - e^{-(l - lo)})/(1 - e^{-D});
         # each increases in its distance, so the widened distances give upper bounds
@@ -436,6 +458,9 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     (rows (3, n, Wmax), widths (n,), bases (n,), logZ (3, n), rho (3, n), E2 (3, n),
     K (n, |S|)); row i of leaf i is rows[:, i, :widths[i]]."""
     nl, m = eps2d.shape
+    natoms = math.prod(int(c) + 1 for c in counts)
+    width = 2.0 * float(np.max(eps2d @ np.array(counts, dtype=float))) / h + 4.0
+    _memory_budget().need(nl * (ATOM_BYTES * natoms + 3 * 8 * width), f"{nl:,} bundle leaves at step h={h:g}")
     loss = np.zeros((nl, 1))
     logp = np.zeros((nl, 1))
     mag = np.zeros(nl)
@@ -462,7 +487,7 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))
     d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))
     d_hi = np.minimum(d_hi, D)
-    d_lo = np.minimum(d_lo, D)
+    d_lo = np.minimum(np.maximum(d_lo, 0.0), D)
     # the same values as there, computed once per distinct width k = hi - lo (D = k h exactly)
     kk = (hi - lo).astype(np.int64)
     k0 = int(kk.min())
@@ -518,36 +543,91 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     K = np.zeros((nl, S.size))
     for g, c in enumerate(counts):
         K += int(c) * cgf_terms(lps[:, g][:, None], lqs[:, g][:, None], eps2d[:, g][:, None], S[None, :])
-    K = K + np.abs(S)[None, :] * 2.0 * h + extra[:, None]
+    pe = 2.0 * perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300
+    K = K + refinement_charge(S[None, :], h, pe[:, None]) + extra[:, None]
     K = K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
     return rows, widths, base.astype(np.int64), logZ, rho, E2, K
+
+
+CGF_TERMS = 2**18  # atoms x tilts summed one by one; beyond, the atoms are summed in blocks first
+_BLOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Atoms -> (nb, blocks): a cached leaf's
 
 
 def _atoms_cgf(a: Atoms, S: np.ndarray) -> np.ndarray:
     """Upper bounds of log sum_i p_i e^{s l_i} over finite atoms at the tilts S: each mass
     raised by its error bound, each position moved to the end of its interval that raises
     e^{s l}; the float log-sum-exp (n terms, arguments up to max |w|) charged
-    8 u (max |w| + n + 4)."""
+    8 u (max |w| + n + 4).  Beyond CGF_TERMS atoms x tilts (a fine leaf of a continuous law:
+    10^6 cells at 30 tilts took ~1.5 s and 240 MB a call), the atoms are summed in blocks of
+    consecutive positions (:func:`_atom_blocks`; each term only grows)."""
     ok = np.isfinite(a.logp)
     if not np.any(ok):
         return np.full(S.size, -math.inf)
     lh, ll = a.loss[ok] + a.perr[ok], a.loss[ok] - a.perr[ok]
+    lw = a.logp[ok] + a.err[ok]
+    n = lw.size
+    if n * S.size > CGF_TERMS:
+        nb = max(CGF_TERMS // S.size, 64)
+        cached = _BLOCKS.get(a)
+        if cached is None or cached[0] != nb:
+            cached = (nb, _atom_blocks(lw, lh, ll, nb))
+            _BLOCKS[a] = cached
+        lw, lh, ll = cached[1]
     s = S[:, None]
-    w = (a.logp[ok] + a.err[ok])[None, :] + np.where(s >= 0.0, s * lh[None, :], s * ll[None, :])
+    w = lw[None, :] + np.where(s >= 0.0, s * lh[None, :], s * ll[None, :])
     mx = np.max(w, axis=1)
     K = mx + np.log(np.sum(np.exp(w - mx[:, None]), axis=1))
-    return K + 8.0 * UNIT * (np.max(np.abs(w), axis=1) + ok.sum() + 4.0)
+    return K + 8.0 * UNIT * (np.max(np.abs(w), axis=1) + n + 4.0)
+
+
+def _atom_blocks(lw: np.ndarray, lh: np.ndarray, ll: np.ndarray, nb: int):
+    """Atoms (log-masses ``lw``, position intervals [ll, lh]) grouped into at most ``nb``
+    blocks of equal width in position: each block's log total mass (log-sum-exp of its
+    atoms: a sum of n_b positive terms, relative error <= n_b u, within the caller's n u
+    charge), placed at its largest upper end for s >= 0 and its least lower end for s < 0,
+    so that sum_i p_i e^{s l_i} <= sum_blocks P_b e^{s l_b}: an upper bound at every s, looser
+    by at most e^{|s| width} (width = the span / nb: the windows it bounds move by one
+    width)."""
+    lo, hi = float(np.min(ll)), float(np.max(ll))
+    width = (hi - lo) / nb
+    b = np.minimum(((ll - lo) / width).astype(np.int64), nb - 1) if width > 0.0 else np.zeros(ll.size, np.int64)
+    top = np.full(nb, -math.inf)
+    np.maximum.at(top, b, lh)
+    bottom = np.full(nb, math.inf)
+    np.minimum.at(bottom, b, ll)
+    mx = np.full(nb, -math.inf)
+    np.maximum.at(mx, b, lw)
+    with np.errstate(under="ignore"):
+        total = np.bincount(b, weights=np.exp(lw - mx[b]), minlength=nb)
+    used = total > 0.0
+    return mx[used] + np.log(total[used]), top[used], bottom[used]
+
+
+def refinement_charge(S: np.ndarray, h: float, pe: float) -> np.ndarray:
+    """Upper bounds of the log-MGF's growth by the refinement at step h, at the tilts S
+    (:func:`_lattice_interval`: an atom is raised by at most pe = 2 perr + 4 u |l| to its
+    lower neighbour lo, or split between lo and hi = lo + 1).  The smaller of:
+
+    * 2 |s| h: every atom's mass goes to lattice points within 2h of it;
+    * ((s + 1)^2 + |s + 1|) h^2 / 8 + 2 |s| pe: a split keeps the atom's P1 mass and
+      E_P1[e^L] = e^l, so with X the split loss under P1 (values lo, hi, h apart) and
+      t = s + 1, E_P0[e^{sX}] / e^{sl} = E e^{tX} / (E e^X)^t, whose log is
+      kappa(t) - t kappa(1) <= (t^2 + max(0, -t)) h^2 / 8 by Hoeffding's lemma
+      (kappa(t) <= t E X + t^2 h^2 / 8 for every real t, and E X <= kappa(1)); a mixture of
+      atoms grows by at most its largest factor; a raise multiplies e^{sl} by <= e^{|s| pe}."""
+    return np.minimum(np.abs(S) * 2.0 * h, ((S + 1.0) ** 2 + np.abs(S + 1.0)) * (h * h / 8.0) + np.abs(S) * 2.0 * pe)
 
 
 def leaf_mgf(leaf: Leaf, S: np.ndarray, h: float, extra: float = 0.0) -> np.ndarray:
     """Upper bounds on log E_P0[e^{s L}] of a leaf's refined (upper) row at the tilts S: the
     leaf's own log-MGF (``leaf.cgf``, or :func:`_atoms_cgf` of its upper atoms), with the
     lumped mass at its atom (for s > 0 it can raise the MGF by at most lump e^{s l_lump}),
-    times e^{2 |s| h} for the refinement (every atom's mass goes to lattice points within
-    2h of it: lo and hi are chosen outside the atom's position interval), times e^extra for
-    the masses being evaluated at the far end of that interval and their rounding
+    plus the refinement's charge (:func:`refinement_charge`), plus ``extra`` for the masses
+    being evaluated at the far end of their position interval and their rounding
     (``extra`` bounds the log of the row's total mass over the exact refined one)."""
-    K = _lumped_cgf(leaf, S) + np.abs(S) * 2.0 * h + extra
+    u = leaf.upper
+    pe = 2.0 * float(np.max(u.perr, initial=0.0)) + 4.0 * UNIT * float(np.max(np.abs(u.loss), initial=0.0)) + 1e-300
+    K = _lumped_cgf(leaf, S) + refinement_charge(S, h, pe) + extra
     return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
 
 
@@ -607,11 +687,16 @@ def _leaf_one(item, h: float, theta: float, log_slack: float, S: np.ndarray):
     """One leaf by the per-leaf functions: (rows (3, W), base, logZ, rho, E2, K, slack)."""
     leaf = item if isinstance(item, Leaf) else group_leaf(item, theta, log_slack)
     rows, base, logZ, rho, E2, s_leaf = leaf_rows(leaf, h, theta)
-    # the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h relative
+    return rows, base, logZ, rho, E2, upper_row_mgf(leaf, S, h, float(rho[0])), s_leaf
+
+
+def upper_row_mgf(leaf: Leaf, S: np.ndarray, h: float, rho_up: float) -> np.ndarray:
+    """:func:`leaf_mgf` of the refined row :func:`leaf_rows` builds at step h (``rho_up`` its
+    relative error bound): the far-end masses exceed the exact split by <= 2 (2 perr +
+    rounding)/h relative."""
     u = leaf.upper
-    extra = math.log1p(8.0 * float(np.max(u.perr) + 4.0 * UNIT * np.max(np.abs(u.loss)) + 1e-300) / h) \
-        + float(rho[0])
-    return rows, base, logZ, rho, E2, leaf_mgf(leaf, S, h, extra), s_leaf
+    extra = math.log1p(8.0 * float(np.max(u.perr) + 4.0 * UNIT * np.max(np.abs(u.loss)) + 1e-300) / h) + rho_up
+    return leaf_mgf(leaf, S, h, extra)
 
 
 def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
@@ -640,6 +725,7 @@ def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
             j += 1
         eps2d = np.array([[e for e, _ in plan[t]] for t in range(i, j)], dtype=float)
         rows, widths, bases, logZ, rho, E2, K = _bundle_leaves(eps2d, shape, h, theta, S)
-        for t in range(j - i):
-            yield rows[:, t, : int(widths[t])], int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
+        for t in range(j - i):  # copies: a view would keep the whole slice (up to 48 MB) alive
+            yield rows[:, t, : int(widths[t])].copy(), int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
+        del rows
         i = j

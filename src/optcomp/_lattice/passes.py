@@ -76,6 +76,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_expit
 
+from .._memory import current as _memory_budget
 from .._rounding import TINY, UNIT
 from .._types import Bounds
 from ..loss import LossDistribution, excess_lower, solve_lower, solve_segments
@@ -179,6 +180,9 @@ def lattice_pass(e: np.ndarray, h: float, theta: float, workers: int = -1) -> La
                    [float(np.sum(rb)) for rb in (r0, r1, r2)], theta, h, np.arange(w, dtype=float), 0, loss, loss_up)
 
 
+EXTRACT_BYTES = 160  # memory per lattice point of :func:`extract` (its masses, losses and temporaries)
+
+
 def extract(root: np.ndarray, Eroot, lz_leaves, rho_sums, theta: float, h: float, idx: np.ndarray, off: int,
             loss: np.ndarray, loss_up: np.ndarray, slack: float = 0.0) -> LatticePass:
     """The one extraction of a :class:`LatticePass` from a composed root of three tilted rows
@@ -196,6 +200,7 @@ def extract(root: np.ndarray, Eroot, lz_leaves, rho_sums, theta: float, h: float
     atoms ell = log(P0/P1) (the privacy loss of the garbled statistic) lowered by their
     rounding charge, kept where > 0, sorted."""
     w = root.shape[1]
+    _memory_budget().need(EXTRACT_BYTES * w, f"the bounds of a lattice of {w:,} points")
     th = theta * h
     logZ = [math.fsum(lz) for lz in lz_leaves]
     thetas = (theta, theta, theta + 1.0)

@@ -7,9 +7,11 @@ batches."""
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
+from .._memory import current as _memory_budget, register_cache, trim_heap
 from .._rounding import UNIT
 
 
@@ -18,6 +20,51 @@ def _fft():
     import scipy.fft
 
     return scipy.fft
+
+
+PLAN_CACHE = 16  # plans scipy.fft (pocketfft) keeps per type: the 16 lengths transformed last
+PLAN_FLUSH = 2**22  # bytes: a tree whose plans reach this evicts them when it ends
+
+
+class _Plans:
+    """What scipy.fft's plan cache holds on our account: pocketfft keeps the real-transform
+    plans of the last PLAN_CACHE lengths per floating type, each ~``itemsize x N`` bytes of
+    twiddle factors (measured: 8 N in float64, 16 N in long double) -- beside a tree of
+    length-10^7 transforms, a few hundred MB.  Mirrored here (least recently used first) so
+    that the memory budget counts it (:func:`optcomp._memory.register_cache`) and can evict
+    it: transforming PLAN_CACHE tiny distinct lengths replaces every cached plan."""
+
+    def __init__(self):
+        self.lru: dict = {}  # dtype name -> {N: bytes}, oldest first
+        self.lock = threading.Lock()
+
+    def bytes(self) -> int:
+        return sum(sum(d.values()) for d in self.lru.values())
+
+    def new_bytes(self, dtype, lengths) -> int:
+        d = self.lru.get(np.dtype(dtype).name, {})
+        return sum(np.dtype(dtype).itemsize * N for N in set(lengths) if N not in d)
+
+    def used(self, dtype, lengths) -> None:
+        with self.lock:
+            d = self.lru.setdefault(np.dtype(dtype).name, {})
+            for N in lengths:
+                d.pop(N, None)
+                d[N] = np.dtype(dtype).itemsize * N
+            while len(d) > PLAN_CACHE:
+                del d[next(iter(d))]
+
+    def flush(self) -> None:
+        with self.lock:
+            for name in list(self.lru):
+                for n in range(2, 2 + PLAN_CACHE):
+                    _fft().rfft(np.ones(n, dtype=np.dtype(name)))
+            self.lru.clear()
+        trim_heap()
+
+
+_PLANS = _Plans()
+register_cache(_PLANS.bytes, _PLANS.flush)
 
 
 def _fft_error(N: int, unit: float = UNIT) -> float:
@@ -113,6 +160,23 @@ def _fft_error(N: int, unit: float = UNIT) -> float:
     return (40.0 * math.log2(max(N, 2)) + 10.0) * unit
 
 
+def _transform_error(N: int, unit: float = UNIT) -> float:
+    r"""eps(N) = 20 log2(N) u: the error factor of one real transform of length N.
+
+    The computed rfft of a real row x satisfies ||X^ - F x||_V <= eps(N) sqrt(N) |x|_2, and
+    the backward passes of irfft, applied to a packed spectrum Y, give z^ with
+    ||z^ - N F^-1 Y||_2 <= eps(N) sqrt(N) ||Y||_V (before the product by fl(1/N));
+    ||.||_V is the 2-norm of the full complex vector (conjugates included).  Proof: steps
+    1-4 of :func:`_fft_error` -- the same passes, the same norms -- give
+    eps = prod_k (1 + eta_k) - 1 <= exp(sum_k eta_k) - 1 with sum_k eta_k <=
+    (18.49 log2 N - 17.07) u, which is below 20 log2 N u for every 5-smooth 2 <= N <= 2^40
+    (and u <= 2^-53: exp(s) - 1 <= s (1 + s), s <= 10^-11); ``tests/test_tree.py``
+    recomputes the product pass by pass from the constants of the proof."""
+    if unit < UNIT:  # an extended type: never below its unit roundoff on this platform (2^-p = epsneg)
+        unit = max(unit, float(np.finfo(np.longdouble).epsneg))
+    return 20.0 * math.log2(max(N, 2)) * unit
+
+
 def _tilted_leaves(positions, logmasses, magnitudes, theta_h):
     """Leaf masses m_a e^{theta h pos_a}, normalised per leaf.
 
@@ -142,7 +206,9 @@ def _leaf_blocks(width, offset, batches, budget: int = 2**22):
     for :func:`_fft_tree`.  ``batches[b]`` is a list of (positions, weights) per atom."""
     blocks = []
     nb = len(batches)
-    for sel, W in _width_blocks(width, budget):
+    parts = list(_width_blocks(width, budget))
+    _memory_budget().need(nb * sum(sel.size * W for sel, W in parts) * 8.0, "the leaf rows of an FFT tree")
+    for sel, W in parts:
         X = np.zeros((nb, sel.size, W))
         rows = np.arange(sel.size)
         for b, atoms in enumerate(batches):
@@ -178,46 +244,97 @@ def _fft_tree(blocks, workers: int, budget: int = 2**22, dtype=np.float64, max_n
     and at the root, ||x * y||_inf <= ||x||_2 ||y||_2 gives the far smaller max-norm bound
         E_inf = E_a |b^|_2 + (|a^|_2 + E_a) E_b + F(N) (...)      (a 2-norm bound is a max-norm bound)
     (the error of the whole left half is smoothed by the spread-out right half).  Clipping
-    negative outputs to 0 and zeroing beyond the true width only reduce the error."""
+    negative outputs to 0 and zeroing beyond the true width only reduce the error.
+
+    Memory: each level is checked against the call's budget before it is allocated
+    (:func:`_tree_level`; :class:`optcomp.ApproxTooCostly` without a bracket when it does not
+    fit: the drivers attach theirs)."""
     nb = blocks[0][0].shape[0]
-    while True:
-        sizes = [blk[1].size for blk in blocks]
-        r = sum(sizes)
-        if r == 1:
-            Xb, wb_, ob_, Eb_ = next(blk for blk in blocks if blk[1].size == 1)
-            w = int(wb_[0])
-            return Xb[:, 0, :w], w, int(ob_[0]), Eb_[:, 0]
-        bid = np.concatenate([np.full(n, i) for i, n in enumerate(sizes)])
-        idx = np.concatenate([np.arange(n) for n in sizes])
-        w = np.concatenate([blk[1] for blk in blocks])
-        off = np.concatenate([blk[2] for blk in blocks])
-        Ecat = np.concatenate([blk[3] for blk in blocks], axis=1)
-        order = np.argsort(w, kind="stable")
-        new_blocks = []
-        if r % 2:
-            c = order[0]
-            order = order[1:]
+    mem = _memory_budget()
+    # the input rows the tree was handed as its own copies (not views of held nodes) live
+    # as long as the caller's list of blocks: counted for the whole tree
+    held = [sum(int(blk[0].nbytes) for blk in blocks if blk[0].base is None)]
+    mem.hold(held[0])
+    largest = [0]  # the largest plan used (evicted at the end when it is large)
+    try:
+        while True:
+            sizes = [blk[1].size for blk in blocks]
+            r = sum(sizes)
+            if r == 1:
+                Xb, wb_, ob_, Eb_ = next(blk for blk in blocks if blk[1].size == 1)
+                w = int(wb_[0])
+                return Xb[:, 0, :w], w, int(ob_[0]), Eb_[:, 0]
+            blocks = _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, held, largest)
+            if len(held) > 2:  # the level before the last one is gone
+                mem.release(held.pop(-2))
+    finally:
+        for v in held:
+            mem.release(v)
+        if largest[0] >= PLAN_FLUSH:
+            _PLANS.flush()
+
+
+TREE_TEMPORARIES = 3  # rfft/irfft arrays of a chunk alive at once beside its output (A or Bm, FA, FB)
+
+
+def _tree_level(blocks, sizes, r, nb, workers, budget, dtype, max_norm, mem, held, largest):
+    """One level of :func:`_fft_tree`: the rows paired (narrowest with widest) and convolved
+    in chunks of similar width; its memory checked against the call's budget
+    (:mod:`optcomp._memory`) before anything of it is allocated, and held (appended to
+    ``held``) while it lives."""
+    bid = np.concatenate([np.full(n, i) for i, n in enumerate(sizes)])
+    idx = np.concatenate([np.arange(n) for n in sizes])
+    w = np.concatenate([blk[1] for blk in blocks])
+    off = np.concatenate([blk[2] for blk in blocks])
+    Ecat = np.concatenate([blk[3] for blk in blocks], axis=1)
+    order = np.argsort(w, kind="stable")
+    carried = order[0] if r % 2 else None
+    if carried is not None:
+        order = order[1:]
+    half = order.size // 2
+    ia, ib = order[:half], order[half:][::-1]  # narrowest with widest: even sums
+    wc_all = w[ia] + w[ib] - 1
+    porder = np.argsort(wc_all, kind="stable")
+    ia, ib, wc_all = ia[porder], ib[porder], wc_all[porder]
+    npairs = ia.size
+    is_root = npairs == 1 and r == 2 and max_norm
+    chunks = []
+    start = 0
+    while start < npairs:
+        end = start + 1
+        while end < npairs:
+            n_est = _fft().next_fast_len(int(wc_all[end]), real=True)
+            if wc_all[end] > 1.5 * wc_all[start] + 64 or (end - start + 1) * n_est > budget:
+                break
+            end += 1
+        chunks.append((start, end, _fft().next_fast_len(int(wc_all[end - 1]), real=True)))
+        start = end
+    # every chunk's output stays (at its full FFT length) until the next level, the largest
+    # chunk's transforms beside them; the root (r = 2) also for the caller's contiguous copy
+    item = np.dtype(dtype).itemsize
+    units = [nb * (e - s_) * (N + 2) * item for s_, e, N in chunks]
+    level = sum(units) + (nb * int(w[carried]) * item if carried is not None else 0)
+    level *= 2 if r == 2 else 1
+    # and the plans of its lengths, which scipy.fft keeps (:class:`_Plans`: resident from then on)
+    lengths = [N for _, _, N in chunks]
+    tmp = TREE_TEMPORARIES * max(units) + _PLANS.new_bytes(dtype, lengths)
+    largest[0] = max(largest[0], item * max(lengths))
+    mem.hold(level + tmp, f"an FFT tree level of {npairs:,} convolutions of length up to {chunks[-1][2]:,} "
+                          f"({np.dtype(dtype).name})")
+    held.append(level)
+    new_blocks = []
+    try:
+        if carried is not None:
+            c = carried
             src = blocks[bid[c]]
             new_blocks.append((src[0][:, [idx[c]], : w[c]].copy(), w[[c]], off[[c]], Ecat[:, [c]]))
-        half = order.size // 2
-        ia, ib = order[:half], order[half:][::-1]  # narrowest with widest: even sums
-        wc_all = w[ia] + w[ib] - 1
-        porder = np.argsort(wc_all, kind="stable")
-        ia, ib, wc_all = ia[porder], ib[porder], wc_all[porder]
-        npairs = ia.size
-        is_root = npairs == 1 and r == 2 and max_norm
-        start = 0
-        while start < npairs:
-            end = start + 1
-            while end < npairs:
-                n_est = _fft().next_fast_len(int(wc_all[end]), real=True)
-                if wc_all[end] > 1.5 * wc_all[start] + 64 or (end - start + 1) * n_est > budget:
-                    break
-                end += 1
-            pa, pb = ia[start:end], ib[start:end]
+        for s_, e, _ in chunks:
+            pa, pb = ia[s_:e], ib[s_:e]
             new_blocks.append(_convolve_chunk(blocks, bid, idx, w, off, Ecat, pa, pb, nb, is_root, workers, dtype))
-            start = end
-        blocks = new_blocks
+    finally:
+        _PLANS.used(dtype, lengths)
+        mem.release(tmp)
+    return new_blocks
 
 
 def _gather(blocks, bid, idx, rows, width, nb, N, dtype=np.float64):
@@ -278,7 +395,9 @@ def _row_blocks(rows, widths, offsets, E, budget: int = 2**22):
     similar width for :func:`_fft_tree` (as :func:`_leaf_blocks`)."""
     nb = len(rows[0])
     blocks = []
-    for sel, W in _width_blocks(widths, budget):
+    parts = list(_width_blocks(widths, budget))
+    _memory_budget().need(nb * sum(sel.size * W for sel, W in parts) * 8.0, "the leaf rows of an FFT tree")
+    for sel, W in parts:
         X = np.zeros((nb, sel.size, W))
         for r, i in enumerate(sel.tolist()):
             for b in range(nb):

@@ -8,28 +8,138 @@ with their counts, each entering as a :class:`~optcomp._lattice.leaves.Leaf` bui
 pass's step h (:func:`mechanism_leaf`: finite loss laws as their atoms, laws with a
 continuous part by connect-the-dots cells on the lattice itself).
 
-Everything here except the leaves is an *estimate*: the tilt that centres the composed
-loss at x, the Chernoff guess of eps_g, the tilted spread, the lattice width.  Only the
-cost of a pass depends on them, never its bounds."""
+Everything here except the leaves and the frames is an *estimate*: the tilt that centres
+the composed loss at x, the Chernoff guess of eps_g, the tilted spread, the lattice width.
+Only the cost of a pass depends on them, never its bounds.
+
+The *frames* are certified brackets from the ends of the law alone, which the drivers
+intersect with a pass's bracket (or use instead of one): every finite loss is at most the
+composed top T (:meth:`Workload.top_bound`; for a law with an unbounded tail, its support's
+end with the tail's P-mass a delta event), so H(x) <= 1 - e^{x - T}; and the composed loss is
+at least T_lo with P-mass at least M for every choice of top atoms and floors of the leaves
+(:meth:`Workload.frame`), so H(x) >= M (1 - e^{x - T_lo}).  They decide exactly what a lattice
+cannot resolve: one ulp above or below the top atom, a target far below the top atoms' mass,
+and leaves whose losses lie beyond any lattice (:data:`REACH`, 2^40: losses near 1e308).
+A finite law enters cut at its tail (:func:`atom_law`): its extreme atoms of negligible P-mass
+go to +inf (upper side) or onto its lowest kept atom, so that an atom of P-mass e^{-10^4}
+neither sets the top nor widens the lattice."""
 
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
-from .._rounding import LIBM_ULPS, UNIT, down, sum_up, up
-from .._laws import FORWARD, TAIL, AtomLaw
+from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
+from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, loss_end
+from .._memory import current as _memory_budget, register_cache, resident
 from .._types import ApproxTooCostly
 from . import leaves
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=64)
+def atom_law(mech, direction: str = FORWARD, tail: float = 0.0) -> AtomLaw:
+    """The finite loss law of ``mech`` in ``direction`` as the engine composes it: its
+    :class:`~optcomp._laws.AtomLaw` with the extreme atoms of negligible P-mass cut
+    (``tail``: at most this much P-mass on each side, by ``p_hi``).
+
+    * atoms from the top down while their P-mass sums to <= tail: moved to +inf on the
+      upper side (their ``p_hi`` join ``inf_hi``: a loss raised at fixed P-mass only raises
+      delta) and dropped on the lower side (a lower bound may drop outcomes);
+    * atoms from the bottom up (by upper position loss + perr) likewise: raised onto the
+      lowest kept atom on the upper side (its ``p_hi`` grows by theirs), dropped on the
+      lower side.
+
+    Either way the bracket is certified; what the cut buys is a compact law (the discrete
+    Gaussian of a tiny sigma holds atoms of mass e^{-10^4} at loss 3.5 10^4 beside its one
+    atom of mass ~1 at 5000, and its composed top would be the former)."""
+    law = mech.law(1.0, direction, tail=max(tail, TAIL_FLOOR))
+    if not tail > 0.0 or law.loss.size <= 1:
+        return law
+    p_hi = law.p_hi
+    order = np.argsort(law.loss, kind="stable")[::-1]  # highest first
+    cum = np.cumsum(p_hi[order])
+    n_top = int(np.searchsorted(cum, tail, side="right"))
+    up_pos = law.loss + law.perr
+    order_b = np.argsort(up_pos, kind="stable")
+    cum_b = np.cumsum(p_hi[order_b])
+    n_bot = int(np.searchsorted(cum_b, tail, side="right"))
+    if n_top + n_bot >= law.loss.size or (n_top == 0 and n_bot == 0):
+        return law
+    cut_top = order[:n_top]
+    cut_bot = order_b[:n_bot]
+    keep = np.ones(law.loss.size, dtype=bool)
+    keep[cut_top] = False
+    keep[cut_bot] = False
+    new_hi = p_hi.copy()
+    if n_bot:
+        first = order_b[n_bot]  # the lowest kept atom by upper position (never cut from the top: n_top + n_bot < n)
+        if not keep[first]:
+            return law
+        new_hi[first] = min(1.0, sum_up([p_hi[first], *p_hi[cut_bot].tolist()]))
+    inf_hi = law.inf_hi
+    if n_top:
+        inf_hi = min(1.0, sum_up([inf_hi, *p_hi[cut_top].tolist()]))
+    return AtomLaw(law.direction, law.loss[keep], law.perr[keep], law.p_lo[keep], new_hi[keep], law.inf_lo,
+                   inf_hi, law.neg_q_lo, law.neg_q_hi, law.beyond_lo)
+
+
+TAIL_FLOOR = 5e-324  # the least truncation tail a law is asked for (the least positive float)
+
+
+LEAF_CACHE = 2**28  # bytes of mechanism leaves kept between passes and calls (the last ones used)
+CELL_BYTES = 512  # memory per cell while a continuous law's leaf is built (Laplace: ~400 measured)
+ATOM_BYTES = 1280  # ... per atom of a finite law's (its atoms pass through mpmath: ~1160 measured)
+_LEAVES: OrderedDict = OrderedDict()
+_LEAVES_BYTES = [0]
+_LEAVES_LOCK = threading.Lock()
+
+
+def _leaf_bytes(leaf: leaves.Leaf) -> int:
+    return sum(int(v.nbytes) for a in (leaf.upper, leaf.lower) for v in (a.loss, a.perr, a.logp, a.err, a.on_lattice)
+               if v is not None)
+
+
+def _clear_leaves() -> None:
+    with _LEAVES_LOCK:
+        _LEAVES.clear()
+        _LEAVES_BYTES[0] = 0
+
+
+register_cache(lambda: _LEAVES_BYTES[0], _clear_leaves)
+
+
 def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL) -> leaves.Leaf:
-    """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``).
+    """The leaf of one mechanism at the lattice step h (:func:`_mechanism_leaf`), cached (the
+    last ones used, at most ``LEAF_CACHE`` bytes in all and an eighth of the memory budget:
+    counted against the budget, dropped before it refuses an allocation)."""
+    key = (mech, h, direction, tail)
+    with _LEAVES_LOCK:
+        leaf = _LEAVES.get(key)
+        if leaf is not None:
+            _LEAVES.move_to_end(key)
+            return leaf
+    leaf = _mechanism_leaf(mech, h, direction, tail)
+    nbytes = _leaf_bytes(leaf)
+    cap = min(LEAF_CACHE, _memory_budget().limit // 8)
+    with _LEAVES_LOCK:
+        if nbytes <= cap and key not in _LEAVES:
+            _LEAVES[key] = leaf
+            _LEAVES_BYTES[0] += nbytes
+            while _LEAVES_BYTES[0] > cap:
+                _LEAVES_BYTES[0] -= _leaf_bytes(_LEAVES.popitem(last=False)[1])
+    return leaf
+
+
+def _mechanism_leaf(mech, h: float, direction: str, tail: float) -> leaves.Leaf:
+    """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``; a
+    finite law through :func:`atom_law`, cut at ``tail``).
 
     A finite loss law with P-mass delta_m at +inf (a :class:`~optcomp.mechanisms.Profile`'s
     min delta_j, a :class:`~optcomp.mechanisms.Pair`'s outcomes with q = 0) is split as
@@ -38,11 +148,22 @@ def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL)
     the side that matches the delta_m used with it) and delta_m enters as an independent
     delta event, exactly like a black box's delta_i: delta(x) = 1 - prod(1 - delta)(1 - H'(x))
     (:func:`inf_mass`).  A law with a continuous part is the connect-the-dots leaf of its
-    cells (:func:`optcomp._lattice.leaves.cells_leaf`)."""
+    cells (:func:`optcomp._lattice.leaves.cells_leaf`).  Its size is capped by the call's
+    memory budget (:mod:`optcomp._memory`): a step needing more cells or atoms than fit is a
+    size limit (:class:`ApproxTooCostly` without a bracket: the drivers attach theirs)."""
+    budget = _memory_budget()
+    per = CELL_BYTES if mech.kind == "cells" else ATOM_BYTES
+    room = max(int((budget.limit - budget.held - resident()) // per), 1)
     try:
-        law = mech.law(h, direction, tail=tail)
+        if mech.kind == "atoms":
+            law = atom_law(mech, direction, tail)
+            if law.loss.size > room:
+                raise ValueError(f"{law.loss.size} atoms exceed the {room} that fit")
+        else:
+            law = mech.law(h, direction, tail=tail, max_atoms=min(MAX_ATOMS, room))
     except ValueError as exc:  # too many cells or atoms at this step: a size limit, not bad input
-        raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}", None) from None
+        what = "" if room >= MAX_ATOMS else f" (the memory budget, max_memory={budget.limit:,} bytes)"
+        raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}{what}", None) from None
     if isinstance(law, AtomLaw):
         p_lo, p_hi, inf_lo, inf_hi = law.p_lo, law.p_hi, law.inf_lo, law.inf_hi
         if inf_hi > 0.0:
@@ -59,14 +180,37 @@ def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL)
                              law.above_hi)
 
 
-def inf_mass(mech, direction: str = FORWARD) -> tuple[float, float]:
-    """Bracket (inf_lo, inf_hi) of one copy's P-mass at loss +inf, handled as a delta event
-    (see :func:`mechanism_leaf`); (0, 0) for laws with a continuous part (their truncation
-    tails stay in the leaf, charged to the upper side)."""
-    return mech.inf_mass(direction)
+def beyond_floats(mech, direction: str = FORWARD, tail: float = 0.0) -> bool:
+    """Whether part of the +inf mass of :func:`inf_mass` is held by finite losses beyond the
+    float range (``AtomLaw.beyond_lo``)."""
+    return mech.kind == "atoms" and atom_law(mech, direction, tail).beyond_lo > 0.0
 
 
+def inf_mass(mech, direction: str = FORWARD, tail: float = 0.0) -> tuple[float, float]:
+    """Bracket (inf_lo, inf_hi) of one copy's P-mass at loss +inf as the engine composes it
+    (:func:`atom_law`: the atoms cut from the top at ``tail`` included in inf_hi), handled as
+    a delta event (see :func:`mechanism_leaf`); (0, 0) for laws with a continuous part
+    (their truncation tails stay in the leaf, charged to the upper side)."""
+    if mech.kind != "atoms":
+        return 0.0, 0.0
+    law = atom_law(mech, direction, tail)
+    return law.inf_lo, law.inf_hi
+
+
+def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[float, float]:
+    """(position rounded down, P-mass lower bound) of the highest atom with p_lo > 0."""
+    keep = p_lo > 0.0
+    if not keep.any():
+        return -math.inf, 0.0
+    lo = loss[keep] - perr[keep]
+    i = int(np.argmax(lo))
+    exact = Fraction(float(loss[keep][i])) - Fraction(float(perr[keep][i]))
+    return exact_dir(exact, False), float(p_lo[keep][i])
+
+
+REACH = 2.0**40  # leaves with losses beyond this are left to the certified frames (no lattice)
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
+GUIDE_ATOMS = 4096  # a finite law with more atoms is binned to this many for the estimates
 
 
 def _guide_step(lo_loss: float, hi_loss: float) -> float:
@@ -80,18 +224,59 @@ class Source:
 
     def __init__(self, mech, count: int, direction: str = FORWARD, tail: float = TAIL):
         self.mech, self.count, self.direction, self.tail = mech, int(count), direction, tail
-        loss, p = mech.guide(direction, tail=tail, cells=GUIDE_CELLS)
+        #: (position, mass): P[L >= position] >= mass for one copy (lower-side certified; mass 0
+        #: when unknown) -- the top atom, for the brackets near the top (Workload.top_mass)
+        self.top_atom = (-math.inf, 0.0)
+        #: (position, mass) likewise at the bottom of the law: the frame far below the top
+        self.floor_atom = (-math.inf, 0.0)
+        #: an upper bound of every loss but the truncation tail above it (P-mass <= tail a copy
+        #: when ``inf_mass`` > 0): a finite law's top, a cell law's support end
+        self.finite_top = math.inf
         if mech.kind == "atoms":
+            law = atom_law(mech, direction, tail)
+            loss, p = law.loss, law.p_hi
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
-            self.top_loss = mech.law(1.0, direction).top()
+            self.top_loss = law.top()
+            self.top_atom = _top_atom(law.loss, law.perr, law.p_lo)
+            self.finite_top = self.top_loss
+            keep = law.p_lo > 0.0
+            if keep.any():
+                self.floor_atom = (loss_end(law.loss[keep], law.perr[keep], False),
+                                   down(math.fsum(law.p_lo[keep].tolist()), 1))
         else:
             lo_loss, hi_loss = mech.loss_range(direction, tail=tail)
-            self.inf_mass = float(mech.law(_guide_step(lo_loss, hi_loss), direction, tail=tail).above_hi)
+            self.finite_top = hi_loss
+            hg = _guide_step(lo_loss, hi_loss)
+            try:
+                law = mech.law(hg, direction, tail=tail)
+                loss, p = mech.guide(direction, tail=tail, cells=GUIDE_CELLS)
+            except ValueError:  # cells no lattice places (losses ~1e300): the range's ends as the guide
+                self.inf_mass, self.top_loss = 0.0, hi_loss
+                self.loss, self.logp = np.array([lo_loss, hi_loss]), np.log(np.array([0.5, 0.5]))
+                self.width = max(abs(lo_loss), abs(hi_loss))
+                # P[L < lo] <= tail (the contract of a cell law's support): the floor frame
+                self.floor_atom = (lo_loss, down(1.0 - tail, 1))
+                return
+            pts = law.points
+            self.inf_mass = float(law.above_hi)
             # a bounded law (no tail above the cells): its largest loss is the upper end of
             # loss_range (the continuous part's end or a point mass's, rounded up)
             self.top_loss = hi_loss if self.inf_mass == 0.0 else math.inf
+            self.top_atom = _top_atom(pts.loss, pts.perr, pts.p_lo)
+            # every cell lies above its first edge n0 hg, every point above its lower end
+            b = min([law.n0 * hg] + (pts.loss - pts.perr).tolist())
+            b = min(b, loss_end(pts.loss, pts.perr, False)) if pts.loss.size else b
+            self.floor_atom = (b, down(math.fsum(law.p_lo.tolist() + pts.p_lo.tolist()), 1))
         keep = p > 0
-        self.loss, self.logp = loss[keep], np.log(p[keep])
+        loss, p = loss[keep], p[keep]
+        if loss.size > GUIDE_ATOMS:  # a coarse guide: the masses binned by position (estimates only)
+            edges = np.linspace(float(np.min(loss)), float(np.max(loss)), GUIDE_ATOMS + 1)
+            idx = np.clip(np.searchsorted(edges, loss, side="right") - 1, 0, GUIDE_ATOMS - 1)
+            mass = np.bincount(idx, weights=p, minlength=GUIDE_ATOMS)
+            mean = np.bincount(idx, weights=p * loss, minlength=GUIDE_ATOMS)
+            full = mass > 0
+            loss, p = mean[full] / mass[full], mass[full]
+        self.loss, self.logp = loss, np.log(p)
         self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
 
     def leaf(self, h: float) -> leaves.Leaf:
@@ -121,18 +306,51 @@ class GaussianSource(Source):
         from ..mechanisms import Gaussian
 
         super().__init__(Gaussian(1.0, mu_hi), 1, FORWARD, tail)
-        self._low = Gaussian(1.0, mu_lo)
+        # mu_lo = 0 (mu^2 below the float range): the lower side leaves the Gaussian out (a
+        # mechanism removed only lowers delta) -- the leaf of the point mass at loss 0
+        self._low = Gaussian(1.0, mu_lo) if mu_lo > 0.0 else None
+        if self._low != self.mech:
+            # the floor mu^2/2 - t mu (P-mass Phi(t), t <= 40 the support's width in sigmas) for
+            # every mu in [mu_lo, mu_hi]: increasing in mu from mu = t on, so mu_lo's when mu_lo
+            # >= 40; else mu_hi's moved down by mu_hi^2 (mu^2/2 - t mu >= -t mu_hi)
+            b, m = self.floor_atom
+            if self._low is not None and mu_lo >= 40.0:
+                self.floor_atom = Source(self._low, 1, FORWARD, tail).floor_atom
+            else:
+                self.floor_atom = (down(b - up(mu_hi * mu_hi, 1), 1), m) if math.isfinite(b) else (-math.inf, 0.0)
 
     def leaf(self, h: float) -> leaves.Leaf:
         up = mechanism_leaf(self.mech, h, self.direction, self.tail)
         if self._low == self.mech:
             return up
-        lo = mechanism_leaf(self._low, h, self.direction, self.tail)
+        if self._low is None:
+            lo = leaves.Leaf.from_masses(np.zeros(1), np.zeros(1), np.ones(1), np.ones(1))
+        else:
+            lo = mechanism_leaf(self._low, h, self.direction, self.tail)
         return leaves.Leaf(up.upper, lo.lower, up.log_inf)
+
+
+BEYOND_MU = 2.0**512  # mu at least this: L ~ N(mu^2/2, mu^2) exceeds the float range but for e^-(2^1000)
+
+
+def gaussian_part(mu_lo: float, mu_hi: float, tail: float = TAIL):
+    """(sources, delta event) of the Gaussians composed to mu in [mu_lo, mu_hi]: one
+    :class:`GaussianSource`, or -- mu_hi infinite or mu_lo >= 2^512, where the loss exceeds
+    every float by more than 2^969 but with probability Phi(-2^510) -- no source and a delta
+    event of P-mass [1 - 2^-52 (mu_lo >= 2^512; else 0), 1] (the argument of
+    ``mechanisms._base._law_from``)."""
+    if mu_lo >= BEYOND_MU:  # (never for mu_bounds' floats, whose mu_lo stays below sqrt(max float))
+        return (), (1.0 - 2.0**-52, 1.0)
+    if mu_hi == math.inf:  # the upper side is all +inf (delta event 1); the lower side keeps mu_lo's law
+        return (GaussianSource(mu_lo, mu_lo, tail),), (0.0, 1.0)
+    return (GaussianSource(mu_lo, mu_hi, tail),), None
 
 
 class Workload:
     """Randomized-response groups (``vals`` ascending, ``cnts``) and mechanism ``sources``."""
+
+    #: some delta events stand for finite losses beyond the float range (set by the drivers)
+    beyond = False
 
     def __init__(self, vals: np.ndarray, cnts: np.ndarray, sources: tuple = ()):
         self.vals, self.cnts, self.sources = vals, cnts, tuple(sources)
@@ -142,7 +360,7 @@ class Workload:
     def plan(self, h: float) -> list:
         out = list(self.rr_plan)
         for s in self.sources:
-            out.append(leaves.Power(s.leaf(h), s.count) if s.count > 1 else s.leaf(h))
+            out.append(leaves.Power(s.leaf(h), s.count, s.leaf) if s.count > 1 else s.leaf(h))
         return out
 
     def leaves_count(self) -> int:
@@ -152,15 +370,98 @@ class Workload:
         """Sum over the leaves of their half-widths (for the 2^49 check of exact positions)."""
         return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.span(h) for s in self.sources)
 
-    def top_bound(self) -> float:
+    def top_bound(self, finite: bool = False) -> float:
         """An upper bound of the largest composed loss (inf when a leaf has an unbounded law):
-        H(x) = 0 for x at or above it."""
-        from .._rounding import dot_dir, up
+        H(x) = 0 for x at or above it.  ``finite``: of every loss but the truncation tails
+        above the leaves' supports (:meth:`tail_events` bounds their P-mass)."""
+        tops = [s.finite_top if finite else s.top_loss for s in self.sources]
+        if any(not t < math.inf for t in tops):
+            return math.inf
+        total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
+                    Fraction(0))
+        total += sum((Fraction(t) * s.count for t, s in zip(tops, self.sources) if t > -math.inf), Fraction(0))
+        return exact_dir(total, True)
 
-        t = dot_dir(self.cnts, self.vals, True) if self.vals.size else 0.0
-        for s in self.sources:
-            t = up(t + up(s.count * s.top_loss, 1), 1) if math.isfinite(s.top_loss) else math.inf
-        return t
+    def tail_events(self) -> list[tuple[float, int]]:
+        """(P-mass, count) of the truncation tails above the supports of the leaves with an
+        unbounded law (at most the source's tail a copy): delta events for the upper side of
+        the frames that use ``top_bound(finite=True)``."""
+        return [(s.tail, s.count) for s in self.sources if s.inf_mass > 0.0 and math.isfinite(s.finite_top)]
+
+    def frame(self, groups_top: bool, sources_top: bool) -> tuple[float, float]:
+        """(T_lo, M): the composed loss is >= T_lo (rounded down) with P-mass >= M (rounded
+        down), every leaf at its top atom or above its floor -- a randomized response's +eps
+        (P-mass e^eps/(1 + e^eps)) or -eps (mass 1); a mechanism's highest atom with p_lo > 0
+        (``top_atom``; a law without one offers its floor) or its floor (``floor_atom``: the
+        lowest atom with p_lo > 0, or its first cell, with the P-mass it holds above);
+        (-inf, 0) when a leaf has none (independent leaves: the masses multiply)."""
+        atoms = [s.top_atom if sources_top and s.top_atom[1] > 0.0 else s.floor_atom for s in self.sources]
+        if any(a[1] <= 0.0 or not math.isfinite(a[0]) for a in atoms):
+            return -math.inf, 0.0
+        sign = 1 if groups_top else -1
+        total = sign * sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
+                           Fraction(0))
+        total += sum((Fraction(a[0]) * s.count for a, s in zip(atoms, self.sources)), Fraction(0))
+        # log M = sum c log p <= 0: each log within a few ulps, charged 2^-40 relative (generous)
+        terms = [float(c) * float(v) for c, v in zip(self.cf.tolist(), log_expit(self.vals).tolist())] \
+            if groups_top else []
+        terms += [s.count * math.log(a[1]) for a, s in zip(atoms, self.sources)]
+        log_m = math.fsum(terms) * (1.0 + 2.0**-40) - 1e-300
+        return exact_dir(total, False), (math.exp(log_m) * (1.0 - 2.0**-40) if log_m > -745.0 else 0.0)
+
+    def top_mass(self) -> tuple[float, float]:
+        """:meth:`frame` with every leaf at its top atom."""
+        return self.frame(True, True)
+
+    def _frames(self):
+        """The (position, mass) lower frames: tops and floors of the groups and the mechanisms."""
+        frames = (self.frame(g, m) for g in (True, False) for m in (True, False))
+        return [f for f in frames if f[1] > 0.0 and math.isfinite(f[0])]
+
+    def near_top_excess(self, x: float) -> tuple[float, float]:
+        """Certified (lo, hi) of H(x) from the ends of the law alone -- ``hi`` for the law
+        without its truncation tails (their P-mass :meth:`tail_events` joins the upper side's
+        delta events): every finite loss is <= T (:meth:`top_bound`), so (1 - e^{x - L})_+ <= (1 - e^{x - T})_+; and L >= T_lo
+        with P-mass >= M (:meth:`frame`), so H(x) >= M (1 - e^{x -
+        T_lo})_+.  Tight one ulp below the top atom, where a lattice cannot resolve the
+        distance, and far below the floor (losses beyond the lattice's reach)."""
+        top = self.top_bound(finite=True)
+        hi = 1.0
+        if math.isfinite(top):
+            y = exact_dir(Fraction(x) - Fraction(top), False)
+            hi = 0.0 if y >= 0.0 else min(1.0, up(-math.expm1(y), LIBM_ULPS))
+        lo = 0.0
+        for t_lo, m in self._frames():  # H(x) >= M (1 - e^{x - T_lo}) for each frame
+            y = exact_dir(Fraction(x) - Fraction(t_lo), True)
+            if y < 0.0:
+                lo = max(lo, down(m * down(-math.expm1(y), LIBM_ULPS), 1))
+        return min(lo, hi), hi
+
+    def near_top_epsilon(self, t_low: float, t_high: float) -> tuple[float, float]:
+        """Certified (lower, upper) of the least x >= 0 with H(x) <= t (t_low <= t <= t_high;
+        ``t_low`` the residual target with :meth:`tail_events` among the delta events) from
+        the same two facts as :meth:`near_top_excess`: x = T + log(1 - t_low) has
+        H(x) <= 1 - e^{x - T} <= t, and every x < T_lo + log(1 - t_high/M) has H(x) >
+        t_high.  Tight when t is far below the mass M of the top atoms."""
+        top = self.top_bound(finite=True)
+        upper = math.inf
+        if math.isfinite(top) and t_low < 1.0:
+            shift = up(math.log1p(-t_low), LIBM_ULPS) if t_low > 0.0 else 0.0
+            upper = max(0.0, exact_dir(Fraction(top) + Fraction(min(shift, 0.0)), True))
+        lower = 0.0
+        for t_lo, m in self._frames():
+            if t_high < m:
+                r = up(t_high / m, 1)
+                if r < 1.0:
+                    shift = down(math.log1p(-r), LIBM_ULPS) if r > 0.0 else 0.0
+                    lower = max(lower, exact_dir(Fraction(t_lo) + Fraction(shift), False))
+        return min(lower, upper), upper
+
+    def reach(self) -> float:
+        """The largest |loss| of a leaf (randomized-response groups and mechanisms): beyond
+        :data:`REACH` no lattice places the leaves (positions n h need |n| < 2^49)."""
+        vals = float(np.max(self.vals)) if self.vals.size else 0.0
+        return max([vals] + [s.width for s in self.sources])
 
     def top(self) -> float:
         """An estimate of the largest finite composed loss."""
@@ -278,4 +579,21 @@ class Workload:
         |d log H/dx|)."""
         rr = sum(0.12 if (len(items) == 1 and items[0][1] + 1 > leaves.BUNDLE_ATOMS) else 0.1
                  for items in self.rr_plan)
-        return (1.0 + theta) * (rr + 0.12 * sum(s.count for s in self.sources))
+        return (1.0 + theta) * (rr + 0.12 * sum(s.count for s in self.sources) * self._power_gap())
+
+    def _power_gap(self) -> float:
+        """For one mechanism's copies alone (a pass by :func:`optcomp._lattice.selfcompose.power_pass`,
+        at a step aligned to its law): their gap against generic leaves'
+        (:func:`~optcomp._lattice.selfcompose.gap_factor` of the leaf at a probe step); else 1."""
+        if self.rr_plan or len(self.sources) != 1 or self.sources[0].count < 2:
+            return 1.0
+        if not hasattr(self, "_gap"):
+            from .selfcompose import gap_factor
+
+            s = self.sources[0]
+            probe = 2.0 ** math.floor(math.log2(max(s.width, 2.0**-40) / 256.0))
+            try:
+                self._gap = gap_factor(s.leaf(probe))
+            except (ValueError, ApproxTooCostly):
+                self._gap = 1.0
+        return self._gap

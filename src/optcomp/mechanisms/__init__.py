@@ -50,7 +50,8 @@ from __future__ import annotations
 from .._laws import DIRECTIONS, FORWARD, MAX_ATOMS, REVERSE, AtomLaw, CellLaw, Mechanism, Points
 from .._pairs import DiscretePair
 from ._base import REGISTRY, AtomMechanism, CellMechanism
-from .finite import MAX_WINDOW, BlackBox, DiscreteGaussian, Geometric, Pair, Profile, RandomizedResponse, Staircase
+from .finite import BlackBox, Geometric, Pair, Profile, RandomizedResponse, Staircase
+from .discrete_gaussian import DiscreteGaussian  # noqa: I001 (registry order: after the finite laws)
 from .continuous import Gaussian, Laplace  # noqa: E402,I001 (registry order: finite laws first)
 from .subsampled import Subsampled  # noqa: E402,I001
 

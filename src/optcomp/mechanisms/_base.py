@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from fractions import Fraction
 from typing import ClassVar
 
@@ -24,7 +25,7 @@ import mpmath
 import numpy as np
 
 from .._inputs import ParameterTypeError, _check_real, _describe, _integer
-from .._laws import DIRECTIONS, FORWARD, MAX_ATOMS, TAIL, AtomLaw, CellLaw, Mechanism, Points
+from .._laws import DIRECTIONS, FORWARD, MAX_ATOMS, TAIL, AtomLaw, CellLaw, Mechanism, Points, loss_end
 from .._rounding import mpf_exact
 from .._pairs import LOWER, UPPER, DiscretePair, bracket, lattice_index, lattice_index_mp, lattice_pair, mpf_err, settle
 from .._types import Bounds
@@ -81,6 +82,23 @@ def _atom(pos: Fraction, mass, merr=None):
 
 def _mp(x: Fraction):
     return mpmath.mpf(x.numerator) / x.denominator
+
+
+_FLOAT_EDGE = Fraction(sys.float_info.max) + Fraction(2) ** 970  # beyond: no float is nearer than inf
+
+
+def _beyond_floats(pos_exact, pos, pe) -> int:
+    """+1 when an atom's position lies beyond the float range above; -1 when it may lie
+    beyond it (below, or straddling the edge: +inf for the upper side only); else 0."""
+    if pos_exact is not None:
+        return 1 if pos_exact > _FLOAT_EDGE else (-1 if pos_exact < -_FLOAT_EDGE else 0)
+    with mpmath.workprec(1100):
+        edge = mpmath.mpf(_FLOAT_EDGE.numerator)
+        if pos - pe > edge:
+            return 1
+        if pos + pe > edge or pos - pe < -edge:  # straddling the edge, or below it: +inf above only
+            return -1
+    return 0
 
 
 def _float_pos(pos_exact, pos, pe) -> tuple[float, float]:
@@ -230,26 +248,52 @@ class AtomMechanism(_Registered):
 
     def _law(self, direction, max_atoms):
         with mpmath.workprec(192):
-            atoms, inf_mass, inf_err = self._atoms(direction)
+            return self._law_from(self._atoms(direction), direction, max_atoms)
+
+    def _law_from(self, described, direction, max_atoms=MAX_ATOMS) -> AtomLaw:
+        """The :class:`~optcomp._laws.AtomLaw` of ``_atoms``-style atoms (at 192 bits).
+
+        An atom beyond the float range (|position| > the largest float by more than half
+        its ulp) has no float position: a positive one is counted at +inf on both sides --
+        its loss exceeds every float x by > 2^969, and the rest of a composition lies below
+        -y with P-mass <= e^-y (E_P e^{-L} <= 1), so it contributes to every H(x) at least
+        its mass times 1 - 2^-1000: the lower side counts p_lo (1 - 2^-52) --; a negative
+        one (P-mass < e^{-10^308}) joins +inf on the upper side and is dropped on the lower."""
+        atoms, inf_mass, inf_err = described
+        with mpmath.workprec(192):
             if len(atoms) > max_atoms:
                 raise ValueError(f"{len(atoms)} atoms exceed max_atoms={max_atoms}")
             loss, perr, lo, hi = [], [], [], []
+            ilo, ihi = _mass_bracket(inf_mass, inf_err)
+            extra_lo, extra_hi = [], []
             for pos_exact, pos, pe, m, merr in atoms:
+                a, b = _mass_bracket(m, merr)
+                side = _beyond_floats(pos_exact, pos, pe)
+                if side:
+                    extra_hi.append(b)
+                    if side > 0:
+                        extra_lo.append(a * (1.0 - 2.0**-52))
+                    continue
                 f, e = _float_pos(pos_exact, pos, pe)
                 loss.append(f)
                 perr.append(e)
-                a, b = _mass_bracket(m, merr)
                 lo.append(a)
                 hi.append(b)
-            ilo, ihi = _mass_bracket(inf_mass, inf_err)
+            beyond = 0.0
+            if extra_hi:
+                from .._rounding import sum_down, sum_up
+
+                ihi = min(1.0, sum_up([ihi, *extra_hi]))
+                beyond = max(0.0, sum_down(extra_lo)) if extra_lo else 0.0
+                ilo = min(ihi, max(0.0, sum_down([ilo, *extra_lo])))
             nlo, nhi = _mass_bracket(*self._neg_q(direction))
-        return AtomLaw(direction, loss, perr, lo, hi, ilo, ihi, nlo, nhi)
+        return AtomLaw(direction, loss, perr, lo, hi, ilo, ihi, nlo, nhi, min(beyond, ilo))
 
     def loss_range(self, direction: str = FORWARD, *, tail=TAIL) -> tuple[float, float]:
         law = self.law(1.0, direction)
-        if not law.loss.size:
+        if not np.any(law.p_hi > 0.0):
             return 0.0, 0.0
-        return math.nextafter(float(np.min(law.loss - law.perr)), -math.inf), law.top()
+        return law.bottom(), law.top()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,9 +342,10 @@ class CellMechanism(_Registered):
 
         lo, hi = self._support(_check_direction(direction), _real("tail", tail, hi=1.0))
         pts = self._points(direction)
-        lo_f = min([exact_dir(Fraction(lo), False)] + list(pts.loss - pts.perr))
-        hi_f = max([exact_dir(Fraction(hi), True)] + list(pts.loss + pts.perr))
-        return math.nextafter(lo_f, -math.inf), math.nextafter(hi_f, math.inf)
+        keep = pts.p_hi > 0.0
+        lo_f = min(exact_dir(Fraction(lo), False), loss_end(pts.loss[keep], pts.perr[keep], False))
+        hi_f = max(exact_dir(Fraction(hi), True), loss_end(pts.loss[keep], pts.perr[keep], True))
+        return lo_f, hi_f
 
     def _pair(self, h, side, direction, tail, max_atoms):
         lo_loss, hi_loss, masses, tails, atoms = self._continuous(tail)

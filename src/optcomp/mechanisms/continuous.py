@@ -20,6 +20,9 @@ from .._rounding import mpf_exact
 from ._base import CellMechanism, _mp, _real
 
 
+_TRUNCATE_A = 1000  # beyond this loss parameter a Laplace law's support starts at its tail
+
+
 @dataclass(frozen=True)
 class Laplace(CellMechanism):
     """The Laplace mechanism (Dwork–McSherry–Nissim–Smith 2006): noise of density
@@ -48,6 +51,44 @@ class Laplace(CellMechanism):
     @property
     def _a(self) -> Fraction:
         return Fraction(self.sensitivity) / Fraction(self.scale)
+
+    @property
+    def _beyond_floats(self) -> bool:
+        """a exceeds the largest float by more than half its ulp: every loss below a − 1500
+        carries P-mass e^{-750}... and every float x lies below a − 2^969."""
+        from ._base import _FLOAT_EDGE
+
+        return self._a > _FLOAT_EDGE
+
+    @property
+    def _truncated(self) -> bool:
+        """a > 1000: the atom −a (P-mass e^{−a}/2 < 1e-434, below every float tail) joins the
+        lower tail, and the support starts where the tail does (:meth:`_support`)."""
+        return self._a > _TRUNCATE_A
+
+    @property
+    def kind(self) -> str:
+        """``"cells"``; ``"atoms"`` when a lies beyond the float range (its law is then all
+        at +inf to within e^{-2^968}: :meth:`law`)."""
+        return "atoms" if self._beyond_floats else "cells"
+
+    def law(self, h, direction: str = "forward", *, tail=None, max_atoms=None):
+        """The cell law on the lattice h Z (:class:`~optcomp.mechanisms._base.CellMechanism`);
+        when a lies beyond the float range, an :class:`~optcomp._laws.AtomLaw` with no finite
+        atom and P-mass in [1 − 2^-52, 1] at +inf: P[L <= max float] = e^{(max float − a)/2}/2
+        < e^{-2^968}, and a loss beyond the float range exceeds every float x by more than
+        2^969 (so it counts as +inf on the lower side too, see ``_base._law_from``)."""
+        from .._laws import MAX_ATOMS, TAIL, AtomLaw
+
+        tail = TAIL if tail is None else tail
+        max_atoms = MAX_ATOMS if max_atoms is None else max_atoms
+        if self._beyond_floats:
+            from ._base import _law_args
+
+            _, direction, _, _ = _law_args(h, direction, tail, max_atoms)
+            e = np.zeros(0)
+            return AtomLaw(direction, e, e, e, e, 1.0 - 2.0**-52, 1.0, beyond_lo=1.0 - 2.0**-52)
+        return super().law(h, direction, tail=tail, max_atoms=max_atoms)
 
     def variance(self) -> float:
         """The noise variance 2b² (nearest float)."""
@@ -86,7 +127,22 @@ class Laplace(CellMechanism):
         return -a, a, masses, lambda e0, e1: (zero, zero), atoms
 
     def _support(self, direction, tail):
-        return -self._a, self._a
+        """[-a, a]; for a > 1000, [a - W, a] with W = 2 ceil(log(1/(2 tail))): the P-mass below
+        a - W, the atom -a included, is e^{-W/2}/2 <= tail (:meth:`_tails` charges it)."""
+        a = self._a
+        if not self._truncated:
+            return -a, a
+        w = 2 * math.ceil(math.log(1.0 / (2.0 * tail)))
+        return max(a - w, -a), a
+
+    def loss_range(self, direction: str = "forward", *, tail=None) -> tuple[float, float]:
+        """The support's ends rounded outward exactly (:meth:`_support`: (-a, a), the atoms
+        +-a its ends; (a - W, a) for a > 1000)."""
+        from .._laws import TAIL
+        from .._rounding import exact_dir
+
+        lo, hi = self._support(direction, TAIL if tail is None else tail)
+        return exact_dir(lo, False), exact_dir(hi, True)
 
     def _interval_masses(self, l0, l1, direction):
         """Vectorised in floats (the mpmath path costs ~50 us a cell).  P-mass of [l0, l1]:
@@ -112,19 +168,32 @@ class Laplace(CellMechanism):
         return (*masses(l0, l1), *masses(-l1, -l0))
 
     def _points(self, direction):
-        """The atoms +a (P-mass 1/2, Q-mass e^{-a}/2) and -a (P-mass e^{-a}/2, Q-mass 1/2)."""
+        """The atoms +a (P-mass 1/2, Q-mass e^{-a}/2) and -a (P-mass e^{-a}/2, Q-mass 1/2; left
+        to the lower tail when a > 1000)."""
         a_fr = self._a
         a = float(a_fr)
         u = 2.0**-53
         d = abs(Fraction(a) - a_fr)
         perr = float(d) * (1.0 + 2.0**-50) + (5e-324 if d else 0.0)
-        e_a = math.exp(-a)
-        e_err = e_a * (2.0 * u + 2.0 * u * a) + perr * e_a  # exp within 1 ulp, a within perr
+        with np.errstate(under="ignore"):
+            e_a = math.exp(-a) if a < 745.2 else 0.0
+        e_err = e_a * (2.0 * u + 2.0 * u * a) + perr * e_a + (5e-324 if a >= 708.0 else 0.0)
         lo, hi = max(0.0, (e_a - e_err) / 2.0), min(1.0, (e_a + e_err) / 2.0)
+        if self._truncated:
+            return Points([a], [perr], [0.5], [0.5], [lo], [hi])
         return Points([a, -a], [perr, perr], [0.5, lo], [0.5, hi], [lo, 0.5], [hi, 0.5])
 
     def _tails(self, e0, e1, direction):
-        return 0.0, 0.0  # the support is [-a, a]: nothing outside
+        """Nothing above a; below e0 (a > 1000 only) P[L < e0] = e^{(e0 - a)/2}/2, the atom -a
+        included (e0 - a formed exactly, rounded up; exp within LIBM_ULPS ulps)."""
+        if not self._truncated:
+            return 0.0, 0.0  # the support is [-a, a]: nothing outside
+        from .._rounding import LIBM_ULPS, exact_dir, up
+
+        y = exact_dir((Fraction(e0) - self._a) / 2, True)
+        if y >= 0.0:
+            return 1.0, 0.0
+        return (min(1.0, up(math.exp(y) / 2.0, LIBM_ULPS)) if y > -745.0 else 5e-324), 0.0
 
 
 @dataclass(frozen=True)
@@ -231,61 +300,17 @@ class Gaussian(CellMechanism):
 
     def _interval_masses(self, l0, l1, direction):
         """Vectorised in floats (the mpmath path costs ~250 us an edge).  In z = (l -
-        mu^2/2)/mu units a cell [za, zb] on one side of 0 has P-mass e^{L(zb)} (1 - e^{L(za) -
-        L(zb)}) (L = log Phi; mirrored for za >= 0; a cell across 0 is two), with no
-        cancellation beyond that of the difference D = L(za) - L(zb) < 0.  Error: each L(x)
-        within eta(x) = SPECIAL_ABS (``_rounding``'s assumption 4 on scipy's log_ndtr) + (|x| +
-        1) eps_z(x), the second term the argument's rounding eps_z <= 4u(|z| + |l|/mu + mu + 1)
-        times the slope phi/Phi <= |x| + 1 of L (x <= 0); then the mass is within a relative
-        eta_b + (eta_a + eta_b)/|D| + (2 LIBM_ULPS + 4) u (1 + |L(zb)|) (exp's argument error,
-        the slope e^D/(1 - e^D) <= 1/|D| of log(-expm1(D)), exp, expm1 and the product), and
-        always below e^{L(zb) + eta_b} (|D| + eta_a + eta_b) (1 + 8u).  Q-mass: the law is
-        symmetric, Q[L in [l0, l1]] = P[L in [-l1, -l0]] (both directions alike)."""
-        from scipy.special import log_ndtr
-
-        from .._rounding import LIBM_ULPS, SPECIAL_ABS
-
-        u = 2.0**-53
-
-        def side_mass(za, ea, zb, eb):
-            """za < zb <= 0 (arrays, with argument errors ea, eb): (m_lo, m_hi)."""
-            La, Lb = log_ndtr(za), log_ndtr(zb)
-            eta_a = SPECIAL_ABS + (np.abs(za) + 1.0) * ea
-            eta_b = SPECIAL_ABS + (np.abs(zb) + 1.0) * eb
-            D = La - Lb
-            with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-                m = np.exp(Lb) * -np.expm1(D)
-                rel = eta_b + (eta_a + eta_b) / np.abs(D) + (2 * LIBM_ULPS + 4) * u * (1.0 + np.abs(Lb))
-                cap = np.exp(Lb + eta_b) * (np.abs(D) + eta_a + eta_b) * (1.0 + 8.0 * u)
-            rel = np.where(np.isfinite(rel), rel, np.inf)
-            ok = rel < 1.0
-            r = np.where(ok, rel, 0.0)
-            m_hi = np.minimum(np.where(ok, m * (1.0 + r), np.inf), cap)
-            m_lo = np.where(ok, m * (1.0 - r), 0.0)
-            # a mass whose bound underflowed is below 2^-1074 (1 + ...): 2^-1000 bounds it
-            m_hi = np.where(m_hi < 2.0**-1000, 2.0**-1000, m_hi)
-            return np.maximum(m_lo, 0.0), np.minimum(m_hi, 1.0)
+        mu^2/2)/mu units a cell is Phi(z1) - Phi(z0), certified by
+        :func:`optcomp.mechanisms._normal.phi_interval` (log_ndtr, SPECIAL_ABS, the
+        arguments' rounding eps_z <= 4u(|z| + |l|/mu + mu + 1) charged through the slope).
+        Q-mass: the law is symmetric, Q[L in [l0, l1]] = P[L in [-l1, -l0]] (both
+        directions alike)."""
+        from ._normal import phi_interval
 
         def masses(x0, x1):
             z0, e0 = self._z(x0)
             z1, e1 = self._z(x1)
-            lo, hi = np.zeros(z0.size), np.zeros(z0.size)
-            neg = z1 <= 0.0
-            pos = z0 >= 0.0
-            mid = ~neg & ~pos
-            if neg.any():
-                lo[neg], hi[neg] = side_mass(z0[neg], e0[neg], z1[neg], e1[neg])
-            if pos.any():  # mirrored: [z0, z1] -> [-z1, -z0]
-                lo[pos], hi[pos] = side_mass(-z1[pos], e1[pos], -z0[pos], e0[pos])
-            if mid.any():  # across 0: [z0, 0] + [0, z1] (0 exact)
-                zero = np.zeros(int(mid.sum()))
-                a_lo, a_hi = side_mass(z0[mid], e0[mid], zero, zero)
-                b_lo, b_hi = side_mass(-z1[mid], e1[mid], zero, zero)
-                lo[mid] = (a_lo + b_lo) * (1.0 - 2.0 * u)
-                hi[mid] = np.minimum((a_hi + b_hi) * (1.0 + 2.0 * u), 1.0)
-            # an empty interval (l0 = l1) holds no mass
-            empty = x1 <= x0
-            return np.where(empty, 0.0, lo), np.where(empty, 0.0, hi)
+            return phi_interval(z0, e0, z1, e1)
 
         l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
         return (*masses(l0, l1), *masses(-l1, -l0))

@@ -1,5 +1,6 @@
 """The mechanisms with a finite privacy loss law: black boxes, randomized response, the
-geometric, staircase and discrete Gaussian mechanisms, finite pairs and privacy profiles.
+geometric and staircase mechanisms, finite pairs and privacy profiles (the discrete Gaussian,
+finite or not by its sigma, has its own module).
 
 Each gives its atoms in mpmath (``_atoms``); the profile, the certified discrete pairs and
 the :class:`~optcomp._laws.AtomLaw` the engine reads come from
@@ -21,10 +22,7 @@ import mpmath
 from .._inputs import ParameterTypeError, _describe, _integer
 from .._laws import FORWARD
 from .._pairs import mpf_err
-from ._base import AtomMechanism, _atom, _mp, _real
-
-MAX_WINDOW = 2**20  # outcomes summed directly for a discrete Gaussian (sigma up to ~1.4e4)
-
+from ._base import AtomMechanism, _atom, _real
 
 @dataclass(frozen=True)
 class BlackBox(AtomMechanism):
@@ -249,6 +247,16 @@ def _pmf(name: str, value) -> tuple[float, ...]:
     return out
 
 
+def _sum_err(total, terms):
+    """The error of an mpmath sum of the floats ``terms``: 0 when it is exact (a sum of a few
+    floats usually is, at 192 bits: a Pair's +inf mass 0.5 stays 0.5, so a delta_g of
+    exactly 1 - (1 - 0.5)^k is attainable), else a few ulps."""
+    from .._rounding import mpf_exact
+
+    exact = sum((Fraction(float(t)) for t in terms), Fraction(0))
+    return mpmath.mpf(0) if mpf_exact(total) == exact else mpf_err(total, bits=2)
+
+
 @dataclass(frozen=True)
 class Pair(AtomMechanism):
     """A mechanism given by its two output distributions on the same finite outcomes: ``p``
@@ -293,15 +301,16 @@ class Pair(AtomMechanism):
                 else:
                     pos = mpmath.log(mpmath.mpf(a)) - mpmath.log(mpmath.mpf(b))
                     atoms.append((None, pos, mpf_err(pos, abs(mpmath.log(a)), bits=4), mpmath.mpf(a), mpmath.mpf(0)))
-            return atoms, inf, mpf_err(inf, bits=2)
+            return atoms, inf, _sum_err(inf, [a for a, b in zip(p, q) if b == 0 and a != 0])
 
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
 
     def _neg_q(self, direction):
         p, q = (self.p, self.q) if direction == "forward" else (self.q, self.p)
-        s = mpmath.fsum(mpmath.mpf(b) for a, b in zip(p, q) if a == 0)
-        return s, mpf_err(s, bits=2)
+        terms = [b for a, b in zip(p, q) if a == 0]
+        s = mpmath.fsum(mpmath.mpf(b) for b in terms)
+        return s, _sum_err(s, terms)
 
 
 @dataclass(frozen=True)
@@ -415,72 +424,3 @@ class Profile(AtomMechanism):
     def black_box(self):
         """One guarantee: the dominating pair of a black box (eps, delta)."""
         return self.guarantees[0] if len(self.guarantees) == 1 else None
-
-
-
-
-@dataclass(frozen=True)
-class DiscreteGaussian(AtomMechanism):
-    """The discrete Gaussian mechanism (Canonne, Kamath and Steinke, NeurIPS 2020): integer
-    noise Z with P[Z = z] ∝ e^{−z²/(2 sigma²)}, added to an integer query of sensitivity Δ
-    (a positive integer).
-
-    Neighbouring relation: query outputs differing by Δ.  PLD (either direction; z ↦ Δ − z
-    swaps them): the outcome z has P-mass e^{−z²/(2 sigma²)}/Z_sigma and loss
-    Δ(Δ − 2z)/(2 sigma²).  Profile: delta(x) = Σ_z P(z)(1 − e^{x − L(z)})_+, summed
-    directly over |z| ≤ W with the tail beyond W bounded by a geometric series (charged to
-    the upper end of the bracket); supported for windows of up to 2^20 outcomes
-    (sigma ≲ 1.4·10^4), beyond which a ValueError says so."""
-
-    family = "discrete_gaussian"
-    noise_parameter = "sigma"
-
-    @classmethod
-    def with_privacy(cls, x, sensitivity):
-        return cls(sensitivity / x, sensitivity)
-    relation = "integer query outputs differing by at most the sensitivity"
-
-    sigma: float
-    sensitivity: int = 1
-
-    def __post_init__(self):
-        object.__setattr__(self, "sigma", _real("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", _integer("sensitivity", self.sensitivity, 1, 2**20))
-
-    def _window(self) -> int:
-        w = math.ceil(self.sigma * math.sqrt(2.0 * 760.0 * math.log(2.0))) + self.sensitivity + 1
-        if 2 * w + 1 > MAX_WINDOW:
-            raise ValueError(f"sigma={self.sigma!r}: the direct sum needs {2 * w + 1} outcomes, more than "
-                             f"{MAX_WINDOW} (large sigma is not supported yet)")
-        return w
-
-    @lru_cache(maxsize=16)
-    def _atoms_at(self, prec, direction):
-        w = self._window()
-        s2 = 2 * Fraction(self.sigma) ** 2
-        dl = self.sensitivity
-        with mpmath.workprec(prec):
-            c = -1 / _mp(s2)
-            terms = [mpmath.exp(c * z * z) for z in range(-w, w + 1)]
-            # tail beyond |z| > w: Σ_{z>w} e^{-z²/2σ²} ≤ t(w+1)/(1 − r), r = e^{-(2w+1)/2σ²}
-            r = mpmath.exp(c * (2 * w + 1))
-            tail_one = mpmath.exp(c * (w + 1) ** 2) / (1 - r)
-            total = mpmath.fsum(terms)
-            z_lo = total
-            z_err = mpf_err(total, bits=4 + max(1, (2 * w + 1).bit_length())) + 2 * tail_one
-            atoms = []
-            for z, t in zip(range(-w, w + 1), terms):
-                pos = Fraction(dl * (dl - 2 * z)) / s2
-                m = t / z_lo
-                atoms.append(_atom(pos, m, mpf_err(m, bits=4) + m * z_err / z_lo))
-            # the mass beyond the window: loss above the top atom (z < -w) -> +inf on the upper
-            # side (counted as an error of the inf mass 0), below the bottom (z > w) -> charged
-            # as an error of the lowest atom (rounded up onto it)
-            tail_mass = tail_one / z_lo
-            lowest = atoms[-1]
-            atoms[-1] = (lowest[0], lowest[1], lowest[2], lowest[3], lowest[4] + tail_mass)
-            return atoms, mpmath.mpf(0), tail_mass
-
-    def _atoms(self, direction):
-        return self._atoms_at(mpmath.mp.prec, direction)
-

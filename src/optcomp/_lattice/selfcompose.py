@@ -1,0 +1,499 @@
+r"""Self-composition by one FFT (layer L3): the k-fold composition of one leaf (a
+:class:`optcomp._lattice.leaves.Power` alone in a pass), as one forward transform of the
+leaf's tilted rows, a pointwise k-th power, one inverse transform -- every error bounded.
+
+Construction.  Let r be one of the leaf's three tilted rows (:func:`optcomp._lattice.leaves.leaf_rows`:
+refined P0, garbled P0, garbled P1; W entries, entry q at lattice index base + q, a
+probability vector up to its error bounds rho, E2).  The k-fold convolution t = r^{*k}
+(of the *stored* row r) lives on q = 0 .. k(W - 1), lattice index k base + q.  A window
+[Q0, Q0 + N) of it is computed as the circular convolution of length N (5-smooth, N >= W):
+
+    x = r zero-padded to N,   X = rfft(x),   P_j = X_j^k (j in J; 0 elsewhere),   c = irfft(P, N),
+
+and window entry i is c[(Q0 + i) mod N] = t[Q0 + i] + a_i, where a_i >= 0 is the mass of t
+at the indices Q0 + i + jN, j != 0, outside the window (aliasing; sum_i a_i = the mass of t
+outside the window).  P_j is formed by square-and-multiply, only on the frequencies J where
+|X_j| + D > e^{c/k}, e^c = CUT_REL / N (elsewhere |A_j^k| <= e^c: a band-limited spectrum,
+|J| ~ a few N / sd for t of spread sd lattice points).
+
+Error of one row (max norm; A = F x the exact DFT, exact circular result c = F^-1(A^k);
+||.||_V the 2-norm of the full spectrum, conjugates included; sums over j are V-weighted:
+weight 1 at j = 0 and j = N/2, 2 elsewhere, total weight N):
+
+1. Forward transform (:func:`optcomp._lattice.tree._transform_error`, eps = eps(N)):
+   ||X - A||_V <= D := eps sqrt(N) |x|_2, so every |X_j - A_j| =: d_j <= D and
+   |A_j|, |X_j| <= m_j := |X_j| + D.  On a set J_hi of J (the frequencies that survive the
+   power best: m_j^(k-1) within 2^-HI_BITS of its largest) the base of the power is
+   instead a direct sum (:func:`_direct_dft`), within d_j <= delta |x|_1 of A_j, a
+   componentwise bound ~(log W) u |x|_1 where the FFT's is only ~(log N) u sqrt(N) |x|_2
+   in 2-norm; m_j := |X_j| + d_j there.  (Only where the FFT's bound is not already
+   negligible: DIRECT_REL.)
+2. Power.  Every complex product is fl(yz) = yz (1 + delta) + alpha, |delta| <= mu =
+   sqrt(2) gamma_2 (Higham, Lemma 3.5; numpy's products, as in :func:`optcomp._lattice.tree._fft_error`
+   step 5), |alpha| <= alpha0 = 2^-1072 (gradual underflow of the real products).
+   Square-and-multiply evaluates a product tree with k leaves (shared subtrees evaluate the
+   same), so by induction on the tree -- a node with n = n1 + n2 leaves is
+   (z^n1 w1 + b1)(z^n2 w2 + b2)(1 + delta) + alpha -- its result is z^n w + b with
+   |w - 1| <= (1 + mu)^(n-1) - 1 and |b| <= 2 (n - 1) alpha0 ((1 + mu) max(1, |z|))^n.
+   So |P_j - z_j^k| <= pw_j := ((1 + mu)^(k-1) - 1) |z_j|^k + 2 (k - 1) alpha0 ((1 + mu) max(1, |z_j|))^k
+   for the base z_j used.
+3. Amplification: |z_j^k - A_j^k| <= k d_j m_j^(k-1); summed, with Cauchy-Schwarz on
+   J_lo = J \ J_hi (sum d_j^2 <= D^2): k delta |x|_1 sum_{J_hi} m_j^(k-1) +
+   k D (sum_{J_lo} m_j^(2k-2))^(1/2).  Off J, |P_j - A_j^k| = |A_j|^k <= e^c (1 + 10^-3)
+   (the threshold's own rounding, k <= 2^40).  Hence, e = P - A^k,
+       ||e||_1 <= sum_J pw_j + (the amplification) + N e^c (1 + 10^-3).
+4. Inverse transform (backward passes within eps sqrt(N) ||P||_V, then the product by fl(1/N),
+   2.001 u, :func:`optcomp._lattice.tree._fft_error` step 5):
+   ||c^ - F^-1 P||_2 <= (eps + 2.001 u (1 + eps)) ||P||_V / sqrt(N).
+5. ||F^-1 e||_inf <= ||e||_1 / N (every entry of F^-1 has modulus 1/N), so
+
+       ||c^ - c||_inf <= (eps + 2.001 u (1 + eps)) ||P||_V / sqrt(N) + ||e||_1 / N  =: E_fft,
+
+   every quantity computed from the floats with its rounding charged upward
+   (:func:`_pow_sum_up`).  Clipping negative entries to 0 only reduces the error.
+
+Step 3 is where the decay of |A_j|^k pays: the amplification k d_j falls on the few
+frequencies that survive the power, so E_fft is ~k (log W) u / N -- about 1e-8 of the
+entries at the tilted mode for 10^6 copies (the tilt puts the answer there) -- where a
+repeated squaring's error doubles at every one of its log2 k levels.
+
+Window.  Any window gives certified bounds; it is chosen so that the charges below are
+negligible (2^-60 of the tilted mass, the driver's ``log_slack`` for the untilted mass sent
+to +inf), from Chernoff bounds: on the stored garbled-P0 row, log sum_q r_q e^{s q} <= LM(s)
+(:func:`_row_log_mgf`), so t has mass <= e^{k LM(s) - s Q} at q >= Q (s > 0) and
+<= e^{k LM(-s) + s Q} at q < Q (s > 0); on the true upper law, the leaf's log-MGF bound K
+(:func:`optcomp._lattice.leaves.upper_row_mgf`), P0[L >= l] <= e^{k K(s) - s l} (s > 0) and
+P0[L < l] <= e^{k K(s) - s l} (s <= 0).  The rows' true values are the stored k-fold times
+e^{+-k rho} (:func:`optcomp._lattice.passes.extract` applies the factor), and the leaf's
+underflow bound E2 (2-norm, hence 1-norm <= sqrt(W) E2) adds at most
+k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry.
+
+* upper row (refined P0): aliasing only adds mass (the upper side may add P0 mass); mass
+  above the window goes to +inf (slack: the Chernoff bound of the true law at the window's
+  top); mass below is lumped at the window's first entry (loss raised at fixed P0), charged
+  to its error bound in tilted units P0[L < l0] e^{theta l0 - lz} <= e^{k K(s) + (theta - s) l0 - lz}
+  (s <= 0) -- or dropped when l0 <= 0, where no loss enters H(x), x >= 0;
+* garbled P0 (lower): entries lowered by E_fft plus the whole aliased mass (Chernoff on
+  the stored row, both sides); mass outside the window dropped (a garbling to a symbol
+  dropped at the end);
+* garbled P1 (lower, raised): aliasing only raises it; mass outside dropped.
+
+A window that holds the whole support (small k) is the exact linear convolution.
+
+Step.  When the Power can rebuild its law at another step (``Power.rebuild``), the pass
+runs at a step aligned to the law's atoms (:func:`_pass_step`), with the lower atoms built
+at half that step (:func:`_pass_leaf`); the drivers, told how little the aligned law then
+costs (:func:`gap_factor`), ask for a coarser step in the first place.
+
+The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a
+window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
+(``POWER_FFT_REL``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._rounding import LIBM_ULPS, UNIT
+from .._types import MAX_POINTS, ApproxTooCostly
+from . import leaves
+from .passes import LatticePass, extract
+from .tree import _fft, _transform_error
+
+MAX_FFT_POINTS = MAX_POINTS  # the largest window composed in one transform (~72 bytes a point at the peak)
+POWER_FFT_REL = 2.0**-10  # fall back when the error bound exceeds this fraction of a row's largest entry
+ALIAS_LOG = leaves.WINDOW_LOG  # tilted mass left outside the window (aliased, lumped or dropped), per side
+COARSEN_MAX = 16.0  # the most the drivers' step for a lone Power grows over a generic leaf's (:func:`gap_factor`)
+COARSEN_GAP = 1.5  # the gap of a cells leaf (upper, half-step lower) per unit of cell mass, against a generic leaf's
+UNIT_MULTIPLES = 4096  # the largest multiple of a common unit among a law's atoms (:func:`_unit`)
+CUT_REL = 2.0**-40  # frequencies with |X_j|^k below this / N are left out (~1e-13 of the rows' mode)
+DIRECT_POINTS = 2**23  # surviving frequencies x row width recomputed by direct sums (else the FFT's bound)
+BLOCK = 64  # terms of a direct sum added in any order before the pairwise tree (:func:`_direct_dft`)
+HI_BITS = 20  # frequencies with m_j^(k-1) within 2^-HI_BITS of the largest are recomputed directly,
+DIRECT_REL = 2.0**-27  # ... where the FFT's bound exceeds this fraction of the rows' largest possible entry
+MU = math.sqrt(2.0) * 2.0 * UNIT / (1.0 - 2.0 * UNIT) * (1.0 + 4.0 * UNIT)  # complex product, Higham Lemma 3.5
+ALPHA0 = 2.0**-1072  # absolute error of one complex product that underflows
+
+
+def _row_log_mgf(row: np.ndarray, sig: np.ndarray) -> np.ndarray:
+    """Upper bounds of log sum_q row_q e^{s q} (q = 0 .. W - 1, the stored floats) at each s
+    of ``sig``.  Each term is row_q e^{s q - mx} (mx = max s q over the nonzero entries): the
+    argument within 4 u M (M = max |s q|), exp within 2 L u, the product and the sum of n
+    terms within (n + 1) u, the log within 2 L u |log S|, the final addition within
+    u (M + |log S|): all below the charge 8 u (M + |log S| + n + 8) (L = LIBM_ULPS = 4)."""
+    nz = np.nonzero(row > 0.0)[0]
+    if nz.size == 0:
+        return np.full(sig.size, -math.inf)
+    q, r = nz.astype(float), row[nz]
+    n = nz.size
+    out = np.empty(sig.size)
+    step = max(1, 2**20 // n)
+    for i in range(0, sig.size, step):  # a block of tilts at a time
+        s = sig[i: i + step, None]
+        w = s * q[None, :]
+        mx = np.max(w, axis=1)
+        with np.errstate(under="ignore"):
+            S = np.sum(r[None, :] * np.exp(w - mx[:, None]), axis=1)
+        lS = np.log(S)
+        M = np.abs(s[:, 0]) * float(q[-1])
+        out[i: i + step] = mx + lS + 8.0 * UNIT * (M + np.abs(lS) + n + 8.0)
+    return out
+
+
+def _pow_sum_up(mag: np.ndarray, e: float, weight: np.ndarray) -> float:
+    """An upper bound of sum_j weight_j mag_j^e (mag_j >= 0 floats, e >= 1): each term as
+    exp(e log mag) with the log within 2 L u |log mag|, the product by e within u, the
+    exponent raised by 4 (L + 2) u |v| (v = e log mag) to cover both, exp within 2 L u;
+    the weighted sum of n terms within (n + 1) u (weights 1 or 2, exact)."""
+    pos = mag > 0.0
+    if not np.any(pos):
+        return 0.0
+    with np.errstate(divide="ignore", under="ignore", over="ignore"):  # (an overflow is an upper bound)
+        v = e * np.log(mag[pos])
+        terms = np.exp(v + 4.0 * (LIBM_ULPS + 2) * UNIT * np.abs(v)) * (1.0 + 2.0 * LIBM_ULPS * UNIT)
+    s = float(np.sum(weight[pos] * terms))
+    return s * (1.0 + (pos.sum() + 2) * UNIT) + 5e-324
+
+
+def _pairwise_sum(a: np.ndarray) -> np.ndarray:
+    """Sums along the last axis by a balanced tree: zero-padded to a power of two W' (exact),
+    then the upper half added onto the lower, log2 W' times; every term passes through
+    d = log2 W' roundings, so the error is within d u (1 + d u) of the sum of the terms'
+    absolute values (Higham, *Accuracy and Stability*, 2nd ed., Sec. 4.2)."""
+    W = a.shape[-1]
+    width = 1 << max(0, (W - 1).bit_length())
+    t = np.zeros(a.shape[:-1] + (width,))
+    t[..., :W] = a
+    while width > 1:
+        width //= 2
+        t[..., :width] += t[..., width: 2 * width]
+    return t[..., 0]
+
+
+def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int):
+    """(X, delta): X[b, i] = sum_q rows[b, q] e^{-2 pi i J_i q / N} by direct sums, and delta
+    with |X[b, i] - exact| <= delta |rows[b]|_1.  Twiddles: the exact residue r = J q mod N
+    (integers) taken to [-N/2, N/2], the angle fl(r fl(2 pi / N)) within 2.6 u pi <= 8.2 u
+    of 2 pi r / N, cos and sin within L = LIBM_ULPS ulps (<= 2 L u absolute): each within
+    16.2 u, the complex twiddle within 23 u (from a table over r when there are more pairs
+    than N: the same values).  Sums: every real product rounded once, summed in blocks of
+    BLOCK (in any order: within (BLOCK - 1) u of the absolute terms), the block sums by a
+    pairwise tree (:func:`_pairwise_sum`, d = ceil(log2(W / BLOCK)) levels): each component
+    within (BLOCK + d) u of its absolute terms, the complex value within
+    sqrt(2) (BLOCK + d) u |x|_1 (1 + 16.2 u).  So delta = (23 + 1.415 (BLOCK + d)) u,
+    charged as (24 + 1.5 (BLOCK + d)) u."""
+    B, W = rows.shape
+    nb = -(-W // BLOCK)
+    xb = np.zeros((B, nb * BLOCK))
+    xb[:, :W] = rows
+    xb = xb.reshape(B, nb, BLOCK)
+    q = np.arange(nb * BLOCK, dtype=np.int64)
+    step = 2.0 * math.pi / N
+    table = None
+    if J.size * W > N:
+        r = np.arange(N, dtype=np.int64)
+        ang = np.where(2 * r > N, r - N, r).astype(float) * step
+        table = (np.cos(ang), np.sin(ang))
+    out = np.empty((B, J.size), dtype=complex)
+    chunk = max(1, 2**20 // (nb * BLOCK))
+    for i in range(0, J.size, chunk):
+        r = (J[i: i + chunk].astype(np.int64)[:, None] * q[None, :]) % N
+        if table is None:
+            ang = np.where(2 * r > N, r - N, r).astype(float) * step
+            c, s = np.cos(ang), np.sin(ang)
+        else:
+            c, s = table[0][r], table[1][r]
+        cb, sb = c.reshape(-1, nb, BLOCK), s.reshape(-1, nb, BLOCK)
+        re = _pairwise_sum(np.einsum("jnq,bnq->bjn", cb, xb))
+        im = _pairwise_sum(np.einsum("jnq,bnq->bjn", sb, xb))
+        out[:, i: i + chunk] = re - 1j * im
+    d = max(0, (nb - 1).bit_length())
+    return out, (24.0 + 1.5 * (BLOCK + d)) * UNIT
+
+
+def _power(z: np.ndarray, k: int) -> np.ndarray:
+    """z^k elementwise by square-and-multiply (a product tree with k leaves)."""
+    result = None
+    base = z
+    while True:
+        if k & 1:
+            result = base.copy() if result is None else result * base
+        k >>= 1
+        if not k:
+            return result
+        base = base * base
+
+
+def _index(x, up: bool, default: int) -> int:
+    """ceil (``up``) or floor of a float window edge; ``default`` when it is not finite."""
+    x = float(x)
+    if not math.isfinite(x) or abs(x) > 2.0**62:
+        return default
+    return math.ceil(x) if up else math.floor(x)
+
+
+def _exp_up(x: float) -> float:
+    """exp(x) rounded up (x an upper bound of the exponent, already charged)."""
+    if x < -745.0:
+        return 5e-324
+    return math.exp(x) * (1.0 + 2.0 * LIBM_ULPS * UNIT) + 5e-324
+
+
+def _min_exp(vals: np.ndarray, mag: np.ndarray) -> float:
+    """exp of the least of the exponents ``vals``, each the float sum of a few terms (each
+    product and sum rounded once) whose absolute values sum to ``mag``: charged
+    8 u mag + 1e-12 (1 + |v|) (-inf: an empty row, mass 0; none finite: no bound, inf)."""
+    if np.any(vals == -math.inf):
+        return 0.0
+    ok = np.isfinite(vals) & np.isfinite(mag)
+    if not np.any(ok):
+        return math.inf
+    v = vals[ok] + 8.0 * UNIT * mag[ok] + 1e-12 * (1.0 + np.abs(vals[ok]))
+    return _exp_up(float(np.min(v)))
+
+
+def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
+    """(c, E, s1): the circular k-fold convolution of length N of each row of ``rows``
+    (B, W), W <= N, by rfft, the pointwise power on the surviving frequencies J and irfft;
+    E (B,) the max-norm bound of the module docstring (steps 1-5) on the distance of c to
+    the exact circular k-fold of the stored rows; s1 (B,) upper bounds of the rows' 1-norms.
+
+    Where the FFT's own bound is not negligible (k D (sum_J m_j^(2k-2))^(1/2) above
+    DIRECT_REL sum_J |X_j|^k, a bound on N times the largest entry), the frequencies of J
+    where m_j^(k-1) is within 2^-HI_BITS of its largest value (J_hi: the main lobe, and the
+    echoes of a law on a sublattice) are recomputed by direct sums (:func:`_direct_dft`,
+    d_j <= delta |x|_1, when |J_hi| W <= DIRECT_POINTS); on the rest,
+    J_lo, d_j <= D: step 3's amplification is charged as
+    k delta |x|_1 sum_{J_hi} m_j^(k-1) + k D (sum_{J_lo} m_j^(2k-2))^(1/2)."""
+    B, W = rows.shape
+    x = np.zeros((B, N))
+    x[:, :W] = rows
+    s1 = np.sum(rows, axis=1) * (1.0 + (W + 2) * UNIT)
+    s2 = np.sqrt(np.einsum("ij,ij->i", rows, rows) * (1.0 + (W + 2) * UNIT)) * (1.0 + 2.0 * UNIT)
+    fft = _fft()
+    X = fft.rfft(x, axis=-1, workers=workers, overwrite_x=True)
+    del x
+    eps = _transform_error(N)
+    D = eps * math.sqrt(N) * s2 * (1.0 + 4.0 * UNIT)
+    # |X_j| as sqrt(re^2 + im^2): four correctly rounded operations (2.5 u), underflow 1e-300
+    mag = np.sqrt(X.real * X.real + X.imag * X.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+    cut_log = math.log(CUT_REL / N)  # |A_j|^k <= e^{cut_log} off J: at most CUT_REL / N per entry in all
+    cut = math.exp(cut_log / k)
+    Js = [np.nonzero(mag[b] + D[b] > cut)[0] for b in range(B)]
+    his = []
+    for b, J in enumerate(Js):  # (a choice: any split is certified)
+        with np.errstate(divide="ignore"):
+            lm = np.log(mag[b, J] + D[b])
+        his.append((k - 1.0) * (lm - np.max(lm, initial=0.0)) >= -HI_BITS * math.log(2.0))
+    Jhi = np.unique(np.concatenate([J[hi] for J, hi in zip(Js, his)]))
+    # direct sums only where the FFT's own bound is not already negligible (their cost is |J_hi| W)
+    ws = [np.where((J == 0) | (2 * J == N), 1.0, 2.0) for J in Js]
+    loose = any(k * D[b] * math.sqrt(_pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w))
+                > DIRECT_REL * _pow_sum_up(mag[b, J], float(k), w) for b, (J, w) in enumerate(zip(Js, ws)))
+    direct = loose and Jhi.size * W <= DIRECT_POINTS
+    if direct:
+        XJ, delta = _direct_dft(rows, Jhi, N)
+        dj = delta * s1
+    P = X  # the spectrum becomes the power's, in place (each row's J read first)
+    E = np.zeros(B)
+    amp = math.expm1((k - 1) * math.log1p(MU)) * (1.0 + 1e-9)
+    for b in range(B):
+        J, w = Js[b], ws[b]
+        hi = his[b] if direct else np.zeros(J.size, dtype=bool)
+        z, zmag = X[b, J], mag[b, J]
+        if direct and np.any(hi):
+            zh = XJ[b, np.searchsorted(Jhi, J[hi])]
+            z[hi] = zh
+            zmag[hi] = np.sqrt(zh.real * zh.real + zh.imag * zh.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+        lo = ~hi
+        P[b] = 0.0
+        if J.size:
+            P[b, J] = _power(z, k)
+        P[b, 0] = P[b, 0].real  # exact already (a real number squared); irfft reads real parts there
+        if N % 2 == 0:
+            P[b, -1] = P[b, -1].real
+        pw = amp * _pow_sum_up(zmag, float(k), w) \
+            + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
+        e1 = k * D[b] * math.sqrt(_pow_sum_up(mag[b, J[lo]] + D[b], 2.0 * k - 2.0, w[lo])) * (1.0 + 2.0 * UNIT)
+        if direct and np.any(hi):  # sum_{J_hi} k d_j m_j^(k-1), d_j <= delta |x|_1
+            e1 += k * dj[b] * _pow_sum_up(zmag[hi] + dj[b], k - 1.0, w[hi]) * (1.0 + 2.0 * UNIT)
+        e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
+        pj = P[b, J]
+        pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
+        pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
+        E[b] = ((eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N) + e1 / N) * (1.0 + 1e-9)
+    del X, mag
+    c = fft.irfft(P, N, axis=-1, workers=workers, overwrite_x=True)
+    del P
+    return c, E, s1
+
+
+def _unit(a: leaves.Atoms) -> tuple[float | None, float]:
+    """(u, m_split): a common unit u of the atoms that the refinement splits (``a.on_lattice``
+    False), and the P-mass m_split of those it does not align.  Candidates u = |l_1| / d,
+    d = 1 .. 12, l_1 the heaviest nonzero split atom (+-a of Laplace; eps of k-ary randomized
+    response or geometric); an atom is aligned when |l| is within 10^-9 relative of an
+    integer multiple n u, n <= UNIT_MULTIPLES; the candidate aligning the most mass wins
+    (the largest u among equals), None when it aligns less than half of the split mass."""
+    split = np.ones(a.loss.size, dtype=bool) if a.on_lattice is None else ~a.on_lattice
+    with np.errstate(under="ignore"):
+        p = np.where(split, np.exp(a.logp), 0.0)
+    nz = split & (a.loss != 0.0) & (p > 0.0)  # (an atom at 0 is on every lattice)
+    total = float(np.sum(p[nz]))
+    if not np.any(nz):
+        return None, 0.0
+    l, pn = np.abs(a.loss[nz]), p[nz]
+    best, best_mass = None, -1.0
+    for d in range(1, 13):
+        u = float(l[np.argmax(pn)]) / d
+        r = l / u
+        aligned = (r <= UNIT_MULTIPLES) & (np.abs(r - np.rint(r)) <= 1e-9 * r)
+        mass = float(np.sum(pn[aligned]))
+        if mass > best_mass:
+            best, best_mass = u, mass
+    if best_mass < 0.5 * total:
+        return None, total
+    return best, total - best_mass
+
+
+def gap_factor(leaf: leaves.Leaf) -> float:
+    """The gap of a self-composition pass of ``leaf`` against a generic leaf's at the same
+    step, for the drivers' choice of step (:meth:`optcomp._lattice.workload.Workload.weight`;
+    only the cost depends on it).  A generic leaf's gap, ~0.12 (1 + theta) h^2 per copy, is
+    the cost of splitting its atoms between lattice points; atoms on the lattice cost
+    nothing (:func:`optcomp._lattice.leaves._lattice_interval`), and the pass aligns its step
+    to the law's unit (:func:`_pass_step`), so what remains is the connect-the-dots split of
+    the cells and the atoms the unit leaves unaligned: P-mass m, with a lower leaf at half
+    the step (:func:`_pass_leaf`) about COARSEN_GAP m of a generic leaf's gap (measured:
+    Laplace, Gaussian); clamped to [COARSEN_MAX^-2, 1]."""
+    up = leaf.upper
+    with np.errstate(under="ignore"):
+        p = np.exp(up.logp)
+    cells = float(np.sum(p[up.on_lattice])) if up.on_lattice is not None else 0.0
+    _, m_split = _unit(up)
+    return min(1.0, max(COARSEN_MAX**-2, COARSEN_GAP * (cells + m_split)))
+
+
+def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
+    """The step of a self-composition pass asked for at step h: when the split atoms are
+    (mostly) multiples of a unit u (:func:`_unit`), h' = u / ceil(u / h) -- or u itself when
+    they all are and there are no cells (a law on the lattice uZ: refinement and garbling
+    then change nothing, the pass is exact up to its float charges) -- rounded down to B
+    significand bits (so u is within n 2^(1-B) steps of a lattice point, and n h' stays
+    exact for every lattice index |n| of the pass, below 2^(53 - B)); else h."""
+    u, m_split = _unit(leaf.upper)
+    if u is None:
+        return h
+    on_lattice = leaf.upper.on_lattice is None or not np.any(leaf.upper.on_lattice)
+    target = u if (m_split == 0.0 and on_lattice) else u / math.ceil(u / h)
+    nmax = k * (leaf.span / target + 4.0) + 16.0
+    bits = 53 - int(math.ceil(math.log2(nmax))) - 1
+    if bits < 16:
+        return h
+    scale = 2.0 ** (bits - math.frexp(target)[1])
+    hs = math.floor(target * scale) / scale  # exact: a float times a power of two, floored, divided
+    return hs if hs > 0.0 and leaves.exact_positions(hs, nmax) else h
+
+
+def _pass_leaf(item: leaves.Power, h: float):
+    """(step, leaf) of the pass: :func:`_pass_step` and, when the Power can rebuild its law
+    (``item.rebuild``), the upper atoms at that step and the lower ones at half of it (a
+    cell garbled to the lattice point nearest its mid-point is then off by h/4, not h/2:
+    a ~4x smaller lower gap); else h and ``item.leaf``."""
+    if item.rebuild is None:
+        return h, item.leaf
+    hs = _pass_step(item.leaf, h, int(item.count))
+    try:
+        up = item.rebuild(hs)
+        lo = item.rebuild(hs / 2.0)
+    except (ValueError, ApproxTooCostly):  # too many cells at that step: the step asked for
+        return h, item.leaf
+    return hs, leaves.Leaf(up.upper, lo.lower, up.log_inf, up.lump_index, up.log_lump, up.cgf)
+
+
+def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, workers: int = -1):
+    """The :class:`optcomp._lattice.passes.LatticePass` of ``item.count`` copies of
+    ``item.leaf`` at tilt theta by one FFT (module docstring), at the step of
+    :func:`_pass_leaf` (h, or aligned to the law's atoms), or None when the window would
+    exceed MAX_FFT_POINTS or the error bound is not small (the caller then squares
+    repeatedly at step h)."""
+    k = int(item.count)
+    if not 1 <= k <= 2**40:  # (the power's rounding charges assume k u < 2^-13)
+        return None
+    h, leaf = _pass_leaf(item, h)
+    rows, base, logZ, rho, E2, _, s_leaf = next(leaves.build([leaf], h, theta, log_slack, np.zeros(1)))
+    W = rows.shape[1]
+    full = k * (W - 1) + 1  # the support of the k-fold, q = 0 .. full - 1
+    kb = k * int(base)
+    # ---- the window (choices: any window gives certified bounds)
+    qf = np.arange(W, dtype=float)
+    m1 = float(rows[1] @ qf) / float(np.sum(rows[1]))
+    v1 = float(rows[1] @ (qf - m1) ** 2) / float(np.sum(rows[1]))
+    sd = max(math.sqrt(k * v1), 1.0)
+    if not math.isfinite(sd):
+        return None
+    sig = 2.0 ** (np.arange(-12, 41) / 4.0) / sd
+    lm_p, lm_n = _row_log_mgf(rows[1], sig), _row_log_mgf(rows[1], -sig)
+    with np.errstate(invalid="ignore", over="ignore"):
+        q_top = _index(np.min((k * lm_p - ALIAS_LOG) / sig), True, full)
+        q_lo = _index(np.max((ALIAS_LOG - k * lm_n) / sig), False, 0)
+    # the true upper law (loss units): untilted mass above the top, tilted lump below the bottom
+    S = np.unique(np.concatenate([theta + sig / h, np.minimum(theta - sig / h, 0.0), -sig / h, [0.0]]))
+    K = leaves.upper_row_mgf(leaf, S, h, float(rho[0]))
+    kK = k * K  # (its rounding: charged with the exponents' below)
+    pos = S > 0.0
+    lz0 = float(k * float(logZ[0]))
+    neg = (S <= 0.0) & (theta - S > 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        q_top = max(q_top, _index(np.min((kK[pos] - log_slack) / S[pos]) / h - kb, True, full))
+        q_lump = _index(np.max((ALIAS_LOG + lz0 - kK[neg]) / (theta - S[neg])) / h - kb, False, -kb)
+    q_lo = min(q_lo, max(q_lump, -kb))
+    q_lo = max(q_lo, 0)
+    q_top = min(max(q_top, q_lo + 1), full)
+    N = _fft().next_fast_len(max(q_top - q_lo, W), real=True)
+    if N > MAX_FFT_POINTS:
+        return None
+    if q_lo + N > full:
+        q_lo = max(0, full - N)
+    q_top = q_lo + N
+    off = kb + q_lo
+    if not leaves.exact_positions(h, max(abs(off), abs(off + N))):  # h (off + i) exact
+        return None
+    # ---- certified charges of the window
+    alias1 = 0.0
+    if q_lo > 0:
+        alias1 += _min_exp(k * lm_n + sig * q_lo, np.abs(k * lm_n) + sig * q_lo)
+    if q_top < full:
+        alias1 += _min_exp(k * lm_p - sig * q_top, np.abs(k * lm_p) + sig * q_top)
+    lump = 0.0
+    l0 = h * off
+    if q_lo > 0 and l0 > 0.0:
+        t = (theta - S[neg]) * l0
+        lump = _min_exp(kK[neg] + t - lz0, np.abs(kK[neg]) + np.abs(t) + abs(lz0))
+    slack = k * s_leaf * (1.0 + 1e-12)
+    if q_top < full:
+        t = S[pos] * (h * (off + N))
+        slack += _min_exp(kK[pos] - t, np.abs(kK[pos]) + np.abs(t))
+    if not (math.isfinite(lump) and math.isfinite(alias1) and math.isfinite(slack)):
+        return None
+    # ---- the transform, the power, the inverse
+    c, E, s1 = _kfold_circular(rows, k, N, workers)
+    c = np.roll(c, -(q_lo % N), axis=-1)
+    np.maximum(c, 0.0, out=c)
+    # the leaf's underflow bound, through k copies
+    with np.errstate(divide="ignore"):
+        le = np.where(E2 > 0, np.log(k * math.sqrt(W) * E2) + (k - 1) * np.log(s1 + math.sqrt(W) * E2), -np.inf)
+    if np.any(le > -40.0):
+        return None
+    with np.errstate(under="ignore"):
+        E = E + np.where(np.isfinite(le), np.exp(le + 1e-9 * (1.0 + np.abs(le))) * 2.0, 0.0) + 5e-324
+    E[0] += lump
+    E[1] += alias1
+    if np.any(E > POWER_FFT_REL * np.max(c, axis=1)):
+        return None
+    lz = [float(k * float(z)) for z in logZ]
+    rho_k = [k * float(r) * (1.0 + 2.0 * UNIT) + 2.0 * UNIT * (abs(z) + 1.0) for r, z in zip(rho, lz)]
+    idx = np.arange(N, dtype=float) + off
+    loss = h * idx  # exact (checked above)
+    return extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
