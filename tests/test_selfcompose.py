@@ -26,6 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import optcomp
 from optcomp import lattice
 from optcomp._lattice import grouped, leaves, selfcompose
 from optcomp._lattice.workload import Source, Workload
@@ -377,3 +378,14 @@ def test_fft_pass_agrees_with_repeated_squaring(monkeypatch):
     for x in (1.0, 3.0, 4.0):
         a, b = lp_fft.excess_bounds(x), lp_sq.excess_bounds(x)
         assert max(a[0], b[0]) <= min(a[1], b[1]), (x, a, b)
+
+
+def test_the_pass_keeps_within_the_memory_budget():
+    """The pass reserves its transforms' memory before allocating them: under 8 MiB the
+    10^4-Laplace call is a size limit carrying a certified bracket (below it nothing of
+    the window exists), under 64 MiB it answers."""
+    mech, k = Laplace(100.0), 10**4
+    with pytest.raises(optcomp.ApproxTooCostly, match="self-composition") as info:
+        optcomp.epsilon_bounds([mech], counts=[k], delta_g=1e-6, tol=5e-6, max_memory=8 * 2**20)
+    b = optcomp.epsilon_bounds([mech], counts=[k], delta_g=1e-6, tol=5e-6, max_memory=64 * 2**20)
+    assert b.gap <= 5e-6 and info.value.bounds.lower <= b.lower and b.upper <= info.value.bounds.upper
