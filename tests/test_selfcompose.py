@@ -26,6 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import optcomp
 from optcomp import lattice
 from optcomp._lattice import grouped, leaves, selfcompose
 from optcomp._lattice.workload import Source, Workload
@@ -377,3 +378,20 @@ def test_fft_pass_agrees_with_repeated_squaring(monkeypatch):
     for x in (1.0, 3.0, 4.0):
         a, b = lp_fft.excess_bounds(x), lp_sq.excess_bounds(x)
         assert max(a[0], b[0]) <= min(a[1], b[1]), (x, a, b)
+
+
+def test_the_pass_keeps_within_the_memory_budget():
+    """The pass reserves its transforms' memory in the call's budget before allocating them
+    (a size limit otherwise); a public call under 8 MiB is a size limit whose bracket holds
+    the answer given under 64 MiB."""
+    from optcomp import _memory
+
+    work = workload(Laplace(100.0), 10**4)
+    h = lattice._step_below(2e-4)
+    item = leaves.Power(work.plan(h)[0].leaf, 10**4)  # (no rebuild: nothing else to allocate)
+    with _memory.limit(4 * 2**20), pytest.raises(optcomp.ApproxTooCostly, match="self-composition"):
+        selfcompose.power_pass(item, h, work.tilt_for(4.9), math.log(1e-30), 1)
+    b = optcomp.epsilon_bounds([Laplace(100.0)], counts=[10**4], delta_g=1e-6, tol=5e-6, max_memory=64 * 2**20)
+    with pytest.raises(optcomp.ApproxTooCostly) as info:
+        optcomp.epsilon_bounds([Laplace(100.0)], counts=[10**4], delta_g=1e-6, tol=5e-6, max_memory=8 * 2**20)
+    assert b.gap <= 5e-6 and info.value.bounds.lower <= b.lower and b.upper <= info.value.bounds.upper

@@ -95,13 +95,16 @@ import math
 
 import numpy as np
 
+from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, UNIT
 from .._types import MAX_POINTS, ApproxTooCostly
 from . import leaves
 from .passes import LatticePass, extract
 from .tree import _fft, _transform_error
 
-MAX_FFT_POINTS = MAX_POINTS  # the largest window composed in one transform (~72 bytes a point at the peak)
+MAX_FFT_POINTS = MAX_POINTS  # the largest window composed in one transform
+PASS_BYTES = 128  # bytes a window point may take at the peak (3 rows: spectrum, result, rolled copy, extraction)
+DIRECT_BYTES = 2**25  # the direct sums' chunks (2^20 pairs) and twiddle table
 POWER_FFT_REL = 2.0**-10  # fall back when the error bound exceeds this fraction of a row's largest entry
 ALIAS_LOG = leaves.WINDOW_LOG  # tilted mass left outside the window (aliased, lumped or dropped), per side
 COARSEN_MAX = 16.0  # the most the drivers' step for a lone Power grows over a generic leaf's (:func:`gap_factor`)
@@ -477,23 +480,24 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
         slack += _min_exp(kK[pos] - t, np.abs(kK[pos]) + np.abs(t))
     if not (math.isfinite(lump) and math.isfinite(alias1) and math.isfinite(slack)):
         return None
-    # ---- the transform, the power, the inverse
-    c, E, s1 = _kfold_circular(rows, k, N, workers)
-    c = np.roll(c, -(q_lo % N), axis=-1)
-    np.maximum(c, 0.0, out=c)
-    # the leaf's underflow bound, through k copies
-    with np.errstate(divide="ignore"):
-        le = np.where(E2 > 0, np.log(k * math.sqrt(W) * E2) + (k - 1) * np.log(s1 + math.sqrt(W) * E2), -np.inf)
-    if np.any(le > -40.0):
-        return None
-    with np.errstate(under="ignore"):
-        E = E + np.where(np.isfinite(le), np.exp(le + 1e-9 * (1.0 + np.abs(le))) * 2.0, 0.0) + 5e-324
-    E[0] += lump
-    E[1] += alias1
-    if np.any(E > POWER_FFT_REL * np.max(c, axis=1)):
-        return None
-    lz = [float(k * float(z)) for z in logZ]
-    rho_k = [k * float(r) * (1.0 + 2.0 * UNIT) + 2.0 * UNIT * (abs(z) + 1.0) for r, z in zip(rho, lz)]
-    idx = np.arange(N, dtype=float) + off
-    loss = h * idx  # exact (checked above)
-    return extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
+    # ---- the transform, the power, the inverse (within the call's memory budget)
+    with _memory_budget().reserve(PASS_BYTES * N + DIRECT_BYTES, "the transforms of a self-composition pass"):
+        c, E, s1 = _kfold_circular(rows, k, N, workers)
+        c = np.roll(c, -(q_lo % N), axis=-1)
+        np.maximum(c, 0.0, out=c)
+        # the leaf's underflow bound, through k copies
+        with np.errstate(divide="ignore"):
+            le = np.where(E2 > 0, np.log(k * math.sqrt(W) * E2) + (k - 1) * np.log(s1 + math.sqrt(W) * E2), -np.inf)
+        if np.any(le > -40.0):
+            return None
+        with np.errstate(under="ignore"):
+            E = E + np.where(np.isfinite(le), np.exp(le + 1e-9 * (1.0 + np.abs(le))) * 2.0, 0.0) + 5e-324
+        E[0] += lump
+        E[1] += alias1
+        if np.any(E > POWER_FFT_REL * np.max(c, axis=1)):
+            return None
+        lz = [float(k * float(z)) for z in logZ]
+        rho_k = [k * float(r) * (1.0 + 2.0 * UNIT) + 2.0 * UNIT * (abs(z) + 1.0) for r, z in zip(rho, lz)]
+        idx = np.arange(N, dtype=float) + off
+        loss = h * idx  # exact (checked above)
+        return extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
