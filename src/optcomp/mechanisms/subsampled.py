@@ -110,7 +110,6 @@ class Subsampled(_Registered):
     Other combinations: ``ValueError`` (no dominating pair established in the literature)."""
 
     family = "subsampled"
-    aliases = ("poisson",)
 
     mechanism: Mechanism
     q: float
@@ -253,7 +252,7 @@ class Subsampled(_Registered):
         base = self.mechanism
         with mpmath.workprec(prec):
             s = mpmath.mpf(self.q)
-            one_s = 1 - s  # exact: q is a float >= 2^-1074 and prec >= 128 ... or within 1 ulp
+            one_s = 1 - s  # within 1 ulp (exact unless q < 2^-75): charged with the products below
             atoms_b, inf_b, inf_be = base._atoms(FORWARD)
             neg_b, neg_be = base._neg_q(FORWARD)
             out = []
@@ -353,13 +352,26 @@ class Subsampled(_Registered):
         lower ends; below the base's box [A, B] its tails (P and Q, by duality) are charged to
         the upper ends.  Remove: (P', Q') = ((1 - s) Q_b + s P_b, Q_b) on g^{-1}[l0, l1];
         add: (P'', Q'') = (Q_b, (1 - s) Q_b + s P_b) on g^{-1}[-l1, -l0]."""
+        l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
+        y0, y1 = (l0, l1) if direction == FORWARD else (-l1, -l0)
+        if self.mechanism.gaussian() is not None:  # narrow preimages: the series of _gaussian_cells
+            ok, (q_lo, q_hi, mix_lo, mix_hi) = self._gaussian_cells(y0, y1)
+            rest = ~ok
+            if rest.any():
+                g = self._generic_masses(y0[rest], y1[rest])
+                for arr, part in zip((q_lo, q_hi, mix_lo, mix_hi), g):
+                    arr[rest] = part
+        else:
+            q_lo, q_hi, mix_lo, mix_hi = self._generic_masses(y0, y1)
+        if direction == FORWARD:
+            return mix_lo, mix_hi, q_lo, q_hi
+        return q_lo, q_hi, mix_lo, mix_hi
+
+    def _generic_masses(self, y0, y1):
+        """(Q_lo, Q_hi, mix_lo, mix_hi): the base's Q- and mixed masses on g^{-1}[y0, y1] from
+        its own interval masses, outer / inner edges and tails (see _interval_masses)."""
         base = self.mechanism
         s = self.q
-        l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
-        if direction == FORWARD:
-            y0, y1 = l0, l1
-        else:
-            y0, y1 = -l1, -l0
         A, B = self._base_box(TAIL)
         v0, e0 = self._ginv(y0)
         v1, e1 = self._ginv(y1)
@@ -388,15 +400,7 @@ class Subsampled(_Registered):
         p_hi_b = np.where(added, np.nextafter(p_hi_b, 2.0), p_hi_b)  # the additions
         q_hi_b = np.where(added, np.nextafter(q_hi_b, 2.0), q_hi_b)
         mix_hi, mix_lo = _mix(s, p_hi_b, q_hi_b, True), _mix(s, p_lo_b, q_lo_b, False)
-        q_hi_b = np.minimum(q_hi_b, 1.0)
-        if base.gaussian() is not None:  # narrow preimages: the series of _gaussian_cells
-            ok, g = self._gaussian_cells(y0, y1)
-            if ok.any():
-                q_lo_b, q_hi_b = np.where(ok, g[0], q_lo_b), np.where(ok, g[1], q_hi_b)
-                mix_lo, mix_hi = np.where(ok, g[2], mix_lo), np.where(ok, g[3], mix_hi)
-        if direction == FORWARD:
-            return mix_lo, mix_hi, q_lo_b, q_hi_b
-        return q_lo_b, q_hi_b, mix_lo, mix_hi
+        return q_lo_b, np.minimum(q_hi_b, 1.0), mix_lo, mix_hi
 
     def _gaussian_cells(self, y0, y1):
         r"""Masses of a Gaussian base on the preimages of narrow g-intervals, to a few units
@@ -413,10 +417,10 @@ class Subsampled(_Registered):
         The base loss is N(mu^2/2, mu^2) under P and N(-mu^2/2, mu^2) under Q (mu = Delta/sigma):
         in z units an interval [c - r, c + r] (c_P = (v_a + w/2 - mu^2/2)/mu, c_Q = c_P + mu,
         r = w/(2 mu)) has mass phi(c) 2r E(c, r), E = sum_m He_2m(c) r^2m/(2m + 1)! (the
-        Hermite expansion of phi(c + t)/phi(c) integrated over [-r, r]), kept to m = 12 where
-        x = r (|c| + r + 6) <= 3/2: the Taylor remainder is at most x^26/(27 26!)
-        e^{2|c| r + r^2/2} relative (|He_n(y)| <= (|y| + sqrt n)^n, n = 26; E >= e^{-|c| r -
-        r^2/2}).  Relative errors charged: the remainder; 64 u e^{|c| r + r^2/2} for the
+        Hermite expansion of phi(c + t)/phi(c) integrated over [-r, r]), kept to m = 5 where
+        x = r (|c| + r + 6) <= 1/10 and to m = 12 where x <= 3/2: the Taylor remainder is at
+        most x^n/((n + 1) n!) e^{2|c| r + r^2/2} relative, n = 12 or 26 (|He_n(y)| <= (|y| +
+        sqrt n)^n; E >= e^{-|c| r - r^2/2}).  Relative errors charged: the remainder; 64 u e^{|c| r + r^2/2} for the
         series (the He recurrence and the sum, terms decreasing at least 4-fold); the
         position of c, (|c| + r) e_c
         (|d log M/dc| <= |c| + r), e_c = (e_v + w delta_w + u (|v_a| + w + mu^2))/mu + ...;
@@ -456,22 +460,34 @@ class Subsampled(_Registered):
             ok &= np.isfinite(r) & (r * (cmax + r + 6) <= 1.5)
             r = np.where(ok, r, ld(0))
 
-            def mass(c):
-                c = np.where(ok, c, ld(0))
+            def series(c, r, top):
+                """E(c, r) = sum_{m <= top/2} He_2m(c) r^2m/(2m + 1)! (``top`` even)."""
                 r2 = r * r
                 he_prev, he = np.ones_like(c), c  # He_0, He_1
                 total = np.ones_like(c)
                 term_scale = np.ones_like(c)
-                for n in range(1, 25):  # He_{n+1} = c He_n - n He_{n-1}
+                for n in range(1, top):  # He_{n+1} = c He_n - n He_{n-1}
                     he_prev, he = he, c * he - n * he_prev
                     if (n + 1) % 2 == 0:
-                        m2 = n + 1
-                        term_scale = term_scale * r2 / ((m2) * (m2 + 1))
+                        term_scale = term_scale * r2 / ((n + 1) * (n + 2))
                         total = total + he * term_scale
+                return total
+
+            def mass(c):
+                c = np.where(ok, c, ld(0))
                 ac = np.abs(c)
                 x = r * (ac + r + 6)
-                grow = np.exp(ac * r + r2 / 2)  # 1/E at most
-                trunc = x**26 / (27 * float(math.factorial(26))) * grow * grow
+                # the order of the series: He up to 10 where x <= 1/10 (most cells of a fine
+                # step), up to 24 elsewhere; the remainder starts at n = top + 2
+                wide = x > 0.1
+                total = series(c, r, 10)
+                top = np.where(wide, 24, 10)
+                if wide.any():
+                    total[wide] = series(c[wide], r[wide], 24)
+                grow = np.exp(ac * r + r * r / 2)  # 1/E at most
+                n_rem = top + 2
+                fact = np.where(wide, float(math.factorial(26)), float(math.factorial(12)))
+                trunc = x**n_rem / ((n_rem + 1) * fact) * grow * grow
                 rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
                        + (2 * L + 2) * u + 2 * u * c * c
                        + u * (1 + (ac + r) * (vmax / mu + mu)))
