@@ -31,9 +31,25 @@ log(1 - s); add: P''-mass nu at -log(1 - s).
 * add: H_{e^x}(Q || (1 - s) Q + s P) = c H_{g}(Q || P),  c = 1 - e^x (1 - s),
   g = s e^x / c >= 1 (and 0 when c <= 0: the add loss never exceeds -log(1 - s)).
 
-Both follow from (a Q + b P - e^x Q)_+ = b (P - (e^x - a)/b Q)_+ pointwise.  H is
-1-Lipschitz in its log-threshold (dH/dx = -e^x Q[L > x] and e^x Q[L > x] <= P[L > x] <= 1),
-which certifies the evaluation at the float nearest to the transformed threshold.
+Both follow from (a Q + b P - e^x Q)_+ = b (P - (e^x - a)/b Q)_+ pointwise.  The base's
+profile is evaluated in mpmath at the transformed threshold (an mpmath number, compared with
+the base's loss atoms exactly); the threshold's own rounding is charged through H's
+1-Lipschitz bound in its log-threshold (dH/dx = -e^x Q[L > x] and e^x Q[L > x] <= P[L > x]
+<= 1), and an exact 0 is reported only where H vanishes at the threshold lowered by that
+error (H is nonincreasing).
+
+**Numerics of the laws.**  A finite base: its mpmath atoms mapped through g, each position's
+error carried (g' <= 1) and each mass charged for it.  A base with a continuous part: the
+cells of the lattice pulled back through g^{-1} and the base's certified interval masses taken
+on the preimages rounded outward (upper ends) and inward (lower ends), its P- and Q-tails
+(the latter by duality, Q[L < a] = P_reverse[L > -a]) charged beyond its support.  The
+connect-the-dots leaf of the engine splits each cell's mass from its P- and Q-brackets, whose
+numerators cancel to ~m h/2: a bracket a relative rho wide costs ~rho/h of mass per cell and
+step, which over thousands of steps at h ~ 1e-5 needs rho ~ 1e-15.  For a Gaussian base the
+preimage masses therefore come from a Hermite series in long double (:meth:`Subsampled.
+_gaussian_cells`), not from differences of log Phi.  The engine's coarse picture of the law
+(:meth:`Subsampled.guide`) is the base's mapped through g: the subsampled loss crowds its mass
+within ~s of 0 in a range set by the far tail.
 
 s = 1 is the base mechanism itself (every method delegates to it).
 
