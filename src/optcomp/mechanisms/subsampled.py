@@ -396,18 +396,17 @@ class Subsampled(_Registered):
             o1 = np.nextafter(v1 + e1 * (1.0 + 4.0 * UNIT), np.inf)
             i0 = np.nextafter(v0 + e0 * (1.0 + 4.0 * UNIT), np.inf)
             i1 = np.nextafter(v1 - e1 * (1.0 + 4.0 * UNIT), -np.inf)
-        # below A: tails bounded separately (upper ends), cut from the inner intervals
+        # outside the box [A, B]: the tails, bounded separately (upper ends; cut from the inner
+        # intervals); every interval handed to the base lies in the box
         low = ~(o0 >= A)  # includes -inf / nan
-        o0 = np.where(low, A, o0)
-        o1 = np.where(np.isfinite(o1), np.maximum(o1, o0), np.inf)
-        high = ~np.isfinite(o1)
-        o1 = np.where(high, np.maximum(B, o0), o1)
-        i0 = np.where(np.isfinite(i0), np.maximum(i0, A), A)
-        i1 = np.where(np.isfinite(i1), i1, -np.inf)
-        i1 = np.maximum(i1, i0)
+        high = ~(o1 <= B)
+        o0 = np.clip(np.where(low, A, o0), A, B)
+        o1 = np.clip(np.where(high, B, o1), o0, B)
+        i0 = np.clip(np.where(np.isfinite(i0), i0, A), A, B)
+        i1 = np.clip(np.where(np.isfinite(i1), i1, A), i0, B)
         p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
         p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
-        # tails below A (and above B for an edge that overflowed)
+        # tails below A and above B
         pa_below, qa_below = self._p_below(A), self._q_below(A)
         pa_above, qa_above = self._p_above(B), self._q_above(B)
         p_hi_b = np.minimum(p_hi_b + np.where(low, pa_below, 0.0) + np.where(high, pa_above, 0.0), 1.0)
