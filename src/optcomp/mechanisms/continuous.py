@@ -231,7 +231,14 @@ class Gaussian(CellMechanism):
 
     def _delta_mp(self, x, direction):
         mu = self._mu()
-        t1 = mpmath.ncdf(mu / 2 - x / mu)
+        a = mu / 2 - x / mu
+        # mpmath's erfc overflows for arguments beyond ~1e154: out there Phi(-t) <= e^{-t^2/2}
+        # bounds the terms (and e^x Phi(a - mu) <= e^{-a^2/2}: x - (mu/2 + x/mu)^2/2 = -a^2/2)
+        if a < -1e150:
+            return mpmath.mpf(0), mpmath.ldexp(1, -2**39)
+        t1 = mpmath.ncdf(a)
+        if a - mu < -1e150:
+            return t1, (mpmath.exp(-a * a / 2) if abs(a) < 2**20 else mpmath.ldexp(1, -2**39)) + mpf_err(t1)
         t2 = mpmath.exp(x) * mpmath.ncdf(-mu / 2 - x / mu)
         v = t1 - t2
         # each term within a few ulps; dδ/dmu = φ(mu/2 − x/mu) ≤ 1/2 times mu's rounding
