@@ -21,6 +21,8 @@ goes through the methods below -- never through attribute checks or class names:
   outside its cells is bounded from above (``below_hi``/``above_hi``: its *tail charges*).
 * **the exact profile** delta(x) = max over the directions of E_P[(1 - e^{x - L})_+]
   (:meth:`Mechanism.profile_bounds`, certified).
+* **a coarse picture** of a law (:meth:`Mechanism.guide`): positions and P-masses the engine
+  aims its tilt, step and window with -- an estimate, never a bound;
 * **closed-form hooks**: :meth:`Mechanism.black_box` -- the (eps, delta) whose randomized
   response *is* the mechanism's dominating pair (it then composes through every exact path of
   the black boxes); :meth:`Mechanism.gaussian` -- (sigma, sensitivity) of a Gaussian, which

@@ -21,6 +21,7 @@ from ._base import CellMechanism, _mp, _real
 
 
 _TRUNCATE_A = 1000  # beyond this loss parameter a Laplace law's support starts at its tail
+_FAR_Z = 10**6  # beyond this many standard deviations the Gaussian profile's terms are bounded, not evaluated
 
 
 @dataclass(frozen=True)
@@ -231,11 +232,20 @@ class Gaussian(CellMechanism):
 
     def _delta_mp(self, x, direction):
         mu = self._mu()
-        z = x / mu - mu / 2
-        if z > 2**20:  # far beyond the mass: 0 <= delta(x) <= Phi(-z) <= e^{-z^2/2} (mpmath's erfc
-            return mpmath.mpf(0), mpmath.exp(-z * z / 2)  # overflows a float there)
-        t1 = mpmath.ncdf(mu / 2 - x / mu)
-        t2 = mpmath.exp(x) * mpmath.ncdf(-mu / 2 - x / mu)
+        a, b = mu / 2 - x / mu, -mu / 2 - x / mu
+        if a < -_FAR_Z:  # (mpmath's erfc refuses such arguments) delta <= Phi(a) <= phi(a)/|a|
+            return mpmath.mpf(0), mpmath.npdf(a) / abs(a)
+        if b < -_FAR_Z:  # e^x Phi(b) = phi(a) Phi(b)/phi(b) (e^x phi(b) = phi(a))
+            if a < _FAR_Z:
+                t1, e1 = mpmath.ncdf(a), mpf_err(mpmath.ncdf(a), bits=10)
+            else:  # 1 - phi(a)/a <= Phi(a) <= 1
+                t1, e1 = 1 - mpmath.npdf(a) / (2 * a), mpmath.npdf(a) / (2 * a) + mpf_err(1, bits=10)
+            # Mills' ratio: 1/t - 1/t^3 < Phi(-t)/phi(t) < 1/t (t = |b| > 0)
+            t2_hi = mpmath.npdf(a) / abs(b)
+            t2_lo = t2_hi * (1 - 1 / b**2)
+            return max(t1 - (t2_hi + t2_lo) / 2, mpmath.mpf(0)), (t2_hi - t2_lo) / 2 + e1 + mpf_err(t2_hi, bits=10)
+        t1 = mpmath.ncdf(a)
+        t2 = mpmath.exp(x) * mpmath.ncdf(b)
         v = t1 - t2
         # each term within a few ulps; dδ/dmu = φ(mu/2 − x/mu) ≤ 1/2 times mu's rounding
         err = mpf_err(t1, t2, bits=10) + mpf_err(mu * mpmath.npdf(mu / 2 - x / mu), bits=10) \

@@ -31,9 +31,25 @@ log(1 - s); add: P''-mass nu at -log(1 - s).
 * add: H_{e^x}(Q || (1 - s) Q + s P) = c H_{g}(Q || P),  c = 1 - e^x (1 - s),
   g = s e^x / c >= 1 (and 0 when c <= 0: the add loss never exceeds -log(1 - s)).
 
-Both follow from (a Q + b P - e^x Q)_+ = b (P - (e^x - a)/b Q)_+ pointwise.  H is
-1-Lipschitz in its log-threshold (dH/dx = -e^x Q[L > x] and e^x Q[L > x] <= P[L > x] <= 1),
-which certifies the evaluation at the float nearest to the transformed threshold.
+Both follow from (a Q + b P - e^x Q)_+ = b (P - (e^x - a)/b Q)_+ pointwise.  The base's
+profile is evaluated in mpmath at the transformed threshold (an mpmath number, compared with
+the base's loss atoms exactly); the threshold's own rounding is charged through H's
+1-Lipschitz bound in its log-threshold (dH/dx = -e^x Q[L > x] and e^x Q[L > x] <= P[L > x]
+<= 1), and an exact 0 is reported only where H vanishes at the threshold lowered by that
+error (H is nonincreasing).
+
+**Numerics of the laws.**  A finite base: its mpmath atoms mapped through g, each position's
+error carried (g' <= 1) and each mass charged for it.  A base with a continuous part: the
+cells of the lattice pulled back through g^{-1} and the base's certified interval masses taken
+on the preimages rounded outward (upper ends) and inward (lower ends), its P- and Q-tails
+(the latter by duality, Q[L < a] = P_reverse[L > -a]) charged beyond its support.  The
+connect-the-dots leaf of the engine splits each cell's mass from its P- and Q-brackets, whose
+numerators cancel to ~m h/2: a bracket a relative rho wide costs ~rho/h of mass per cell and
+step, which over thousands of steps at h ~ 1e-5 needs rho ~ 1e-15.  For a Gaussian base the
+preimage masses therefore come from a Hermite series in long double (:meth:`Subsampled.
+_gaussian_cells`), not from differences of log Phi.  The engine's coarse picture of the law
+(:meth:`Subsampled.guide`) is the base's mapped through g: the subsampled loss crowds its mass
+within ~s of 0 in a range set by the far tail.
 
 s = 1 is the base mechanism itself (every method delegates to it).
 
@@ -110,7 +126,6 @@ class Subsampled(_Registered):
     Other combinations: ``ValueError`` (no dominating pair established in the literature)."""
 
     family = "subsampled"
-    aliases = ("poisson",)
 
     mechanism: Mechanism
     q: float
@@ -173,6 +188,7 @@ class Subsampled(_Registered):
         return impl.law(self, h, direction, tail=tail, max_atoms=max_atoms)
 
     _law = AtomMechanism._law  # the finite law's assembly (used by AtomMechanism.law)
+    _law_from = AtomMechanism._law_from
 
     def loss_range(self, direction: str = FORWARD, *, tail=TAIL):
         if self._whole:
@@ -253,7 +269,7 @@ class Subsampled(_Registered):
         base = self.mechanism
         with mpmath.workprec(prec):
             s = mpmath.mpf(self.q)
-            one_s = 1 - s  # exact: q is a float >= 2^-1074 and prec >= 128 ... or within 1 ulp
+            one_s = 1 - s  # within 1 ulp (exact unless q < 2^-75): charged with the products below
             atoms_b, inf_b, inf_be = base._atoms(FORWARD)
             neg_b, neg_be = base._neg_q(FORWARD)
             out = []
@@ -353,13 +369,26 @@ class Subsampled(_Registered):
         lower ends; below the base's box [A, B] its tails (P and Q, by duality) are charged to
         the upper ends.  Remove: (P', Q') = ((1 - s) Q_b + s P_b, Q_b) on g^{-1}[l0, l1];
         add: (P'', Q'') = (Q_b, (1 - s) Q_b + s P_b) on g^{-1}[-l1, -l0]."""
+        l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
+        y0, y1 = (l0, l1) if direction == FORWARD else (-l1, -l0)
+        if self.mechanism.gaussian() is not None:  # narrow preimages: the series of _gaussian_cells
+            ok, (q_lo, q_hi, mix_lo, mix_hi) = self._gaussian_cells(y0, y1)
+            rest = ~ok
+            if rest.any():
+                g = self._generic_masses(y0[rest], y1[rest])
+                for arr, part in zip((q_lo, q_hi, mix_lo, mix_hi), g):
+                    arr[rest] = part
+        else:
+            q_lo, q_hi, mix_lo, mix_hi = self._generic_masses(y0, y1)
+        if direction == FORWARD:
+            return mix_lo, mix_hi, q_lo, q_hi
+        return q_lo, q_hi, mix_lo, mix_hi
+
+    def _generic_masses(self, y0, y1):
+        """(Q_lo, Q_hi, mix_lo, mix_hi): the base's Q- and mixed masses on g^{-1}[y0, y1] from
+        its own interval masses, outer / inner edges and tails (see _interval_masses)."""
         base = self.mechanism
         s = self.q
-        l0, l1 = np.asarray(l0, float), np.asarray(l1, float)
-        if direction == FORWARD:
-            y0, y1 = l0, l1
-        else:
-            y0, y1 = -l1, -l0
         A, B = self._base_box(TAIL)
         v0, e0 = self._ginv(y0)
         v1, e1 = self._ginv(y1)
@@ -368,18 +397,17 @@ class Subsampled(_Registered):
             o1 = np.nextafter(v1 + e1 * (1.0 + 4.0 * UNIT), np.inf)
             i0 = np.nextafter(v0 + e0 * (1.0 + 4.0 * UNIT), np.inf)
             i1 = np.nextafter(v1 - e1 * (1.0 + 4.0 * UNIT), -np.inf)
-        # below A: tails bounded separately (upper ends), cut from the inner intervals
+        # outside the box [A, B]: the tails, bounded separately (upper ends; cut from the inner
+        # intervals); every interval handed to the base lies in the box
         low = ~(o0 >= A)  # includes -inf / nan
-        o0 = np.where(low, A, o0)
-        o1 = np.where(np.isfinite(o1), np.maximum(o1, o0), np.inf)
-        high = ~np.isfinite(o1)
-        o1 = np.where(high, np.maximum(B, o0), o1)
-        i0 = np.where(np.isfinite(i0), np.maximum(i0, A), A)
-        i1 = np.where(np.isfinite(i1), i1, -np.inf)
-        i1 = np.maximum(i1, i0)
+        high = ~(o1 <= B)
+        o0 = np.clip(np.where(low, A, o0), A, B)
+        o1 = np.clip(np.where(high, B, o1), o0, B)
+        i0 = np.clip(np.where(np.isfinite(i0), i0, A), A, B)
+        i1 = np.clip(np.where(np.isfinite(i1), i1, A), i0, B)
         p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
         p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
-        # tails below A (and above B for an edge that overflowed)
+        # tails below A and above B
         pa_below, qa_below = self._p_below(A), self._q_below(A)
         pa_above, qa_above = self._p_above(B), self._q_above(B)
         p_hi_b = np.minimum(p_hi_b + np.where(low, pa_below, 0.0) + np.where(high, pa_above, 0.0), 1.0)
@@ -388,15 +416,7 @@ class Subsampled(_Registered):
         p_hi_b = np.where(added, np.nextafter(p_hi_b, 2.0), p_hi_b)  # the additions
         q_hi_b = np.where(added, np.nextafter(q_hi_b, 2.0), q_hi_b)
         mix_hi, mix_lo = _mix(s, p_hi_b, q_hi_b, True), _mix(s, p_lo_b, q_lo_b, False)
-        q_hi_b = np.minimum(q_hi_b, 1.0)
-        if base.gaussian() is not None:  # narrow preimages: the series of _gaussian_cells
-            ok, g = self._gaussian_cells(y0, y1)
-            if ok.any():
-                q_lo_b, q_hi_b = np.where(ok, g[0], q_lo_b), np.where(ok, g[1], q_hi_b)
-                mix_lo, mix_hi = np.where(ok, g[2], mix_lo), np.where(ok, g[3], mix_hi)
-        if direction == FORWARD:
-            return mix_lo, mix_hi, q_lo_b, q_hi_b
-        return q_lo_b, q_hi_b, mix_lo, mix_hi
+        return q_lo_b, np.minimum(q_hi_b, 1.0), mix_lo, mix_hi
 
     def _gaussian_cells(self, y0, y1):
         r"""Masses of a Gaussian base on the preimages of narrow g-intervals, to a few units
@@ -413,10 +433,10 @@ class Subsampled(_Registered):
         The base loss is N(mu^2/2, mu^2) under P and N(-mu^2/2, mu^2) under Q (mu = Delta/sigma):
         in z units an interval [c - r, c + r] (c_P = (v_a + w/2 - mu^2/2)/mu, c_Q = c_P + mu,
         r = w/(2 mu)) has mass phi(c) 2r E(c, r), E = sum_m He_2m(c) r^2m/(2m + 1)! (the
-        Hermite expansion of phi(c + t)/phi(c) integrated over [-r, r]), kept to m = 12 where
-        x = r (|c| + r + 6) <= 3/2: the Taylor remainder is at most x^26/(27 26!)
-        e^{2|c| r + r^2/2} relative (|He_n(y)| <= (|y| + sqrt n)^n, n = 26; E >= e^{-|c| r -
-        r^2/2}).  Relative errors charged: the remainder; 64 u e^{|c| r + r^2/2} for the
+        Hermite expansion of phi(c + t)/phi(c) integrated over [-r, r]), kept to m = 5 where
+        x = r (|c| + r + 6) <= 1/10 and to m = 12 where x <= 3/2: the Taylor remainder is at
+        most x^n/((n + 1) n!) e^{2|c| r + r^2/2} relative, n = 12 or 26 (|He_n(y)| <= (|y| +
+        sqrt n)^n; E >= e^{-|c| r - r^2/2}).  Relative errors charged: the remainder; 64 u e^{|c| r + r^2/2} for the
         series (the He recurrence and the sum, terms decreasing at least 4-fold); the
         position of c, (|c| + r) e_c
         (|d log M/dc| <= |c| + r), e_c = (e_v + w delta_w + u (|v_a| + w + mu^2))/mu + ...;
@@ -428,9 +448,23 @@ class Subsampled(_Registered):
         u = float(np.finfo(ld).epsneg)
         L = LIBM_ULPS
         sigma, sens = self.mechanism.gaussian()
+        y0f, y1f = np.asarray(y0, float), np.asarray(y1, float)
+        n_all = y0f.size
+        # only cells near the bulk (|z| <= 7 under P or Q, a float estimate with margin): the
+        # mass beyond is ~1e-12 of the total, its generic brackets cost nothing measurable
+        mu_f = sens / sigma
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            v_est = np.log1p(np.expm1(0.5 * (y0f + y1f)) / self.q)
+        zp = (v_est - mu_f * mu_f / 2) / mu_f
+        near = np.isfinite(zp) & (np.minimum(np.abs(zp), np.abs(zp + mu_f)) <= 7.5)
+        idx = np.flatnonzero(near)
+        full_ok = np.zeros(n_all, dtype=bool)
+        full = [np.zeros(n_all), np.ones(n_all), np.zeros(n_all), np.ones(n_all)]
+        if not idx.size:
+            return full_ok, full
         s = ld(self.q)
-        y0 = np.asarray(y0, float).astype(ld)
-        y1 = np.asarray(y1, float).astype(ld)
+        y0 = y0f[idx].astype(ld)
+        y1 = y1f[idx].astype(ld)
         wg = y1 - y0
         exact = ((y0 + wg) == y1) & ((y1 - wg) == y0) & (wg > 0)
         em = np.expm1(y0)
@@ -453,25 +487,37 @@ class Subsampled(_Registered):
             vmax = np.maximum(np.abs(va), np.abs(va + w))
             ec = (ev + w * dw + 4 * u * (np.abs(va) + w + mu * mu)) / mu + 4 * u * (np.abs(cP) + r)
             cmax = np.maximum(np.abs(cP), np.abs(cQ))
-            ok &= np.isfinite(r) & (r * (cmax + r + 6) <= 1.5)
+            ok &= np.isfinite(r) & (r * (cmax + r + 6) <= 1.5) & (np.minimum(np.abs(cP), np.abs(cQ)) <= 7)
             r = np.where(ok, r, ld(0))
 
-            def mass(c):
-                c = np.where(ok, c, ld(0))
+            def series(c, r, top):
+                """E(c, r) = sum_{m <= top/2} He_2m(c) r^2m/(2m + 1)! (``top`` even)."""
                 r2 = r * r
                 he_prev, he = np.ones_like(c), c  # He_0, He_1
                 total = np.ones_like(c)
                 term_scale = np.ones_like(c)
-                for n in range(1, 25):  # He_{n+1} = c He_n - n He_{n-1}
+                for n in range(1, top):  # He_{n+1} = c He_n - n He_{n-1}
                     he_prev, he = he, c * he - n * he_prev
                     if (n + 1) % 2 == 0:
-                        m2 = n + 1
-                        term_scale = term_scale * r2 / ((m2) * (m2 + 1))
+                        term_scale = term_scale * r2 / ((n + 1) * (n + 2))
                         total = total + he * term_scale
+                return total
+
+            def mass(c):
+                c = np.where(ok, c, ld(0))
                 ac = np.abs(c)
                 x = r * (ac + r + 6)
-                grow = np.exp(ac * r + r2 / 2)  # 1/E at most
-                trunc = x**26 / (27 * float(math.factorial(26))) * grow * grow
+                # the order of the series: He up to 10 where x <= 1/10 (most cells of a fine
+                # step), up to 24 elsewhere; the remainder starts at n = top + 2
+                wide = x > 0.1
+                total = series(c, r, 10)
+                top = np.where(wide, 24, 10)
+                if wide.any():
+                    total[wide] = series(c[wide], r[wide], 24)
+                grow = np.exp(ac * r + r * r / 2)  # 1/E at most
+                n_rem = top + 2
+                fact = np.where(wide, float(math.factorial(26)), float(math.factorial(12)))
+                trunc = x**n_rem / ((n_rem + 1) * fact) * grow * grow
                 rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
                        + (2 * L + 2) * u + 2 * u * c * c
                        + u * (1 + (ac + r) * (vmax / mu + mu)))
@@ -483,12 +529,13 @@ class Subsampled(_Registered):
             mix = (1 - s) * mQ + s * mP
             rmix = np.maximum(rP, rQ) + 4 * u
             ok &= (rP < 2.0**-30) & (rQ < 2.0**-30)
-        out = []
-        for m, rel in ((mQ, rQ), (mix, rmix)):
+        for j, (m, rel) in enumerate(((mQ, rQ), (mix, rmix))):
             lo = np.nextafter((m * (1 - rel)).astype(float), -np.inf)
             hi = np.nextafter((m * (1 + rel)).astype(float), np.inf)
-            out += [np.where(ok, np.clip(lo, 0.0, 1.0), 0.0), np.where(ok, np.clip(hi, 0.0, 1.0), 1.0)]
-        return ok, out
+            full[2 * j][idx] = np.where(ok, np.clip(lo, 0.0, 1.0), 0.0)
+            full[2 * j + 1][idx] = np.where(ok, np.clip(hi, 0.0, 1.0), 1.0)
+        full_ok[idx] = ok
+        return full_ok, full
 
     def _points(self, direction):
         """The base's point masses, moved to g(l) (remove) or -g(l) (add) with their masses
