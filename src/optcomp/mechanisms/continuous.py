@@ -73,6 +73,14 @@ class Laplace(CellMechanism):
         at +inf to within e^{-2^968}: :meth:`law`)."""
         return "atoms" if self._beyond_floats else "cells"
 
+    def _atoms(self, direction):
+        """(The finite-law interface of :class:`~optcomp.mechanisms._base.AtomMechanism`, read
+        by the exact paths when ``kind`` is ``"atoms"``: a beyond the float range.)  No finite
+        atom; P-mass 1 at +inf within 2^-1000 (P[L <= max float] < e^{-2^968})."""
+        if not self._beyond_floats:
+            raise AttributeError("_atoms: a Laplace law within the float range has a continuous part")
+        return [], mpmath.mpf(1), mpmath.ldexp(1, -1000)
+
     def law(self, h, direction: str = "forward", *, tail=None, max_atoms=None):
         """The cell law on the lattice h Z (:class:`~optcomp.mechanisms._base.CellMechanism`);
         when a lies beyond the float range, an :class:`~optcomp._laws.AtomLaw` with no finite

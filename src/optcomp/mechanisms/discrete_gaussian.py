@@ -15,7 +15,7 @@ import numpy as np
 
 from .._inputs import _integer
 from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, Points
-from .._pairs import lattice_pair, mpf_err
+from .._pairs import mpf_err
 from .._rounding import LIBM_ULPS, UNIT, down, mpf_exact, up
 from ._base import AtomMechanism, CellMechanism, _atom, _law_args, _mp, _real
 
@@ -34,20 +34,20 @@ class DiscreteGaussian(AtomMechanism):
     swaps them): the outcome z has P-mass e^{−z²/(2 sigma²)}/Z_sigma and loss
     Δ(Δ − 2z)/(2 sigma²).  Profile: delta(x) = Σ_z P(z)(1 − e^{x − L(z)})_+.
 
-    Three regimes, every one certified (any sigma > 0 is supported):
+    Every sigma > 0 is supported, certified:
 
     * sigma <= 16: the outcomes of a window |z| <= W are summed in mpmath, positions exact
       rationals; the mass beyond W (at most the requested tail) is charged -- to +inf above
       the window, onto the lowest atom below it;
-    * 16 < sigma <= 2^12: the same window in vectorised floats (masses and positions with
-      proved relative errors of ~1e-13: exp within LIBM_ULPS, its argument within a few
-      ulps);
-    * sigma > 2^12: the law is given as cells of the engine's lattice (``kind`` is
-      ``"cells"``): the P-mass of the integers z in a cell is a sum of the kernel over an
-      integer range, sigma sqrt(2 pi)(Phi((b + 1/2)/sigma) − Phi((a − 1/2)/sigma)) within the
-      midpoint rule's relative error max(1, u²)/(24 sigma²) (u = the range's largest |z|/sigma;
-      at most 3.4e-6 at sigma = 2^12, in the window's far tail), normalised by Z = sigma sqrt(2 pi) (1 + η), 0 <= η <=
-      3 e^{−2 pi² sigma²} (Poisson summation).
+    * sigma > 16: the law is given as cells of the engine's lattice (``kind`` is
+      ``"cells"``; each cell holds the outcomes z of an integer range).  Up to sigma = 2^12
+      a cell's P- and Q-masses are direct sums of the window's kernel in vectorised floats
+      (each term within ~1e-13 relative: exp within LIBM_ULPS ulps, its argument within a
+      few ulps; the sums' rounding charged); beyond, the kernel's sum over an integer range
+      is sigma sqrt(2 pi)(Phi((b + 1/2)/sigma) − Phi((a − 1/2)/sigma)) within the midpoint
+      rule's relative error max(1, u²)/(24 sigma²) (u = the range's largest |z|/sigma; at
+      most 3.4e-6 at sigma = 2^12, in the window's far tail), normalised by Z = sigma
+      sqrt(2 pi) (1 + η), 0 <= η <= 3 e^{−2 pi² sigma²} (Poisson summation).
 
     The profile beyond sigma = 16 is (S(m) − e^x S(m − Δ))/Z, m the largest z with L(z) > x,
     S(k) = Σ_{z <= k} e^{−z²/(2 sigma²)} by Euler--Maclaurin with a proved remainder
@@ -70,9 +70,10 @@ class DiscreteGaussian(AtomMechanism):
 
     @property
     def kind(self) -> str:
-        """``"cells"`` beyond sigma = 2^12 (the law given on the engine's lattice), else
-        ``"atoms"``."""
-        return "cells" if self.sigma > CELL_SIGMA else "atoms"
+        """``"atoms"`` up to sigma = 16, ``"cells"`` beyond (the law given on the engine's
+        lattice: thousands of atoms compose better as cells, and the exact paths of finite
+        laws leave it to the lattice)."""
+        return "cells" if self.sigma > DIRECT_SIGMA else "atoms"
 
     # -- the window of outcomes ------------------------------------------------------------
     def _window(self, bits: float) -> int:
@@ -125,11 +126,9 @@ class DiscreteGaussian(AtomMechanism):
         w = self._window(self._bits(tail))
         if 2 * w + 1 > max_atoms:
             raise ValueError(f"{2 * w + 1} atoms exceed max_atoms={max_atoms}")
-        if self.sigma <= DIRECT_SIGMA:
-            return self._law_from(self._atoms_at(192, direction, w), direction)
-        return self._float_law(direction, w)
+        return self._law_from(self._atoms_at(192, direction, w), direction)
 
-    # -- 16 < sigma <= 2^12: vectorised floats --------------------------------------------------
+    # -- 16 < sigma <= 2^12: the window's kernel in vectorised floats ----------------------------
     def _float_terms(self, w: int):
         """(z, t, t_err, tail): the kernel t = e^{-z²/(2 sigma²)} on |z| <= w in floats with a
         bound of each one's error (z² exact below 2^53; z²/(2 sigma²) within 2.01u relative,
@@ -152,19 +151,39 @@ class DiscreteGaussian(AtomMechanism):
         z_hi = up(up(s, 1) + up(e, 1) + 2.0 * tail * (1.0 + 2.0 * UNIT), 2)
         return max(z_lo, 1.0), z_hi  # Z >= 1: its term z = 0
 
-    def _float_law(self, direction, w):
-        z, t, t_err, tail = self._float_terms(w)
+    @lru_cache(maxsize=4)
+    def _window_sums(self):
+        """(W, kernel, its errors, Z_lo, Z_hi, beyond) of :meth:`_float_terms` over the
+        profile's window (2^-1100 of mass beyond it), with ``beyond`` an upper bound of the
+        P-mass of the outcomes past it on one side."""
+        w = self._window(_PROFILE_BITS)
+        _, t, t_err, tail = self._float_terms(w)
         z_lo, z_hi = self._float_norm(t, t_err, tail)
-        p_hi = np.minimum(np.nextafter((t + t_err) / z_lo * (1.0 + 2.0 * UNIT), 2.0), 1.0)
-        p_lo = np.maximum(np.nextafter((t - t_err) / z_hi * (1.0 - 2.0 * UNIT), -1.0), 0.0)
-        dl = self.sensitivity
-        s2 = 2.0 * self.sigma * self.sigma
-        num = (dl * (dl - 2 * z)).astype(float)  # exact integers below 2^53
-        loss = num / s2
-        perr = 2.02 * UNIT * np.abs(loss) + 5e-324  # s2 and the quotient each rounded once
-        beyond = up(tail / z_lo * (1.0 + 2.0 * UNIT), 1)
-        p_hi[-1] = min(1.0, up(p_hi[-1] + beyond, 1))  # z > w: below the lowest atom, raised onto it
-        return AtomLaw(direction, loss[::-1], perr[::-1], p_lo[::-1], p_hi[::-1], 0.0, min(beyond, 1.0))
+        return w, t, t_err, z_lo, z_hi, max(up(tail / z_lo * (1.0 + 2.0 * UNIT), 1), 5e-324)
+
+    def _summed_masses(self, a: np.ndarray, b: np.ndarray):
+        """Certified (lo, hi) of the masses of the integer ranges [a_i, b_i] -- consecutive
+        cells' ranges, contiguous and descending -- as direct sums of the window's kernel
+        (np.add.reduceat: n terms of one sign summed within (n - 1)u, each term within its
+        own error), normalised by [Z_lo, Z_hi]; a range reaching past the window gains the
+        mass beyond it on its upper end."""
+        w, t, t_err, z_lo, z_hi, beyond = self._window_sums()
+        ca = np.clip(a, -w, w + 1).astype(np.int64) + w  # window indices, clipped
+        cb = np.clip(b, -w - 1, w).astype(np.int64) + w
+        full = cb >= ca
+        lo, hi = np.zeros(a.size), np.zeros(a.size)
+        if full.any():
+            order = np.flatnonzero(full)[::-1]  # ascending indices
+            starts = ca[order]
+            first, last = int(starts[0]), int(cb[order[-1]])
+            s_hi = np.add.reduceat((t + t_err)[first:last + 1], starts - first)
+            s_lo = np.add.reduceat(np.maximum(t - t_err, 0.0)[first:last + 1], starts - first)
+            n = (cb[order] - ca[order] + 1).astype(float)
+            hi[order] = s_hi * (1.0 + (n + 2.0) * UNIT) / z_lo * (1.0 + 2.0 * UNIT)
+            lo[order] = s_lo * (1.0 - (n + 2.0) * UNIT) / z_hi * (1.0 - 2.0 * UNIT)
+        past = (a < -w) | (b > w)
+        hi = np.where(past & (b >= a), hi + beyond, hi)
+        return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
 
     # -- sigma > 2^12: cells ----------------------------------------------------------------
     def _loss_of(self, z) -> Fraction:
@@ -250,8 +269,9 @@ class DiscreteGaussian(AtomMechanism):
         dl = self.sensitivity
         if isinstance(b, np.ndarray) and isinstance(a1, np.ndarray):
             a = a1 + 1.0
-            p_lo, p_hi = self._range_masses(a, b)
-            q_lo, q_hi = self._range_masses(a - dl, b - dl)
+            masses = self._summed_masses if consecutive and self.sigma <= CELL_SIGMA else self._range_masses
+            p_lo, p_hi = masses(a, b)
+            q_lo, q_hi = masses(a - dl, b - dl)
             return p_lo, p_hi, q_lo, q_hi
         b, a = [int(v) for v in b], [int(v) + 1 for v in a1]
         p_lo, p_hi = self._range_masses(a, b)
@@ -323,15 +343,7 @@ class DiscreteGaussian(AtomMechanism):
     def _pair(self, h, side, direction, tail, max_atoms):
         if self.kind == "cells":
             return CellMechanism._pair(self, h, side, direction, tail, max_atoms)
-        if self.sigma <= DIRECT_SIGMA:
-            return super()._pair(h, side, direction, tail, max_atoms)
-        law = self.law(h, direction, tail=tail, max_atoms=max_atoms)
-        up_side = side == "upper"
-        pos = law.loss + law.perr if up_side else law.loss - law.perr
-        idx = np.ceil(pos / h) if up_side else np.floor(pos / h)
-        # a float quotient may round across an integer: one more step outward is still safe
-        idx = (idx + (1 if up_side else -1)).astype(np.int64)
-        return lattice_pair(h, side, idx, law.p_lo, law.p_hi, law.inf_lo, law.inf_hi)
+        return super()._pair(h, side, direction, tail, max_atoms)
 
     def loss_range(self, direction: str = FORWARD, *, tail=TAIL) -> tuple[float, float]:
         if self.kind == "cells":
