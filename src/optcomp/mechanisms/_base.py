@@ -247,8 +247,8 @@ class AtomMechanism(_Registered):
         return self._law(direction, max_atoms)
 
     def _law(self, direction, max_atoms):
-        with mpmath.workprec(192):
-            return self._law_from(self._atoms(direction), direction, max_atoms)
+        with mpmath.workprec(192):  # (called unbound by mechanisms that borrow it: Subsampled)
+            return AtomMechanism._law_from(self, self._atoms(direction), direction, max_atoms)
 
     def _law_from(self, described, direction, max_atoms=MAX_ATOMS) -> AtomLaw:
         """The :class:`~optcomp._laws.AtomLaw` of ``_atoms``-style atoms (at 192 bits).
