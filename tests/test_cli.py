@@ -439,6 +439,14 @@ def test_bad_files_are_one_line_and_exit_2(text, match, capsys, monkeypatch):
     fails_in_process(("epsilon", "--file", "-", "--delta-g", "1e-6"), match, capsys, monkeypatch, stdin=text)
 
 
+def test_a_privacy_loss_near_the_float_range_is_answered():
+    """Two Laplace(1e-308) (loss 1e308 but for P-mass e^-1e308): delta is 1 to every float at
+    every eps_g of the curve (it failed with 'values beyond floating-point range' before the
+    library composed such laws)."""
+    rows = inproc_json("curve", "--mechanism", "laplace:scale=1e-308", "--k", "2", "--num", "3")
+    assert rows and all(float(r["delta"]) == 1.0 and float(r["delta_lower"]) > 0.999 for r in rows)
+
+
 @pytest.mark.parametrize("args, line", [
     # a mistyped option is named (with the nearest real one) before the option it leaves missing
     (("epsilon", "--eps", "0.1", "--k", "10", "--detla-g", "1e-6"),
