@@ -456,12 +456,11 @@ def test_a_laplace_beyond_the_float_range(scale, sens):
     assert r["delta_g"] == 1.0 and r["delta_bounds"].upper == 1.0 and r["delta_bounds"].lower >= 1 - 1e-15
 
 
-@pytest.mark.xfail(raises=RuntimeWarning, strict=True,
-                   reason="method='optimal' (auto's first try) warns on the atom 1e308: 'overflow encountered in "
-                          "matmul' in optcomp._exact.finite.SmallLaw -- reported to the exact path's owner")
 def test_a_profile_with_a_guarantee_near_the_largest_float():
     """Profile([(0.5, 1e-300), (1e308, 0)]) x 2: 'overflow encountered in square' and an
-    OverflowError before; its atom 1e308 (P-mass 1.3e-300) is beyond the lattice's reach."""
+    OverflowError before, then 'overflow encountered in matmul' in the exact path (the sum of
+    two positions 1e308 in float64); its atom 1e308 (P-mass 1.3e-300) is beyond the lattice's
+    reach."""
     p = Profile([(0.5, 1e-300), (1e308, 0.0)])
     truth = Reference([(p, 2)])
     r = _entry_points([p], [2], 1e-6, 1.0)

@@ -900,3 +900,22 @@ def test_delta_zero_is_attainable_beside_a_pair_whose_p_sums_above_one():
     assert math.isfinite(e)
     assert optcomp.delta_g([m], counts=[3], eps_g=e) == 0.0
     assert 3 * 690.08 < e < 3 * 690.09  # the reverse direction's top, log(0.5 / 1e-300) x 3
+
+
+@pytest.mark.parametrize("workload,x", [
+    ([(RandomizedResponse(1.0, 3), 1), (Pair((0.7083333333333334, 0.2916666666666667), (1.0, 0.0)), 1)], 0.0),
+    ([(RandomizedResponse(1.0, 3), 1), (Pair((0.7083333333333334, 0.2916666666666667), (1.0, 0.0)), 2)], 0.0),
+    ([(RandomizedResponse(1.0, 3), 3), (Pair((0.7083333333333334, 0.2916666666666667), (1.0, 0.0)), 3)], 0.3),
+    ([(RandomizedResponse(0.00019522403915252592, 5), 16), (RandomizedResponse(1.0, 3), 3),
+      (Profile(((0.0, 1.2624684379437497e-56), (0.14458587189001737, 7.489576898452655e-252),
+                (0.26891078133378576, 1e-16))), 3)], 0.0),
+])
+def test_a_pair_with_mass_at_infinity_is_never_left_out_of_the_lower_bound(workload, x):
+    """Found by the property test after the engine merges: the lattice left out a mechanism
+    whose losses are all <= 0 (Pair((0.708, 0.292), (1, 0)) forward: one atom at log 0.708)
+    as 'negligible', keeping its +inf event -- but its conditional law has E[e^{-L}] = 1/0.708
+    > 1, so leaving it out *raised* H: lower bounds 0.8389 where the optimum is 0.7495 (and a
+    lower end above the upper one at k = 2).  And the exact path's binomial window met a pmf
+    ratio that underflowed to 0 (a Profile delta of 7.5e-252): log(0), a ValueError."""
+    ref = Reference.of(workload)
+    check_delta(workload, _ref_delta(ref), x)

@@ -402,7 +402,8 @@ class SmallLaw:
         lm_err = np.zeros(1)  # their absolute error bounds
         pos = np.zeros(1, dtype=_LD)
         perr = np.zeros(1)
-        mag = np.zeros(1)  # sum n |l| (the size of the position sums)
+        mag = np.zeros(1, dtype=_LD)  # sum n |l| (the size of the position sums; long double: an
+        # atom near the largest float, counted twice, is beyond float64)
         counts = np.zeros((1, 0), dtype=np.int64)
         exact, mp_pos, rel = [], [], 0.0
         for law, c in comp.factors:
@@ -413,13 +414,13 @@ class SmallLaw:
             lp = np.array([_mp_ld(mpmath.log(m)) for m in law.mass], dtype=_LD)
             lf = np.array([_mp_ld(p) for p in law.pos], dtype=_LD)
             pf = np.array([float(e) for e in law.perr])
-            ab = np.abs(lf).astype(float)
+            ab = np.abs(lf)
             vl = v.astype(_LD)
             f_lm = lc + vl @ lp
             f_err = 4.0 * u * (np.abs(lc).astype(float) + v @ np.abs(lp).astype(float) + 1.0)
             f_pos = vl @ lf
             f_perr = v @ pf
-            f_mag = v @ ab
+            f_mag = vl @ ab
             # the cartesian product with the tuples so far
             lm = (lm[:, None] + f_lm[None, :]).ravel()
             lm_err = (lm_err[:, None] + f_err[None, :]).ravel()
@@ -436,7 +437,7 @@ class SmallLaw:
         # atom) underflows to 0: H's upper bound counts it at the least positive long double
         self.under = (self.mass == 0) & np.isfinite(lm[order])
         # position error: the atoms' own (perr) and, per term and sum, 2^-64 of the magnitudes
-        self.perr = perr[order] + 4.0 * u * (mag[order] + 1.0)
+        self.perr = perr[order].astype(_LD) + _LD(4.0 * u) * (mag[order] + 1)
         self.lm = lm[order]
         self.exact = exact
         self.mp_pos = mp_pos
@@ -458,7 +459,7 @@ class SmallLaw:
         (rounded to long double) or from the PREC-bit positions (with their errors)."""
         d = self.pos - _LD(x)
         err = self.perr + 4.0 * _U_LD * abs(x)
-        close = np.abs(d).astype(float) <= err * 2.0**20
+        close = np.abs(d) <= err * 2.0**20
         dd = d + _LD(1.0) * (err if upper else -err)
         if np.any(close):
             fx = Fraction(x)

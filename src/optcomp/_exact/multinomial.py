@@ -532,6 +532,8 @@ def _log_geometric(c: int, binom: _Binom, m: int, upper: bool) -> float:
     r *= 1.0 + 1e-12
     if r >= 1.0:
         return math.inf
+    if r <= 0.0:  # the ratio underflowed (a mass ~1e-300 beside its complement): the tail is
+        return -math.inf  # below r/(1 - r) < 2^-1074, which the caller bounds by the least float
     y, err = binom.log_pmf(np.array([c]), np.array([m]))
     return float(y[0] + err[0]) + math.log(r) - math.log1p(-r) + 1e-9
 

@@ -232,10 +232,15 @@ class Source:
         #: an upper bound of every loss but the truncation tail above it (P-mass <= tail a copy
         #: when ``inf_mass`` > 0): a finite law's top, a cell law's support end
         self.finite_top = math.inf
+        #: whether the leaf is a law conditioned on no +inf event (P-mass a > 0 at +inf): its
+        #: E[e^{-L}] = Q(finite)/(1 - a) may exceed 1, so adding it may *lower* H -- such a
+        #: source is never left out on the lower side (lattice._split_negligible_sources)
+        self.conditional = False
         if mech.kind == "atoms":
             law = atom_law(mech, direction, tail)
             loss, p = law.loss, law.p_hi
             self.inf_mass = 0.0  # (the leaf is the conditional law: the +inf mass is a delta event)
+            self.conditional = law.inf_hi > 0.0
             self.top_loss = law.top()
             self.top_atom = _top_atom(law.loss, law.perr, law.p_lo)
             self.finite_top = self.top_loss
