@@ -143,6 +143,7 @@ def _initial_step_n(n: float, tol: float) -> float:
     return _step_below(h)
 
 
+FLOOR_AIM = 0.25  # a floored direction's first gap: this fraction of its estimated distance to the floor
 ENUMERATED_ATOMS = 2**15  # up to this many atoms, list the distribution exactly (no lattice)
 NEGLIGIBLE_TOL = 0.125  # groups of tiny eps summing to <= this x tol are bounded by monotonicity
 
@@ -320,17 +321,24 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, *,
 
 
 def _lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top: float, *, max_points: int,
-                     info: BracketInfo, workers: int, progress, floor: float = -math.inf) -> Bounds:
+                     info: BracketInfo, workers: int, progress, floor: float = -math.inf,
+                     estimate: float | None = None) -> Bounds:
     """The grouped lattice path of the eps direction for any workload (randomized-response
     groups and mechanism leaves): passes at steps h refined until the bracket on the least
     x with H(x) <= t (``t_low`` <= t <= ``t_high``) is at most ``tol`` wide, or its upper end
     is at most ``floor`` (a lower bound of another global direction's answer: this one then
-    cannot be the larger); ``top`` caps the upper bound (the largest finite loss, or inf)."""
+    cannot be the larger); ``top`` caps the upper bound (the largest finite loss, or inf).
+    ``estimate``: a float estimate of this direction's answer (only the first step depends
+    on it: a gap of FLOOR_AIM times its distance below ``floor`` settles the direction)."""
     info.passes.clear()
     info.path = "lattice"
     _within_reach(work, "eps_g")
     x_est = work.chernoff_guess(t_low)
-    h = _initial_step_n(work.weight(work.tilt_for(x_est)), tol)
+    # a direction floored by another's lower end need only fall below it: its first pass
+    # aims at a gap of a fraction of the estimated distance (the refinement goes on from
+    # the measured gap at tol when that does not settle it)
+    first_tol = max(tol, FLOOR_AIM * (floor - estimate)) if math.isfinite(floor) and estimate is not None else tol
+    h = _initial_step_n(work.weight(work.tilt_for(x_est)), first_tol)
     # mass sent to +inf: a fraction <= min(2^-40, tol/64) of t in all (H moves by less
     # than that relative, eps by about that / theta: far inside tol)
     log_slack = math.log(max(t_low, 1e-300) * max(SLACK_REL, min(2.0**-20, tol / 64.0))
@@ -818,10 +826,12 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     target = max(residual_target(m, delta_g), 0.0)
     tail = min(1e-30, max(1e-300, target * 2.0**-44 / n))
     works = _workloads(m, others, tail, min(1e-30, target * 2.0**-44 / n))
+    guesses: dict = {}
     if len(works) > 1 and all(w[0].reach() <= REACH for w in works):
         # the larger direction first (Chernoff estimates): its lower end floors the other
-        works.sort(key=lambda w: -w[0].chernoff_guess(max(residual_target(w[1], delta_g), 1e-300)))
-    for work, m_up, m_lo in works:
+        guesses = {id(w[0]): w[0].chernoff_guess(max(residual_target(w[1], delta_g), 1e-300)) for w in works}
+        works.sort(key=lambda w: -guesses[id(w[0])])
+    for i, (work, m_up, m_lo) in enumerate(works):
         t_low = residual_target(m_up, delta_g)
         t_high = residual_target(m_lo, delta_g, round_up=True)
         floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
@@ -855,8 +865,15 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
             elif t_run < 0.0:
                 b = Bounds(0.0, math.inf)
             else:
+                # this direction's answer estimated from the first's: its Chernoff guess scaled
+                # by the first's certified lower end over the first's guess (the guesses share
+                # their bias)
+                g0, g = guesses.get(id(works[0][0])), guesses.get(id(work))
+                est = None
+                if i > 0 and g0 and g and math.isfinite(floor) and isinstance(out[0], Bounds) and g0 > 0.0:
+                    est = g * out[0].lower / g0
                 b = _attempt(lambda: _lattice_epsilon(run, t_run, t_high, tol, run.top_bound(),
-                                                      floor=floor - sigma, **kw), run.top_bound())
+                                                      floor=floor - sigma, estimate=est, **kw), run.top_bound())
             out.append(_narrowed(_shifted_up(b, sigma), near,
                                  lambda r: r.gap <= tol or r.gap <= EPS_FLOAT_GAP * r.upper < math.inf))
     return _worst_direction(out)

@@ -144,9 +144,13 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     is split into two with losses a and b, P-probabilities (e^{b - l} - 1)/(e^{b - a} - 1) and
     the rest; summed over the cell, the P-masses at a and b are the unique p_a + p_b = m_n,
     p_a e^{-a} + p_b e^{-b} = q_n:  p_a = (q_n e^a - m_n e^{-h})/(1 - e^{-h}),
-    p_b = (m_n - q_n e^a)/(1 - e^{-h}); upper bounds of each come from the outer ends of the
-    brackets, every float operation charged (the numerators cancel to ~m h/2, so their
-    rounding costs ~2u/h relative).  The P-mass below n0 h is raised to n0 h (a loss raised at
+    p_b = (m_n - q_n e^a)/(1 - e^{-h}); an upper bound pb of p_b comes from the outer ends of
+    the brackets, every float operation charged (the numerators cancel to ~m h/2, so a
+    bracket rho wide costs ~rho/h relative), and a is given the lesser of p_a's upper bound
+    and m_hi - pb, rounded up: (m_hi - pb, pb) also dominates (p_a, p_b) -- add m_hi - m_n at
+    a, then move pb - p_b <= p_a + m_hi - m_n from a up to b (H is nondecreasing in P-masses
+    and in losses at fixed P-mass) -- so the brackets' width costs ~rho of mass and a shift
+    by h of ~rho/h, not ~2 rho/h of mass.  The P-mass below n0 h is raised to n0 h (a loss raised at
     fixed P-mass only raises delta), the mass above goes to +inf.  These atoms sit exactly on
     hZ (flagged ``on_lattice``: the engine does not split them again).
 
@@ -191,6 +195,12 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     with np.errstate(over="ignore"):
         pb = np.clip(num_b / den * (1.0 + 2.0 * UNIT), 0.0, m_hi)
         pa = np.clip(num_a / den * (1.0 + 2.0 * UNIT), 0.0, m_hi)
+    # or the rest of m_hi at a: (m_hi - pb, pb) dominates the true (p_a, p_b) as well (add
+    # m_hi - m_n at a, then move pb - p_b <= that plus p_a from a up to b), and costs the
+    # brackets' width once in mass, not ~2/h times (a shift by h instead)
+    with np.errstate(invalid="ignore"):
+        rest = m_hi - pb
+    pa = np.minimum(pa, np.where(rest > 0.0, np.nextafter(rest, np.inf), 0.0))
     pts = np.zeros(N + 1)
     pts[:-1] += pa
     pts[1:] += pb
