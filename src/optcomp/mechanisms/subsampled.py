@@ -418,13 +418,20 @@ class Subsampled(_Registered):
         mix_hi, mix_lo = _mix(s, p_hi_b, q_hi_b, True), _mix(s, p_lo_b, q_lo_b, False)
         return q_lo_b, np.minimum(q_hi_b, 1.0), mix_lo, mix_hi
 
-    def _gaussian_cells(self, y0, y1):
-        r"""Masses of a Gaussian base on the preimages of narrow g-intervals, to a few units
-        of float64 rounding (the generic path's log-Phi differences lose ~1e-12/width).
+    #: the working precision of :meth:`_gaussian_cells` (its unit u: ``np.finfo(.).epsneg``)
+    CELL_FLOAT = np.float64
 
-        For [y0, y1] (floats, w_g = y1 - y0 exact in long double) with D = s + expm1(y0) > 0
+    def _gaussian_cells(self, y0, y1, dtype=None):
+        r"""Masses of a Gaussian base on the preimages of narrow g-intervals, to some ten
+        units of rounding relative (the generic path's log-Phi differences lose ~1e-12/width).
+
+        Working precision: ``dtype`` (default :attr:`CELL_FLOAT`, float64: ~30x faster than
+        x87 long double, whose transcendental functions are not vectorised; the engine's
+        leaves pay a mass bracket rho wide ~rho of mass per step, so float64's ~1e-14 costs
+        ~k 1e-14 relative over k steps).  For [y0, y1] (floats, w_g = y1 - y0 exact in the
+        working precision) with D = s + expm1(y0) > 0
         the preimage is [v_a, v_a + w]: e^{v_a} = D/s and w = log1p(e^{y0} expm1(w_g)/D), each
-        formed in long double (unit u) with no cancellation beyond D's: expm1, exp, log,
+        formed in the working precision (unit u) with no cancellation beyond D's: expm1, exp, log,
         log1p within 2 LIBM_ULPS u (``_rounding``'s assumption 2), so D within
         delta_D = (2 LIBM_ULPS |expm1(y0)| + |D|) u / D relative, w within delta_w =
         delta_D + (6 LIBM_ULPS + 3) u relative (log1p's slope A/((1 + A) log1p A) <= 1), v_a
@@ -441,11 +448,15 @@ class Subsampled(_Registered):
         position of c, (|c| + r) e_c
         (|d log M/dc| <= |c| + r), e_c = (e_v + w delta_w + u (|v_a| + w + mu^2))/mu + ...;
         delta_w for r; phi's exp and c^2, (2 LIBM_ULPS + 2) u + 2 u c^2; mu's rounding (u
-        relative) moves the log-density by at most u (1 + (|c| + r)(|v| / mu + mu)).  The
-        mixture (1 - s) Q + s P is formed in long double (4u) and every bracket end rounded
-        outward to float64.  Returns (mask of the cells served, (Q_lo, Q_hi, mix_lo, mix_hi))."""
-        ld = np.longdouble
+        relative) moves the log-density by at most u (1 + (|c| + r)(|v| / mu + mu));
+        sqrt(2 pi) (pi to the precision's rounding), the bracket's factors 1 -+ rel and their
+        products: 4 u more.  Cells whose masses would leave the normal range (below 2^-960)
+        are not served (the generic path serves them).  The
+        mixture (1 - s) Q + s P is formed in the working precision (4u) and every bracket end
+        rounded outward to float64.  Returns (mask of the cells served, (Q_lo, Q_hi, mix_lo, mix_hi))."""
+        ld = dtype if dtype is not None else self.CELL_FLOAT
         u = float(np.finfo(ld).epsneg)
+        pi = ld(np.pi) if ld is np.float64 else ld("3.14159265358979323846264338327950288")
         L = LIBM_ULPS
         sigma, sens = self.mechanism.gaussian()
         y0f, y1f = np.asarray(y0, float), np.asarray(y1, float)
@@ -521,15 +532,15 @@ class Subsampled(_Registered):
                 trunc = x**n_rem / ((n_rem + 1) * fact) * grow * grow
                 rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
                        + (2 * L + 2) * u + 2 * u * c * c
-                       + u * (1 + (ac + r) * (vmax / mu + mu)))
-                m = np.exp(-c * c / 2) * (2 * r) * total / np.sqrt(2 * ld(np.pi))
+                       + u * (1 + (ac + r) * (vmax / mu + mu)) + 4 * u)
+                m = np.exp(-c * c / 2) * (2 * r) * total / np.sqrt(2 * pi)
                 return m, rel
 
             mP, rP = mass(cP)
             mQ, rQ = mass(cQ)
             mix = (1 - s) * mQ + s * mP
             rmix = np.maximum(rP, rQ) + 4 * u
-            ok &= (rP < 2.0**-30) & (rQ < 2.0**-30)
+            ok &= (rP < 2.0**-30) & (rQ < 2.0**-30) & (mQ >= 2.0**-960) & (mP >= 2.0**-960) & (mix >= 2.0**-960)
         for j, (m, rel) in enumerate(((mQ, rQ), (mix, rmix))):
             lo = np.nextafter((m * (1 - rel)).astype(float), -np.inf)
             hi = np.nextafter((m * (1 + rel)).astype(float), np.inf)
