@@ -391,7 +391,13 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     :func:`optcomp._lattice.grouped.grouped_pass`): refined P0 of ``leaf.upper`` (upper),
     garbled P0 and garbled P1 of ``leaf.lower`` (lower).  Returns (rows (3, W), offset,
     logZ (3,), rho (3,), E2 (3,), slack) -- rho a relative and E2 an absolute (2-norm) error
-    bound of each row, slack the P0 mass sent to +inf."""
+    bound of each row, slack the P0 mass sent to +inf.
+
+    The rows are stored divided by their float sum Z and logZ = mx + log Z: Z's own
+    rounding cancels (an entry stands for row_i e^{logZ}), so an entry's relative error is
+    its terms' (the exp and their log-masses' bounds), its bin's sum (at most as many u
+    as the terms it receives, ``per_bin``), the division and the constants added after the
+    max -- not the number of atoms of the leaf."""
     up, dn = leaf.upper, leaf.lower
     loss, perr, logp, err = up.loss, up.perr, up.logp, up.err
     li, log_lump = leaf.lump_index, leaf.log_lump
@@ -435,6 +441,8 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     rho = np.zeros(3)
     E2 = np.zeros(3)
     for b, (poss, lms, errs, tb) in enumerate(batches):
+        # the most terms one lattice point receives (each bin's sum within that many u)
+        per_bin = int(np.max(np.bincount(np.concatenate([(p - base).astype(np.int64) for p in poss]))))
         lws = [lm + tb * p for p, lm in zip(poss, lms)]
         mx = max(float(np.max(lw[np.isfinite(lw)])) for lw in lws if np.any(np.isfinite(lw)))
         for p, lw in zip(poss, lws):
@@ -449,7 +457,7 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
             if np.any(ok):  # the row constants added after the max (as in _bundle_leaves)
                 r = max(r, float(np.max(er[ok] + 8.0 * UNIT * (np.abs(lm[ok]) + np.abs(lw[ok]))))
                         + 8.0 * UNIT * (abs(mx) + abs(logZ[b]) + 4.0))
-        rho[b] = r + (2 * n + 8) * UNIT
+        rho[b] = r + (per_bin + 4) * UNIT
         E2[b] = 2.0 * n * 2.0**-1070
     slack = math.exp(leaf.log_inf) * (1.0 + 1e-9) if leaf.log_inf > -math.inf else 0.0
     return rows, base, logZ, rho, E2, slack
@@ -547,7 +555,7 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
             v = er + 8.0 * UNIT * (np.abs(lm) + np.abs(lw))
             v[~np.isfinite(lw)] = 0.0
             r = np.maximum(r, np.max(v, axis=1) + 8.0 * UNIT * (np.abs(mx) + np.abs(logZ[b]) + 4.0))
-        rho[b] = r + (2 * n + 8) * UNIT
+        rho[b] = r + (per_bin + 4) * UNIT
     # ---- leaf_mgf (no lump): the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h
     extra = np.log1p(8.0 * (perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300) / h) + rho[0]
     K = np.zeros((nl, S.size))
