@@ -571,19 +571,24 @@ CGF_TERMS = 2**18  # atoms x tilts summed one by one; beyond, the atoms are summ
 _BLOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Atoms -> (nb, blocks): a cached leaf's
 
 
-def _atoms_cgf(a: Atoms, S: np.ndarray) -> np.ndarray:
+def _atoms_cgf(a: Atoms, S: np.ndarray, blocks: bool = True) -> np.ndarray:
     """Upper bounds of log sum_i p_i e^{s l_i} over finite atoms at the tilts S: each mass
     raised by its error bound, each position moved to the end of its interval that raises
     e^{s l}; the float log-sum-exp (n terms, arguments up to max |w|) charged
     8 u (max |w| + n + 4).  Beyond CGF_TERMS atoms x tilts (a fine leaf of a continuous law:
     10^6 cells at 30 tilts took ~1.5 s and 240 MB a call), the atoms are summed in blocks of
-    consecutive positions (:func:`_atom_blocks`; each term only grows)."""
+    consecutive positions (:func:`_atom_blocks`; each term only grows) -- unless ``blocks`` is
+    False (a bound multiplied by k copies, where a block's looseness e^{|s| width} would be
+    raised to the k-th power): then every atom, CGF_TERMS terms at a time."""
     ok = np.isfinite(a.logp)
     if not np.any(ok):
         return np.full(S.size, -math.inf)
     lh, ll = a.loss[ok] + a.perr[ok], a.loss[ok] - a.perr[ok]
     lw = a.logp[ok] + a.err[ok]
     n = lw.size
+    if not blocks and n * S.size > CGF_TERMS:
+        step = max(1, CGF_TERMS // n)
+        return np.concatenate([_atoms_cgf(a, S[i: i + step], True) for i in range(0, S.size, step)])
     if n * S.size > CGF_TERMS:
         nb = max(CGF_TERMS // S.size, 64)
         cached = _BLOCKS.get(a)
@@ -636,22 +641,23 @@ def refinement_charge(S: np.ndarray, h: float, pe: float) -> np.ndarray:
     return np.minimum(np.abs(S) * 2.0 * h, ((S + 1.0) ** 2 + np.abs(S + 1.0)) * (h * h / 8.0) + np.abs(S) * 2.0 * pe)
 
 
-def leaf_mgf(leaf: Leaf, S: np.ndarray, h: float, extra: float = 0.0) -> np.ndarray:
+def leaf_mgf(leaf: Leaf, S: np.ndarray, h: float, extra: float = 0.0, blocks: bool = True) -> np.ndarray:
     """Upper bounds on log E_P0[e^{s L}] of a leaf's refined (upper) row at the tilts S: the
     leaf's own log-MGF (``leaf.cgf``, or :func:`_atoms_cgf` of its upper atoms), with the
     lumped mass at its atom (for s > 0 it can raise the MGF by at most lump e^{s l_lump}),
     plus the refinement's charge (:func:`refinement_charge`), plus ``extra`` for the masses
     being evaluated at the far end of their position interval and their rounding
-    (``extra`` bounds the log of the row's total mass over the exact refined one)."""
+    (``extra`` bounds the log of the row's total mass over the exact refined one);
+    ``blocks``: as in :func:`_atoms_cgf`."""
     u = leaf.upper
     pe = 2.0 * float(np.max(u.perr, initial=0.0)) + 4.0 * UNIT * float(np.max(np.abs(u.loss), initial=0.0)) + 1e-300
-    K = _lumped_cgf(leaf, S) + refinement_charge(S, h, pe) + extra
+    K = _lumped_cgf(leaf, S, blocks) + refinement_charge(S, h, pe) + extra
     return K * (1.0 + 1e-12) + 1e-12 * (np.abs(K) + 1.0) + 1e-300
 
 
-def _lumped_cgf(leaf: Leaf, S: np.ndarray) -> np.ndarray:
+def _lumped_cgf(leaf: Leaf, S: np.ndarray, blocks: bool = True) -> np.ndarray:
     """log of the upper atoms' MGF with the lumped mass at its atom (floats, before slack)."""
-    K = leaf.cgf(S) if leaf.cgf is not None else _atoms_cgf(leaf.upper, S)
+    K = leaf.cgf(S) if leaf.cgf is not None else _atoms_cgf(leaf.upper, S, blocks)
     if leaf.log_lump > -math.inf:
         li = leaf.lump_index
         l_lump = float(leaf.upper.loss[li]) + np.where(S >= 0.0, 1.0, -1.0) * float(leaf.upper.perr[li])
@@ -708,13 +714,13 @@ def _leaf_one(item, h: float, theta: float, log_slack: float, S: np.ndarray):
     return rows, base, logZ, rho, E2, upper_row_mgf(leaf, S, h, float(rho[0])), s_leaf
 
 
-def upper_row_mgf(leaf: Leaf, S: np.ndarray, h: float, rho_up: float) -> np.ndarray:
+def upper_row_mgf(leaf: Leaf, S: np.ndarray, h: float, rho_up: float, blocks: bool = True) -> np.ndarray:
     """:func:`leaf_mgf` of the refined row :func:`leaf_rows` builds at step h (``rho_up`` its
     relative error bound): the far-end masses exceed the exact split by <= 2 (2 perr +
     rounding)/h relative."""
     u = leaf.upper
     extra = math.log1p(8.0 * float(np.max(u.perr) + 4.0 * UNIT * np.max(np.abs(u.loss)) + 1e-300) / h) + rho_up
-    return leaf_mgf(leaf, S, h, extra)
+    return leaf_mgf(leaf, S, h, extra, blocks)
 
 
 def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
