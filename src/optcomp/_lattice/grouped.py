@@ -20,7 +20,7 @@ from .._memory import current as _memory_budget
 from .._rounding import UNIT
 from . import leaves
 from .passes import LatticePass, extract
-from .selfcompose import power_pass
+from .selfcompose import power_node, power_pass
 from .tree import _fft_tree, _row_blocks
 
 
@@ -131,7 +131,8 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
 
 
 POWER_EXTENDED = 64  # a Power of at least this many copies is squared in long double
-POWER_FFT = True  # a pass of one Power alone: one FFT (:mod:`optcomp._lattice.selfcompose`) where it applies
+POWER_FFT = True  # a Power: one FFT (:mod:`optcomp._lattice.selfcompose`) where it applies -- the whole pass
+# when it is alone, else a node of the stream (each group of identical steps one transform)
 
 
 def _chunk(pending, workers: int) -> _Node:
@@ -287,7 +288,14 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
     for item in powers:  # each Power: one node by repeated squaring, then counted like a chunk
         if ticker.stop:
             raise RuntimeError("lattice pass stopped")
-        node, s_pow, lz = _power(item, h, theta, log_slack, S, workers)
+        pn = power_node(item, h, theta, log_slack, S, workers) if POWER_FFT else None
+        if pn is not None:  # one FFT (:mod:`optcomp._lattice.selfcompose`)
+            rows_p, off_p, E_p, lz_p, rho_p, K_p, s_pow = pn
+            node = _Node(np.ascontiguousarray(rows_p), off_p, E_p, lz_p, rho_p, K_p)
+            lz = [float(z) for z in lz_p]
+            del rows_p
+        else:  # repeated squaring
+            node, s_pow, lz = _power(item, h, theta, log_slack, S, workers)
         slack += s_pow
         for b in range(3):
             lz_leaves[b].append(lz[b])

@@ -399,14 +399,15 @@ def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
     return hs if hs > 0.0 and leaves.exact_positions(hs, nmax) else h
 
 
-def _pass_leaf(item: leaves.Power, h: float):
-    """(step, leaf) of the pass: :func:`_pass_step` and, when the Power can rebuild its law
+def _pass_leaf(item: leaves.Power, h: float, align: bool = True):
+    """(step, leaf) of the pass: :func:`_pass_step` (h when not ``align``: a node among
+    others keeps the pass's lattice) and, when the Power can rebuild its law
     (``item.rebuild``), the upper atoms at that step and the lower ones at half of it (a
     cell garbled to the lattice point nearest its mid-point is then off by h/4, not h/2:
     a ~4x smaller lower gap); else h and ``item.leaf``."""
     if item.rebuild is None:
         return h, item.leaf
-    hs = _pass_step(item.leaf, h, int(item.count))
+    hs = _pass_step(item.leaf, h, int(item.count)) if align else h
     try:
         up = item.rebuild(hs)
         lo = item.rebuild(hs / 2.0)
@@ -421,10 +422,51 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     :func:`_pass_leaf` (h, or aligned to the law's atoms), or None when the window would
     exceed MAX_FFT_POINTS or the error bound is not small (the caller then squares
     repeatedly at step h)."""
+    w = _power_window(item, h, theta, log_slack, workers, True)
+    if w is None:
+        return None
+    c, E, lz, rho_k, off, h, slack = w
+    idx = np.arange(c.shape[1], dtype=float) + off
+    loss = h * idx  # exact (checked)
+    return extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
+
+
+def power_node(item: leaves.Power, h: float, theta: float, log_slack: float, S: np.ndarray, workers: int = -1):
+    """``item.count`` copies of ``item.leaf`` by one FFT as a node of the streamed tree of
+    :func:`optcomp._lattice.grouped.grouped_pass` (a run whose steps come in groups of
+    identical mechanisms: each group one transform, the groups then convolved): (rows, off,
+    E, lz, rho, K, slack) at the pass's own step h, or None (the caller squares repeatedly).
+    E is a 2-norm bound: sqrt(N) times the max-norm bound of the module docstring (lump and
+    aliasing charges included) over the N entries.  K bounds the log-MGF of the node's true
+    upper row at the tilts S from its entries: that row lies entrywise within E_inf of the
+    computed one (the lumped mass included), so E_P0[e^{sL}] <= e^{lz} sum_i (c_i + E_inf)
+    e^{(s - theta) h idx_i} (:func:`optcomp._lattice.leaves._atoms_cgf` of those atoms, the
+    log-masses' rounding charged 8 u of their terms)."""
+    w = _power_window(item, h, theta, log_slack, workers, False)
+    if w is None:
+        return None
+    c, E, lz, rho_k, off, h2, slack = w
+    N = c.shape[1]
+    idx = np.arange(N, dtype=float) + off
+    loss = h * idx  # exact (checked)
+    lz0 = float(lz[0]) + 1e-12 * (1.0 + abs(float(lz[0])))
+    with np.errstate(divide="ignore"):
+        lc = np.log(c[0] + E[0])
+    lm = lc - theta * loss + lz0
+    err = 8.0 * UNIT * (np.abs(lc) + np.abs(theta * loss) + abs(lz0) + 4.0) + 1e-300
+    atoms = leaves.Atoms(loss, np.zeros(N), lm, err)
+    K = leaves._atoms_cgf(atoms, S) * (1.0 + 1e-12) + 1e-12
+    E2 = E * math.sqrt(N) * (1.0 + 4.0 * UNIT)
+    return c, int(off), E2, np.array(lz, dtype=float), np.array(rho_k, dtype=float), K, slack
+
+
+def _power_window(item: leaves.Power, h: float, theta: float, log_slack: float, workers: int, align: bool):
+    """The window of :func:`power_pass` / :func:`power_node`: (c (3, N), E (3,) max-norm
+    bounds, lz (3,), rho (3,), offset, step, P0 mass sent to +inf) or None."""
     k = int(item.count)
     if not 1 <= k <= 2**40:  # (the power's rounding charges assume k u < 2^-13)
         return None
-    h, leaf = _pass_leaf(item, h)
+    h, leaf = _pass_leaf(item, h, align)
     rows, base, logZ, rho, E2, _, s_leaf = next(leaves.build([leaf], h, theta, log_slack, np.zeros(1)))
     W = rows.shape[1]
     full = k * (W - 1) + 1  # the support of the k-fold, q = 0 .. full - 1
@@ -436,7 +478,8 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     sd = max(math.sqrt(k * v1), 1.0)
     if not math.isfinite(sd):
         return None
-    sig = 2.0 ** (np.arange(-12, 41, 2) / 4.0) / sd  # (a choice: every grid gives certified charges)
+    # (a choice: every grid gives certified charges; a node among many, of fewer copies, coarser)
+    sig = 2.0 ** (np.arange(-12, 41, 2 if align else 4) / 4.0) / sd
     lm_p, lm_n = _row_log_mgf(rows[1], sig), _row_log_mgf(rows[1], -sig)
     with np.errstate(invalid="ignore", over="ignore"):
         q_top = _index(np.min((k * lm_p - ALIAS_LOG) / sig), True, full)
@@ -444,7 +487,11 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
     # the true upper law (loss units): untilted mass above the top, tilted lump below the bottom
     sk = sig[::2]  # (the true law's bound sums every atom: a coarser grid)
     S = np.unique(np.concatenate([theta + sk / h, np.minimum(theta - sk / h, 0.0), -sk / h, [0.0]]))
-    K = leaves.upper_row_mgf(leaf, S, h, float(rho[0]), blocks=False)  # (times k: no blocks)
+    # times k: atoms summed in blocks (:func:`optcomp._lattice.leaves._atoms_cgf`) only where their
+    # looseness e^{|s| width}, raised to the k-th power, stays below e^{1/16}
+    up_l = leaf.upper.loss
+    width = float(np.max(up_l) - np.min(up_l)) / max(leaves.CGF_TERMS // S.size, 64)
+    K = leaves.upper_row_mgf(leaf, S, h, float(rho[0]), blocks=k * float(np.max(np.abs(S))) * width <= 1.0 / 16)
     kK = k * K  # (its rounding: charged with the exponents' below)
     pos = S > 0.0
     lz0 = float(k * float(logZ[0]))
@@ -499,6 +546,4 @@ def power_pass(item: leaves.Power, h: float, theta: float, log_slack: float, wor
             return None
         lz = [float(k * float(z)) for z in logZ]
         rho_k = [k * float(r) * (1.0 + 2.0 * UNIT) + 2.0 * UNIT * (abs(z) + 1.0) for r, z in zip(rho, lz)]
-        idx = np.arange(N, dtype=float) + off
-        loss = h * idx  # exact (checked above)
-        return extract(c, E, [[z] for z in lz], rho_k, theta, h, idx, off, loss, loss, slack)
+        return c, E, lz, rho_k, off, h, slack
