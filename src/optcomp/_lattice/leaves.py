@@ -555,7 +555,7 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
             v = er + 8.0 * UNIT * (np.abs(lm) + np.abs(lw))
             v[~np.isfinite(lw)] = 0.0
             r = np.maximum(r, np.max(v, axis=1) + 8.0 * UNIT * (np.abs(mx) + np.abs(logZ[b]) + 4.0))
-        rho[b] = r + (per_bin + 4) * UNIT
+        rho[b] = r + (2 * n + 8) * UNIT
     # ---- leaf_mgf (no lump): the far-end masses exceed the exact split by <= 2 (2 perr + rounding)/h
     extra = np.log1p(8.0 * (perr[:, 0] + 4.0 * UNIT * np.max(np.abs(loss), axis=1) + 1e-300) / h) + rho[0]
     K = np.zeros((nl, S.size))
