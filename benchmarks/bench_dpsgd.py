@@ -10,7 +10,7 @@ resident memory VmHWM; each peer try limited to 4 GiB of address space and ``--p
 seconds).  Ours: ``optcomp.epsilon_bounds`` of the ``Subsampled(Gaussian(sigma), q)`` multiset
 at the absolute tol = (target relative gap) x (a rough answer computed first, not timed); the
 calibration case searches the least sigma whose certified eps is at most 1
-(``optcomp.calibrate.largest_passing`` over 1/sigma, each test an ``epsilon_g`` upper bound).
+(``optcomp.dpsgd.noise_multiplier``: each test a certified bracket refined until it decides).
 Where the engine refuses the target gap (``ApproxTooCostly``: its lattice would exceed the size
 limit), the gap 10 and then 100 times wider is tried and the refusal recorded in the targets
 column.  Theirs, as their users run them: dp_accounting's ``PLDAccountant`` at value discretisation
@@ -71,24 +71,16 @@ print(json.dumps(out))
 """
 
 OURS = r"""
-import optcomp
+import optcomp, optcomp.approx, optcomp.lattice, optcomp.dpsgd  # (imports excluded from the time)
 from optcomp.mechanisms import Gaussian, Subsampled
 def ledger(hist):
     return [Subsampled(Gaussian(s), q) for s, q, _ in hist], [n for _, _, n in hist]
 if history[0][0] is None:  # calibration: the least sigma with a certified eps <= 1
-    from optcomp import calibrate
     _, q, n = history[0]
-    calls = []
-    def passes(x):
-        if x == 0.0:
-            return True
-        calls.append(x)
-        return optcomp.epsilon_bounds([Subsampled(Gaussian(1.0 / x), q)], counts=[n], delta_g={delta},
-                                      tol=1e-3).upper <= 1.0
-    t0 = time.perf_counter(); x = calibrate.largest_passing(passes, 1.0, rtol={rel}); s = time.perf_counter() - t0
-    sigma = 1.0 / x
-    b = optcomp.epsilon_bounds([Subsampled(Gaussian(sigma), q)], counts=[n], delta_g={delta}, tol=1e-4)
-    out = dict(seconds=s, sigma=sigma, lower=b.lower, upper=b.upper, calls=len(calls))
+    t0 = time.perf_counter(); c = optcomp.dpsgd.noise_multiplier(q, n, 1.0, {delta}, rtol={rel})
+    s = time.perf_counter() - t0
+    sigma, b = c.value, c.epsilon
+    out = dict(seconds=s, sigma=sigma, lower=b.lower, upper=b.upper, calls=c.evaluations)
 else:
     m, c = ledger(history)
     rough = optcomp.epsilon_bounds(m, counts=c, delta_g={delta}, tol=0.05)

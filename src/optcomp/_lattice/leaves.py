@@ -253,7 +253,7 @@ class Power:
 
     leaf: Leaf
     count: int
-    rebuild: Callable | None = None  # h -> the same law's Leaf at step h (a pass may choose its own step)
+    rebuild: Callable | None = None  # (h, half_first) -> the same law's Leaf at step h (a pass may choose its own step)
 
 
 def exact_positions(h: float, nmax: float) -> bool:

@@ -409,8 +409,8 @@ def _pass_leaf(item: leaves.Power, h: float, align: bool = True):
         return h, item.leaf
     hs = _pass_step(item.leaf, h, int(item.count)) if align else h
     try:
+        lo = item.rebuild(hs / 2.0, False)  # (first: the law at hs is then its cells in pairs)
         up = item.rebuild(hs)
-        lo = item.rebuild(hs / 2.0)
     except (ValueError, ApproxTooCostly):  # too many cells at that step: the step asked for
         return h, item.leaf
     return hs, leaves.Leaf(up.upper, lo.lower, up.log_inf, up.lump_index, up.log_lump, up.cgf)

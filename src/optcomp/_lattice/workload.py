@@ -137,6 +137,68 @@ def mechanism_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL)
     return leaf
 
 
+HALF_FIRST = True  # a Source of several copies builds its law at h/2 first (see Source.leaf)
+LAW_CACHE = 2  # cell laws kept (the last ones built): a law at h/2 gives the one at h by pairs
+_LAWS: OrderedDict = OrderedDict()
+
+
+def _law_bytes(law) -> int:
+    return sum(int(getattr(law, f).nbytes) for f in ("p_lo", "p_hi", "q_lo", "q_hi"))
+
+
+def _clear_laws() -> None:
+    with _LEAVES_LOCK:
+        _LAWS.clear()
+
+
+register_cache(lambda: sum(_law_bytes(v) for v in list(_LAWS.values())), _clear_laws)
+
+
+def _cell_law(mech, h: float, direction: str, tail: float, max_atoms: int):
+    """``mech.law(h, ...)`` of a law with a continuous part: from the cache, or -- when the
+    law at h/2 is there (a self-composition pass builds its lower leaf at half its step,
+    :func:`optcomp._lattice.selfcompose._pass_leaf`) -- its cells merged in pairs
+    (:func:`coarsened`), else built (and kept: the last LAW_CACHE laws)."""
+    key = (mech, h, direction, tail)
+    with _LEAVES_LOCK:
+        law = _LAWS.get(key)
+        half = _LAWS.get((mech, h / 2.0, direction, tail))
+    if law is None and half is not None and half.p_lo.size <= 2 * max_atoms - 2:
+        law = coarsened(half)
+    if law is None:
+        law = mech.law(h, direction, tail=tail, max_atoms=max_atoms)
+    with _LEAVES_LOCK:
+        _LAWS[key] = law
+        _LAWS.move_to_end(key)
+        while len(_LAWS) > LAW_CACHE:
+            _LAWS.popitem(last=False)
+    return law
+
+
+def coarsened(law):
+    """The :class:`~optcomp._laws.CellLaw` at step 2h from one at step h: cell [n 2h, (n + 1) 2h]
+    is the union of the cells 2n and 2n + 1 (closed cells meet in single points, which carry
+    no mass of the continuous part), its mass brackets the sums of theirs, rounded outward
+    (nextafter).  A cell left without its partner at either end makes a cell of its own (its
+    partner's half, beyond the law's cells, is counted by the tail bound on that side as
+    before: the new cell describes the mass of the old one, whose losses lie in it).  Points
+    and the tail bounds are the law's."""
+    from .._laws import CellLaw
+
+    n0 = int(law.n0)
+    lead = n0 % 2  # a leading half: pad one empty half-cell before it
+    n = law.p_lo.size + lead
+    trail = n % 2
+
+    def pairs(a, up):
+        a = np.concatenate([np.zeros(lead), a, np.zeros(trail)])
+        v = a[0::2] + a[1::2]
+        return np.minimum(np.nextafter(v, 2.0), 1.0) if up else np.maximum(np.nextafter(v, -1.0), 0.0)
+
+    return CellLaw(law.direction, 2.0 * law.h, (n0 - lead) // 2, pairs(law.p_lo, False), pairs(law.p_hi, True),
+                   pairs(law.q_lo, False), pairs(law.q_hi, True), law.points, law.below_hi, law.above_hi)
+
+
 def _mechanism_leaf(mech, h: float, direction: str, tail: float) -> leaves.Leaf:
     """The leaf of one mechanism at the lattice step h, from its law (``Mechanism.law``; a
     finite law through :func:`atom_law`, cut at ``tail``).
@@ -160,7 +222,7 @@ def _mechanism_leaf(mech, h: float, direction: str, tail: float) -> leaves.Leaf:
             if law.loss.size > room:
                 raise ValueError(f"{law.loss.size} atoms exceed the {room} that fit")
         else:
-            law = mech.law(h, direction, tail=tail, max_atoms=min(MAX_ATOMS, room))
+            law = _cell_law(mech, h, direction, tail, min(MAX_ATOMS, room))
     except ValueError as exc:  # too many cells or atoms at this step: a size limit, not bad input
         what = "" if room >= MAX_ATOMS else f" (the memory budget, max_memory={budget.limit:,} bytes)"
         raise ApproxTooCostly(f"{mech!r} at lattice step h={h:g}: {exc}{what}", None) from None
@@ -284,7 +346,14 @@ class Source:
         self.loss, self.logp = loss, np.log(p)
         self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
 
-    def leaf(self, h: float) -> leaves.Leaf:
+    def leaf(self, h: float, half_first: bool = True) -> leaves.Leaf:
+        if half_first and self.count > 1 and self.mech.kind == "cells" and HALF_FIRST:
+            # copies go through one FFT, whose lower leaf is at h/2: that law first, then
+            # the one at h from it by pairs of cells (:func:`_cell_law`)
+            try:
+                mechanism_leaf(self.mech, h / 2.0, self.direction, self.tail)
+            except ApproxTooCostly:  # (too many cells at h/2: the pass will use h)
+                pass
         return mechanism_leaf(self.mech, h, self.direction, self.tail)
 
     def span(self, h: float) -> float:
@@ -324,7 +393,7 @@ class GaussianSource(Source):
             else:
                 self.floor_atom = (down(b - up(mu_hi * mu_hi, 1), 1), m) if math.isfinite(b) else (-math.inf, 0.0)
 
-    def leaf(self, h: float) -> leaves.Leaf:
+    def leaf(self, h: float, half_first: bool = True) -> leaves.Leaf:
         up = mechanism_leaf(self.mech, h, self.direction, self.tail)
         if self._low == self.mech:
             return up
