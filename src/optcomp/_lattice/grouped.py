@@ -377,7 +377,9 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     cores), their roots merged last: the tree, hence every bit of the result, is the same
     either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.  A plan
     that is one :class:`optcomp._lattice.leaves.Power` alone is composed by one FFT instead
-    (:func:`optcomp._lattice.selfcompose.power_pass`; repeated squaring where it does not apply).
+    (:func:`optcomp._lattice.selfcompose.power_pass`); in a longer plan each Power (a group
+    of identical steps of a heterogeneous run) is one FFT node of the stream
+    (:func:`optcomp._lattice.selfcompose.power_node`); repeated squaring where they do not apply.
     Steps h = m 2^j, m <= 15 (:func:`_step_below`): every lattice index n here has
     |n| <= (sum of leaf spans) / h + 8 < 2^49 (checked), so h n is exact.  ``vals``, ``cnts``
     only make the default plan (randomized-response groups); a ``plan`` may hold any

@@ -85,6 +85,11 @@ runs at a step aligned to the law's atoms (:func:`_pass_step`), with the lower a
 at half that step (:func:`_pass_leaf`); the drivers, told how little the aligned law then
 costs (:func:`gap_factor`), ask for a coarser step in the first place.
 
+Groups.  A Power among other leaves (a heterogeneous run: each group of identical steps)
+is the same window at the pass's own step, handed to the streamed tree as a node
+(:func:`power_node`): its max-norm bound times sqrt(N) as the node's 2-norm bound, its
+log-MGF bound taken from its entries plus that bound.
+
 The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a
 window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
 (``POWER_FFT_REL``)."""
