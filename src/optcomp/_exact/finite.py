@@ -62,6 +62,7 @@ __all__ = ["FiniteLaw", "finite_law", "Composition", "compositions", "Events", "
 PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at this precision)
 SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed (SmallLaw)
 NEGLIGIBLE = 2.0**-1100  # an atom whose count x mass is below this is dropped (charged as slack)
+EXACT_EVENTS = 256  # delta events (copies with a > 0, T != 1, or a black box's delta) evaluated as exact rationals
 
 
 # --------------------------------------------------------------------------- one copy's law
@@ -89,6 +90,10 @@ class FiniteLaw:
     t_lo: float = 1.0
     t_hi: float = 1.0
     dropped: float = 0.0
+    #: a and T as exact rationals when known (a Pair's masses as given; a law whose +inf mass
+    #: bracket is one float), else None
+    a_exact: Fraction | None = None
+    t_exact: Fraction | None = None
 
     @property
     def size(self) -> int:
@@ -99,7 +104,7 @@ class FiniteLaw:
         return self.exact[-1], self.pos[-1] + self.perr[-1]
 
 
-def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0) -> FiniteLaw:
+def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0, a_exact=None, t_exact=None) -> FiniteLaw:
     """A :class:`FiniteLaw` from (exact, pos, perr, mass) tuples (any order, zero masses left
     out, normalised to sum 1 at ``PREC`` bits; ``rel`` the masses' relative error before)."""
     atoms = sorted((a for a in atoms if a[3] > 0), key=lambda a: a[1])
@@ -123,7 +128,9 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0) -> Fin
     # normalising by the computed total: each mass within rel of its true share twice over
     # (its own error and the total's), plus the division's rounding
     return FiniteLaw(tuple(a[0] for a in atoms), tuple(a[1] for a in atoms), tuple(a[2] for a in atoms), mass,
-                     2.0 * rel + 2.0**-(PREC - 8), a_lo, a_hi, t_lo, t_hi, dropped)
+                     2.0 * rel + 2.0**-(PREC - 8), a_lo, a_hi, t_lo, t_hi, dropped,
+                     a_exact if a_exact is not None else (Fraction(a_lo) if a_lo == a_hi else None),
+                     t_exact if t_exact is not None else (Fraction(t_lo) if t_lo == t_hi else None))
 
 
 @lru_cache(maxsize=256)
@@ -155,7 +162,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
             else:
                 rows.append((None, pos, perr + mpmath.ldexp(abs(pos), 2 - PREC), m))
         if not rows:
-            return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0)
+            return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1), t_exact=Fraction(1))
         if mech.family == "pair":  # masses as given: T = sum p, F = sum over q > 0
             p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
             # the outcomes by their exact likelihood ratio (equal ratios: one atom), loss log(ratio)
@@ -177,7 +184,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
             inf_exact = sum((Fraction(a) for a, b in zip(p, q) if a > 0 and b == 0), Fraction(0))
             a_exact = inf_exact / T
             return _law(rows, rel, exact_dir(a_exact, False), exact_dir(a_exact, True),
-                        exact_dir(T, False), exact_dir(T, True))
+                        exact_dir(T, False), exact_dir(T, True), a_exact=a_exact, t_exact=T)
         a_lo, a_hi = contract.inf_lo, contract.inf_hi
         # the normalised masses p_a / (1 - inf): the computed total stands for 1 - inf (its
         # own error, the masses' and inf's, relative to it)
@@ -233,9 +240,28 @@ class Events:
                         self.tt_lo = mpf_dir(v, False)
         self.m_up = _with_events(m, up_)
         self.m_lo = _with_events(m, lo_)
+        # exact rationals when every event and scale is known exactly and the copies are few:
+        # delta = Tt (1 - N (1 - H)), N = prod (1 - a)^c (1 - delta_i)^c, with no float charge (a
+        # delta_g equal to the +inf mass, Pair((0.1, 0.9), (0, 1)), is then attained, not inf)
+        self.exact = None
+        pairs = [(law.a_exact, law.t_exact, c) for law, c in laws]
+        pairs += [(Fraction(d), Fraction(1), int(c)) for d, c in zip(m.delta.tolist(), m.count.tolist()) if d > 0.0]
+        if all(a is not None and t is not None for a, t, _ in pairs) and \
+                sum(c for a, t, c in pairs if a or t != 1) <= EXACT_EVENTS:
+            tt, nn = Fraction(1), Fraction(1)
+            for a, t, c in pairs:
+                tt *= t**c
+                nn *= (1 - a) ** c
+            self.exact = (tt, nn)
+
+    def _exact_delta(self, h: float, upper: bool) -> float:
+        tt, nn = self.exact
+        return min(1.0, max(0.0, exact_dir(tt * (1 - nn * (1 - Fraction(h))), upper)))
 
     def delta_bounds(self, h_lo: float, h_hi: float) -> tuple[float, float]:
         """(lower, upper) delta from bounds on H."""
+        if self.exact is not None:
+            return self._exact_delta(h_lo, False), self._exact_delta(h_hi, True)
         lo = delta_from_excess(self.m_lo, h_lo, round_up=False)
         hi = delta_from_excess(self.m_up, h_hi)
         if self.tt_lo != 1.0:
@@ -248,6 +274,14 @@ class Events:
         """(t_low, t_high): H(x) <= t_low implies delta(x) <= delta_g, and delta(x) <= delta_g
         implies H(x) <= t_high (:func:`optcomp.loss.residual_target`; t >= 1 when even
         delta(x) = Tt is within delta_g: then any x >= 0 will do)."""
+        if self.exact is not None:  # H <= t  <=>  delta <= delta_g, t = 1 - (1 - delta_g/Tt)/N
+            tt, nn = self.exact
+            if nn == 0:
+                return (1.0, 1.0) if delta_g >= tt else (-1.0, -1.0)
+            t = 1 - (1 - Fraction(delta_g) / tt) / nn
+            if t >= 1:
+                return 1.0, 1.0
+            return exact_dir(t, False), exact_dir(t, True)
         d_lo, d_hi = delta_g, delta_g
         if self.tt_hi != 1.0:
             d_lo = max(0.0, down(delta_g / self.tt_hi, 1))  # (down(0) is -2^-1074)
@@ -357,7 +391,8 @@ def _negligible(law: FiniteLaw, count: int) -> tuple[FiniteLaw, float]:
         gone = mpmath.fsum(m for m, s in zip(law.mass, small) if s)
     drop = up(float(gone) * count * (1.0 + 1e-9), 1)
     atoms = [(e, p, d, m) for e, p, d, m, s in zip(law.exact, law.pos, law.perr, law.mass, small) if not s]
-    return _law(atoms, law.rel + float(gone), law.a_lo, law.a_hi, law.t_lo, law.t_hi), drop
+    return _law(atoms, law.rel + float(gone), law.a_lo, law.a_hi, law.t_lo, law.t_hi, a_exact=law.a_exact,
+                t_exact=law.t_exact), drop
 
 
 # --------------------------------------------------------------------------- small compositions
@@ -411,7 +446,8 @@ class SmallLaw:
             v = _count_vectors(c, law.size)
             coef = [_multinomial(c, row) for row in v.tolist()]
             lc = np.log(np.array([_int_ld(n) for n in coef], dtype=_LD))
-            lp = np.array([_mp_ld(mpmath.log(m)) for m in law.mass], dtype=_LD)
+            with mpmath.workprec(PREC):  # (mpmath's default 53 bits left each log mass 2^-53 off, uncharged)
+                lp = np.array([_mp_ld(mpmath.log(m)) for m in law.mass], dtype=_LD)
             lf = np.array([_mp_ld(p) for p in law.pos], dtype=_LD)
             pf = np.array([float(e) for e in law.perr])
             ab = np.abs(lf)

@@ -1028,7 +1028,13 @@ class RowLaw:
             if o.cut <= 2.0**-50 * float(lo) or o.cut <= 1e-320:
                 break
             log_b = max(math.log(max(float(lo), 1e-320)) + math.log(TAIL_REL), log_b - 60.0)
-        return max(0.0, down(float(lo), 2)), up(float(hi), 2)
+        lo, hi = float(lo), float(hi)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            # a row weight beyond long double's range times a zero row (inf x 0: the reverse
+            # direction of Pair((0.5, 0.5), (1, 1e-62)) beside 12 randomized responses) -- the
+            # trivial bracket, which the exact path reports as too wide (auto goes on to the lattice)
+            return 0.0, 1.0
+        return max(0.0, down(lo, 2)), up(hi, 2)
 
     # ------------------------------------------------------------------ eps_g
     def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
