@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import mpmath
 import numpy as np
@@ -49,8 +50,9 @@ class Laplace(CellMechanism):
         object.__setattr__(self, "scale", _real("scale", self.scale))
         object.__setattr__(self, "sensitivity", _real("sensitivity", self.sensitivity))
 
-    @property
+    @cached_property
     def _a(self) -> Fraction:
+        """a = sensitivity / scale, exact (kept: every law and bound reads it, often)."""
         return Fraction(self.sensitivity) / Fraction(self.scale)
 
     @property
