@@ -37,7 +37,7 @@ from scipy.special import expit, log_expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
 from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
-from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, loss_end
+from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, Mechanism, cell_guide, loss_end
 from .._memory import current as _memory_budget, register_cache, resident
 from .._types import ApproxTooCostly
 from . import leaves
@@ -316,7 +316,9 @@ class Source:
             hg = _guide_step(lo_loss, hi_loss)
             try:
                 law = mech.law(hg, direction, tail=tail)
-                loss, p = mech.guide(direction, tail=tail, cells=GUIDE_CELLS)
+                # the generic guide is this very law's picture (the same step): not built twice
+                generic = type(mech).guide is Mechanism.guide
+                loss, p = cell_guide(law) if generic else mech.guide(direction, tail=tail, cells=GUIDE_CELLS)
             except ValueError:  # cells no lattice places (losses ~1e300): the range's ends as the guide
                 self.inf_mass, self.top_loss = 0.0, hi_loss
                 self.loss, self.logp = np.array([lo_loss, hi_loss]), np.log(np.array([0.5, 0.5]))
