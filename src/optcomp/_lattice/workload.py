@@ -273,6 +273,7 @@ def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[flo
 REACH = 2.0**40  # leaves with losses beyond this are left to the certified frames (no lattice)
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
 GUIDE_ATOMS = 4096  # a finite law with more atoms is binned to this many for the estimates
+CGF_BINS = 64  # atoms per source in the many-source estimates (Workload._sources_cgf)
 
 
 def _guide_step(lo_loss: float, hi_loss: float) -> float:
@@ -626,10 +627,27 @@ class Workload:
         if not hasattr(self, "_cat"):
             loss = np.concatenate([s.loss for s in self.sources])
             sizes = np.array([s.loss.size for s in self.sources], dtype=np.int64)
+            seg = np.repeat(np.arange(sizes.size), sizes)
+            logp = np.concatenate([s.logp for s in self.sources])
+            if sizes.size > 1 and loss.size > 2 * CGF_BINS * sizes.size and np.all(sizes > 0):
+                # many sources: each guide binned by position to CGF_BINS atoms at their mass-weighted
+                # mean (K, K', K'' move by O(theta^2 width^2) of a bin: estimates only)
+                lo = np.minimum.reduceat(loss, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+                hi = np.maximum.reduceat(loss, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+                span = np.where(hi > lo, hi - lo, 1.0)
+                b = np.clip(((loss - lo[seg]) / span[seg] * CGF_BINS).astype(np.int64), 0, CGF_BINS - 1)
+                gid = seg * CGF_BINS + b
+                p = np.exp(logp - np.max(logp))
+                mass = np.bincount(gid, weights=p, minlength=sizes.size * CGF_BINS)
+                mean = np.bincount(gid, weights=p * loss, minlength=sizes.size * CGF_BINS)
+                full = mass > 0.0
+                loss = mean[full] / mass[full]
+                logp = np.log(mass[full]) + np.max(logp)
+                seg = np.repeat(np.arange(sizes.size), CGF_BINS)[full]
+                sizes = np.bincount(seg, minlength=sizes.size)
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             counts = np.array([float(s.count) for s in self.sources])
-            self._cat = (loss, np.concatenate([s.logp for s in self.sources]), starts, np.repeat(np.arange(sizes.size), sizes),
-                         counts, bool(np.all(sizes > 0)))
+            self._cat = (loss, logp, starts, seg, counts, bool(np.all(sizes > 0)))
         loss, logp, starts, seg, counts, full = self._cat
         if not full:  # (a source without atoms: reduceat needs non-empty segments)
             terms = [s.cgf(theta) for s in self.sources]
