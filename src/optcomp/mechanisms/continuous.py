@@ -180,7 +180,11 @@ class Laplace(CellMechanism):
 
     def _points(self, direction):
         """The atoms +a (P-mass 1/2, Q-mass e^{-a}/2) and -a (P-mass e^{-a}/2, Q-mass 1/2; left
-        to the lower tail when a > 1000)."""
+        to the lower tail when a > 1000): the same in both directions, built once."""
+        return self._point_masses
+
+    @cached_property
+    def _point_masses(self):
         a_fr = self._a
         a = float(a_fr)
         u = 2.0**-53
