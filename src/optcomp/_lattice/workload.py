@@ -273,7 +273,9 @@ def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[flo
 REACH = 2.0**40  # leaves with losses beyond this are left to the certified frames (no lattice)
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
 GUIDE_ATOMS = 4096  # a finite law with more atoms is binned to this many for the estimates
-CGF_BINS = 64  # atoms per source in the many-source estimates (Workload._sources_cgf)
+CGF_BINS = 64  # bins (two atoms each) per source in the many-source estimates (Workload._sources_cgf)
+CGF_MANY = 16  # from this many sources on, their narrow guides are binned for the estimates
+CGF_WIDTH = 2.0**-7  # ... those whose bins are at most this wide
 
 
 def _guide_step(lo_loss: float, hi_loss: float) -> float:
@@ -421,6 +423,38 @@ def gaussian_part(mu_lo: float, mu_hi: float, tail: float = TAIL):
     if mu_hi == math.inf:  # the upper side is all +inf (delta event 1); the lower side keeps mu_lo's law
         return (GaussianSource(mu_lo, mu_lo, tail),), (0.0, 1.0)
     return (GaussianSource(mu_lo, mu_hi, tail),), None
+
+
+def _binned_guides(loss: np.ndarray, logp: np.ndarray, sizes: np.ndarray, seg: np.ndarray):
+    """Concatenated guides (source ``seg`` of each atom; ``sizes`` atoms each) with every
+    guide of more than 2 CGF_BINS atoms over a span of at most CGF_BINS CGF_WIDTH binned by
+    position to CGF_BINS bins, each bin's mass as two atoms at its mean -+ its standard
+    deviation (mass, mean and variance kept: K, K', K'' move by O(theta^3 width^3) of a bin;
+    for the estimates only).  Returns (loss, logp, seg), grouped by source in order."""
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    lo, hi = np.minimum.reduceat(loss, first), np.maximum.reduceat(loss, first)
+    span = hi - lo
+    binned = (sizes > 2 * CGF_BINS) & (span <= CGF_BINS * CGF_WIDTH)
+    if not binned.any():
+        return loss, logp, seg
+    span = np.where(span > 0.0, span, 1.0)
+    b = np.clip(((loss - lo[seg]) / span[seg] * CGF_BINS).astype(np.int64), 0, CGF_BINS - 1)
+    gid = seg * CGF_BINS + b
+    top = float(np.max(logp))
+    p = np.exp(logp - top)
+    nb = sizes.size * CGF_BINS
+    mass = np.bincount(gid, weights=p, minlength=nb)
+    mean = np.bincount(gid, weights=p * loss, minlength=nb) / np.where(mass > 0.0, mass, 1.0)
+    var = np.bincount(gid, weights=p * (loss - mean[gid]) ** 2, minlength=nb) / np.where(mass > 0.0, mass, 1.0)
+    sd = np.sqrt(np.maximum(var, 0.0))
+    keep = (mass > 0.0) & np.repeat(binned, CGF_BINS)
+    b_loss = np.stack([mean[keep] - sd[keep], mean[keep] + sd[keep]], axis=1).ravel()
+    b_logp = np.repeat(np.log(mass[keep]) + (top - math.log(2.0)), 2)
+    b_seg = np.repeat(np.repeat(np.arange(sizes.size), CGF_BINS)[keep], 2)
+    rest = ~binned[seg]
+    seg = np.concatenate([b_seg, seg[rest]])
+    order = np.argsort(seg, kind="stable")
+    return np.concatenate([b_loss, loss[rest]])[order], np.concatenate([b_logp, logp[rest]])[order], seg[order]
 
 
 def _newton_bisect(g, lo: float, hi: float) -> tuple[float, float]:
@@ -629,21 +663,8 @@ class Workload:
             sizes = np.array([s.loss.size for s in self.sources], dtype=np.int64)
             seg = np.repeat(np.arange(sizes.size), sizes)
             logp = np.concatenate([s.logp for s in self.sources])
-            if sizes.size > 1 and loss.size > 2 * CGF_BINS * sizes.size and np.all(sizes > 0):
-                # many sources: each guide binned by position to CGF_BINS atoms at their mass-weighted
-                # mean (K, K', K'' move by O(theta^2 width^2) of a bin: estimates only)
-                lo = np.minimum.reduceat(loss, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
-                hi = np.maximum.reduceat(loss, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
-                span = np.where(hi > lo, hi - lo, 1.0)
-                b = np.clip(((loss - lo[seg]) / span[seg] * CGF_BINS).astype(np.int64), 0, CGF_BINS - 1)
-                gid = seg * CGF_BINS + b
-                p = np.exp(logp - np.max(logp))
-                mass = np.bincount(gid, weights=p, minlength=sizes.size * CGF_BINS)
-                mean = np.bincount(gid, weights=p * loss, minlength=sizes.size * CGF_BINS)
-                full = mass > 0.0
-                loss = mean[full] / mass[full]
-                logp = np.log(mass[full]) + np.max(logp)
-                seg = np.repeat(np.arange(sizes.size), CGF_BINS)[full]
+            if sizes.size >= CGF_MANY and np.all(sizes > 0):
+                loss, logp, seg = _binned_guides(loss, logp, sizes, seg)
                 sizes = np.bincount(seg, minlength=sizes.size)
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             counts = np.array([float(s.count) for s in self.sources])
