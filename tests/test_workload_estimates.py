@@ -73,3 +73,19 @@ def test_newton_bisect_without_a_slope_bisects():
     assert abs(0.5 * (lo + hi) - 3.0) <= 1e-7
     lo, hi = _newton_bisect(lambda x: (x * x - 2.0, 2.0 * x), 0.0, 4.0)
     assert abs(0.5 * (lo + hi) - math.sqrt(2.0)) <= 1e-9
+
+
+def test_exact_dot_is_the_fraction_sum():
+    """The frames' exact sums of floats times counts (one common power-of-two denominator)
+    against running sums of Fractions, floats from subnormal to huge, signs mixed."""
+    from fractions import Fraction
+
+    from optcomp._lattice.workload import _exact_dot
+
+    rng = np.random.default_rng(9)
+    for _ in range(300):
+        n = int(rng.integers(0, 12))
+        vals = [float(rng.choice([rng.uniform(-1e3, 1e3), 5e-324, -1e300, 0.0, 2.0 ** int(rng.integers(-1074, 1000))]))
+                for _ in range(n)]
+        cnts = [int(c) for c in rng.integers(1, 10**7, n)]
+        assert _exact_dot(vals, cnts) == sum((Fraction(v) * c for v, c in zip(vals, cnts)), Fraction(0))

@@ -425,6 +425,17 @@ def gaussian_part(mu_lo: float, mu_hi: float, tail: float = TAIL):
     return (GaussianSource(mu_lo, mu_hi, tail),), None
 
 
+def _exact_dot(values, counts) -> Fraction:
+    """sum_i values_i counts_i exactly (finite floats, integers): every float is an integer
+    over a power of two, so the sum is one integer over the largest of them (no gcd per
+    term, as a running sum of Fractions takes: thousands of sources)."""
+    ratios = [float(v).as_integer_ratio() for v in values]
+    if not ratios:
+        return Fraction(0)
+    den = max(d for _, d in ratios)
+    return Fraction(sum(n * int(c) * (den // d) for (n, d), c in zip(ratios, counts)), den)
+
+
 def _binned_guides(loss: np.ndarray, logp: np.ndarray, sizes: np.ndarray, seg: np.ndarray):
     """Concatenated guides (source ``seg`` of each atom; ``sizes`` atoms each) with every
     guide of more than 2 CGF_BINS atoms over a span of at most CGF_BINS CGF_WIDTH binned by
@@ -510,9 +521,9 @@ class Workload:
         tops = [s.finite_top if finite else s.top_loss for s in self.sources]
         if any(not t < math.inf for t in tops):
             return math.inf
-        total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
-                    Fraction(0))
-        total += sum((Fraction(t) * s.count for t, s in zip(tops, self.sources) if t > -math.inf), Fraction(0))
+        total = _exact_dot(self.vals.tolist(), self.cnts.tolist())
+        total += _exact_dot([t for t in tops if t > -math.inf], [s.count for t, s in zip(tops, self.sources)
+                                                                   if t > -math.inf])
         return exact_dir(total, True)
 
     def tail_events(self) -> list[tuple[float, int]]:
@@ -532,9 +543,8 @@ class Workload:
         if any(a[1] <= 0.0 or not math.isfinite(a[0]) for a in atoms):
             return -math.inf, 0.0
         sign = 1 if groups_top else -1
-        total = sign * sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
-                           Fraction(0))
-        total += sum((Fraction(a[0]) * s.count for a, s in zip(atoms, self.sources)), Fraction(0))
+        total = sign * _exact_dot(self.vals.tolist(), self.cnts.tolist())
+        total += _exact_dot([a[0] for a in atoms], [s.count for s in self.sources])
         # log M = sum c log p <= 0: each log within a few ulps, charged 2^-40 relative (generous)
         terms = [float(c) * float(v) for c, v in zip(self.cf.tolist(), log_expit(self.vals).tolist())] \
             if groups_top else []

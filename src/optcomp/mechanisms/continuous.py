@@ -55,7 +55,7 @@ class Laplace(CellMechanism):
         """a = sensitivity / scale, exact (kept: every law and bound reads it, often)."""
         return Fraction(self.sensitivity) / Fraction(self.scale)
 
-    @property
+    @cached_property
     def _beyond_floats(self) -> bool:
         """a exceeds the largest float by more than half its ulp: every loss below a − 1500
         carries P-mass e^{-750}... and every float x lies below a − 2^969."""
@@ -63,7 +63,7 @@ class Laplace(CellMechanism):
 
         return self._a > _FLOAT_EDGE
 
-    @property
+    @cached_property
     def _truncated(self) -> bool:
         """a > 1000: the atom −a (P-mass e^{−a}/2 < 1e-434, below every float tail) joins the
         lower tail, and the support starts where the tail does (:meth:`_support`)."""
