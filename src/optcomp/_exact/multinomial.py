@@ -197,12 +197,17 @@ class _Binom:
 
     def __init__(self, p):
         with mpmath.workdps(60):
-            pm = mpmath.mpf(p.numerator) / p.denominator if isinstance(p, Fraction) else mpmath.mpf(p)
+            if isinstance(p, Fraction):  # q from the exact 1 - p (1 - the 60-digit p loses q's digits near 1)
+                pm = mpmath.mpf(p.numerator) / p.denominator
+                qm = mpmath.mpf(p.denominator - p.numerator) / p.denominator
+            else:
+                pm = mpmath.mpf(p)
+                qm = 1 - pm
             self.p = float(pm)
-            self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(1 - pm))  # within 2^-64 relative
-            self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log1p(-pm))
+            self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(qm))  # within 2^-64 relative
+            self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log(qm))
         try:
-            self.par = binomial_parameter(pm)
+            self.par = binomial_parameter(p if isinstance(p, Fraction) else pm)
             self.tiny = None
         except ValueError:  # p or q below 2^-800 (a double-double cannot carry k p): 60 digits
             self.par = None
