@@ -731,9 +731,11 @@ class Workload:
         while rate(hi) > logt and hi < 2.0**40:
             lo, hi = hi, 2.0 * hi
 
-        def g(th):  # logt - rate: increasing (its slope theta K'')
+        def g(th):  # logt - rate: increasing (its slope ~ theta K'', plus the factor's 1/theta + 1/(1 + theta))
             K, K1, K2 = self.cgf(th)
-            return logt - (K - th * K1), th * K2
+            f = th * (1.0 + th) * math.sqrt(2.0 * math.pi * K2)
+            value = K - th * K1 - max(0.0, math.log(max(f, 1e-300)))
+            return logt - value, th * K2 + (1.0 / th + 1.0 / (1.0 + th) if f > 1.0 else 0.0)
 
         lo, hi = _newton_bisect(g, lo, hi)
         return min(self.cgf(hi)[1], self.top())
