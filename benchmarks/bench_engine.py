@@ -5,6 +5,7 @@ memory VmHWM), dp_accounting's pessimistic PLD beside the Laplace rows in the sa
 
     .venv/bin/python benchmarks/bench_engine.py            # -> results/bench_engine.md
     .venv/bin/python benchmarks/bench_engine.py --quick    # skip the heaviest rows
+    .venv/bin/python benchmarks/bench_engine.py --only "10^5"   # some rows (-> results/bench_engine.only.md)
 
 Each row states its target and whether it is met; the load average before and after is
 recorded (the machine is shared: read the times as ranges)."""
@@ -113,11 +114,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the 10^6 rows and the mixed workload")
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="run only the rows whose label contains TEXT (repeatable; written to "
+                         "results/bench_engine.only.md)")
     args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
     rows = []
     for label, setup, call, t_s, t_gap, t_mib, peer in CASES:
         if args.quick and ("10^6" in label or "1000 Laplace" in label):
+            continue
+        if args.only and not any(t in label for t in args.only):
             continue
         ours = _run(CHILD.format(setup=setup, call=call), args.timeout)
         if "error" in ours:
@@ -156,7 +162,8 @@ def main(argv=None) -> int:
              "dp_accounting PLD (same run) |", "|---|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("bench_engine.quick.md" if args.quick else "bench_engine.md")
+    out = RESULTS / ("bench_engine.only.md" if args.only else "bench_engine.quick.md" if args.quick
+                     else "bench_engine.md")
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines[1:]))
     return 0

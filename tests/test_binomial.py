@@ -5,6 +5,7 @@ and more standard deviations out, and masses far below the float range (scaled b
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
@@ -249,3 +250,21 @@ def test_extended_unit_roundoff_is_the_types_own():
 
     x = np.longdouble(_U_XP)
     assert np.longdouble(1) + x == 1 and np.longdouble(1) + np.longdouble(1.5) * x > 1
+
+
+@pytest.mark.parametrize("q", [Fraction(1, 10**12), Fraction(1, 10**56), Fraction(3, 10**70)])
+def test_parameter_near_one_keeps_its_complement(q):
+    """p = 1 - q given exactly (a Fraction) with q far below 10^-45: q comes from the exact
+    1 - p, not from 1 minus the 60-digit p (which kept ~4 of q's digits at 1e-56 -- log
+    masses 7e-7 off under a 3e-16 bound -- and none at 3e-70: NaN); the exact multinomial's
+    binomial (:class:`optcomp._exact.multinomial._Binom`) against an 80-digit reference."""
+    from optcomp._exact.multinomial import _Binom
+
+    b = _Binom(1 - q)
+    for N, m in ((3, 1), (3, 2), (1000, 997), (10**6, 10**6 - 3)):
+        y, err = b.log_pmf(np.array([N]), np.array([m]))
+        with mp.workdps(80):
+            qm = mp.mpf(q.numerator) / q.denominator
+            ref = mp.log(mp.binomial(N, m) * (1 - qm) ** m * qm ** (N - m))
+        ref_ld = np.longdouble(mp.nstr(ref, 30))
+        assert y[0] - err[0] <= ref_ld <= y[0] + err[0], (q, N, m, float(y[0] - ref_ld), float(err[0]))

@@ -158,11 +158,13 @@ def test_from_masses_rejects_bad_input():
         leaves.Leaf.from_pairs(rr.discrete_pair(0.01, "lower"), rr.discrete_pair(0.01, "lower"))
 
 
-@pytest.mark.parametrize("k", [5, 100])
+@pytest.mark.parametrize("k", [5, 40, 100])
 def test_power_of_a_leaf_brackets_the_exact_composition(k):
-    """A Power item (k copies by repeated squaring, each product cut to its window; long
-    double from POWER_EXTENDED copies) brackets the 60-digit multinomial reference, alone
-    and beside randomized-response groups."""
+    """A Power item (up to POWER_COPIES copies streamed as that many leaves; beyond, by
+    repeated squaring, each product cut to its window; long double from POWER_EXTENDED
+    copies) brackets the 60-digit multinomial reference, alone and beside
+    randomized-response groups."""
+    assert (k <= grouped.POWER_COPIES) == (k == 5) and (k >= grouped.POWER_EXTENDED) == (k == 100)
     eps = 0.2
     atoms = mp_ternary_atoms(eps, k)
     top = eps * k

@@ -809,6 +809,11 @@ def _ref_delta(ref):
          tspec=("log", 0.1, 0))
 # a Profile delta_j of 1e-300 beside a pure guarantee (a segment of width ~1e-301)
 @example(workload=[(Profile([(0.5, 1e-300), (2.0, 0.0)]), 5)], xspec=("atom", 0.6, 0), tspec=("zero", 0.0, 0))
+# a multinomial outer window at p within 2^-54 of 1 (the float 1 - p is 0): the pmf ratio from logs
+@example(workload=[(RandomizedResponse(0.00019522403915252592, 5), 16), (RandomizedResponse(1.0, 3), 3),
+                   (Profile([(0.0, 1.2624684379437497e-56), (0.14458587189001737, 7.489576898452655e-252),
+                             (0.26891078133378576, 0.1)]), 3)],
+         xspec=("zero", 0.0, 0), tspec=("log", 0.7837646135821006, 0))
 def test_k_fold_compositions_over_the_domain(workload, xspec, tspec):
     """k >= 2 copies of RR / Pair / Profile and heterogeneous lists (counts=), eps_g from 0 to
     above the top of the loss (log scale, on atoms and one ulp beside), delta_g from 0.5 to

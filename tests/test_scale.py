@@ -281,7 +281,8 @@ def test_progress_within_a_long_pass():
     b = optcomp.epsilon_bounds(rng.uniform(0.05, 0.2, 4000), delta_g=1e-6, tol=1e-4, progress=seen.append)
     inner = [s for s in seen if s["stage"] == "lattice pass"]
     assert seen[-1]["stage"] == "lattice" and seen[-1]["upper"] == b.upper
-    assert all(0 <= s["done"] < s["total"] for s in inner)
+    # (done = total: every leaf built, the last merges running -- reported under load)
+    assert all(0 <= s["done"] <= s["total"] for s in inner)
     assert [s["done"] for s in inner] == sorted(s["done"] for s in inner)
 
 

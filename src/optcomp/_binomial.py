@@ -335,8 +335,12 @@ def binomial_parameter(p) -> tuple:
     import mpmath as mp
 
     with mp.workdps(60):
-        pm = mp.mpf(p.numerator) / p.denominator if hasattr(p, "denominator") else mp.mpf(p)
-        qm = 1 - pm
+        if hasattr(p, "denominator"):  # q from the exact 1 - p (1 - the 60-digit p loses q's digits near 1)
+            pm = mp.mpf(p.numerator) / p.denominator
+            qm = mp.mpf(p.denominator - p.numerator) / p.denominator
+        else:
+            pm = mp.mpf(p)
+            qm = 1 - pm
         if not (pm >= mp.ldexp(1, -800) and qm >= mp.ldexp(1, -800)):
             raise ValueError(f"binomial parameter p={float(pm)!r} too close to 0 or 1")
         return (_split(pm), _split(qm), _split(mp.log(pm)), _split(mp.log(qm)), _split(mp.log(pm) + mp.log(qm)))

@@ -195,6 +195,14 @@ class CellLaw:
             raise ValueError("CellLaw: tail charges must lie in [0, 1]")
 
 
+def cell_guide(law: "CellLaw") -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Mechanism.guide` of a cell law: its cells' midpoints and point masses, with
+    their P-masses (upper ends)."""
+    pts = law.points
+    loss = np.concatenate([(np.arange(law.p_hi.size) + law.n0 + 0.5) * law.h, pts.loss])
+    return loss, np.concatenate([law.p_hi, pts.p_hi])
+
+
 class Mechanism(abc.ABC):
     """The contract of a mechanism (see the module docstring).  Concrete mechanisms are the
     frozen dataclasses of :mod:`optcomp.mechanisms`; each class states ``family`` (its
@@ -253,10 +261,7 @@ class Mechanism(abc.ABC):
             return law.loss, law.p_hi
         lo_loss, hi_loss = self.loss_range(direction, tail=tail)
         hg = 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / cells, 2.0**-40)))
-        law = self.law(hg, direction, tail=tail)
-        pts = law.points
-        loss = np.concatenate([(np.arange(law.p_hi.size) + law.n0 + 0.5) * hg, pts.loss])
-        return loss, np.concatenate([law.p_hi, pts.p_hi])
+        return cell_guide(self.law(hg, direction, tail=tail))
 
     def black_box(self) -> tuple[float, float] | None:
         """(eps, delta) when the mechanism's dominating pair *is* the randomized response of a

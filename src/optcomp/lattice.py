@@ -231,6 +231,15 @@ def _split_big(m: Mechanisms, cap: float = 0.0):
     deterministic when eps_i >= BIG_EPS, or when 2 c e^-eps_i (>= c q_i >= P0[some s_i = -1])
     is <= ``cap``."""
     groups, shift, slack = _split_groups(m)
+    if cap > 0.0 and groups:
+        # only groups whose float 2 c e^-eps is within 1e-9 of the cap can pass the rounded-up
+        # test below (up() moves it by a few ulps): the others are kept without it
+        ge = np.array([e for e, _ in groups])
+        gc = np.array([float(c) for _, c in groups])
+        with np.errstate(over="ignore", under="ignore"):
+            near = 2.0 * gc * np.exp(-ge) <= cap * (1.0 + 1e-9)
+        if not near.any():
+            cap = 0.0
     if cap > 0.0:
         kept = []
         for e, c in groups:

@@ -197,12 +197,17 @@ class _Binom:
 
     def __init__(self, p):
         with mpmath.workdps(60):
-            pm = mpmath.mpf(p.numerator) / p.denominator if isinstance(p, Fraction) else mpmath.mpf(p)
+            if isinstance(p, Fraction):  # q from the exact 1 - p (1 - the 60-digit p loses q's digits near 1)
+                pm = mpmath.mpf(p.numerator) / p.denominator
+                qm = mpmath.mpf(p.denominator - p.numerator) / p.denominator
+            else:
+                pm = mpmath.mpf(p)
+                qm = 1 - pm
             self.p = float(pm)
-            self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(1 - pm))  # within 2^-64 relative
-            self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log1p(-pm))
+            self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(qm))  # within 2^-64 relative
+            self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log(qm))
         try:
-            self.par = binomial_parameter(pm)
+            self.par = binomial_parameter(p if isinstance(p, Fraction) else pm)
             self.tiny = None
         except ValueError:  # p or q below 2^-800 (a double-double cannot carry k p): 60 digits
             self.par = None
@@ -526,16 +531,20 @@ def _window(c: int, binom: _Binom, log_tail: float) -> tuple[int, int, float]:
 
 def _log_geometric(c: int, binom: _Binom, m: int, upper: bool) -> float:
     """log of a bound on P[M > m] (``upper``) or P[M < m], M ~ Bin(c, p): the pmf at m times
-    r/(1 - r), r the pmf ratio at m (monotone beyond the mode); +inf when r >= 1."""
-    p = binom.p
-    r = (c - m) / (m + 1.0) * p / (1.0 - p) if upper else m / (c - m + 1.0) * (1.0 - p) / p
-    r *= 1.0 + 1e-12
-    if r >= 1.0:
+    r/(1 - r), r the pmf ratio at m (monotone beyond the mode); +inf when r >= 1.  log r from
+    the logs of p and 1 - p (each within an ulp of the 60-digit value): a p within 2^-54 of 1
+    (or 0) leaves the float 1 - p (or p) at 0, where the ratio itself is tiny but not 0."""
+    lp, lq = binom.lp, binom.lq
+    if upper:
+        log_r = math.log((c - m) / (m + 1.0)) + (lp - lq)
+    else:
+        log_r = math.log(m / (c - m + 1.0)) + (lq - lp)
+    log_r += 1e-12 * (1.0 + abs(log_r) + abs(lp) + abs(lq))  # (the roundings: a few ulps of each term)
+    if not log_r < 0.0:
         return math.inf
-    if r <= 0.0:  # the ratio underflowed (a mass ~1e-300 beside its complement): the tail is
-        return -math.inf  # below r/(1 - r) < 2^-1074, which the caller bounds by the least float
+    r = math.exp(log_r)  # (may underflow to 0: then log1p(-r) = 0, the bound stays e^(log_r ...))
     y, err = binom.log_pmf(np.array([c]), np.array([m]))
-    return float(y[0] + err[0]) + math.log(r) - math.log1p(-r) + 1e-9
+    return float(y[0] + err[0]) + log_r - math.log1p(-r) + 1e-9
 
 
 # --------------------------------------------------------------------------- the rows

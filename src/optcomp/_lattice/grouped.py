@@ -131,6 +131,7 @@ def _cut(node: _Node, theta: float, h: float, S: np.ndarray, log_slack: float) -
 
 
 POWER_EXTENDED = 64  # a Power of at least this many copies is squared in long double
+POWER_COPIES = 16  # a Power of at most this many copies is streamed as that many leaves (no FFT, no squaring)
 POWER_FFT = True  # a Power: one FFT (:mod:`optcomp._lattice.selfcompose`) where it applies -- the whole pass
 # when it is alone, else a node of the stream (each group of identical steps one transform)
 
@@ -284,7 +285,7 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
         slack += _cut(node, theta, h, S, log_slack)
         push(node)
 
-    powers = [item for item in plan if isinstance(item, leaves.Power)]
+    powers = [item for item in plan if isinstance(item, leaves.Power) and item.count > POWER_COPIES]
     for item in powers:  # each Power: one node by repeated squaring, then counted like a chunk
         if ticker.stop:
             raise RuntimeError("lattice pass stopped")
@@ -304,21 +305,28 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
         ticker.done += 1
         if report:
             ticker.report()
-    plain = [item for item in plan if not isinstance(item, leaves.Power)] if powers else plan
-    for rows, base, logZ, rho, E2, atoms_k, s_leaf in leaves.build(plain, h, theta, log_slack, S):
+    plain = [item for item in plan if not isinstance(item, leaves.Power) or item.count <= POWER_COPIES]
+    # a Power of few copies: its leaf built once, its copies leaves of the chunks (one batched
+    # tree instead of a few tiny FFTs and cuts per Power; every copy the same leaf either way)
+    copies = [item.count if isinstance(item, leaves.Power) else 1 for item in plain]
+    plain = [item.leaf if isinstance(item, leaves.Power) else item for item in plain]
+    built = leaves.build(plain, h, theta, log_slack, S)
+    for (rows, base, logZ, rho, E2, atoms_k, s_leaf), c in zip(built, copies):
         if ticker.stop:
             raise RuntimeError("lattice pass stopped")
         ticker.done += 1
         if report:
             ticker.report()
-        slack += s_leaf
-        for b in range(3):
-            lz_leaves[b].append(float(logZ[b]))
-        pending.append((rows, base, logZ, rho, E2, atoms_k))
-        pending_pts += rows.shape[1]
-        npend = len(pending)
-        if pending_pts >= CHUNK_POINTS or (CHUNK_POW2 and npend & (npend - 1) == 0 and 2 * pending_pts >= CHUNK_POINTS):
-            flush()
+        for _ in range(c):
+            slack += s_leaf
+            for b in range(3):
+                lz_leaves[b].append(float(logZ[b]))
+            pending.append((rows, base, logZ, rho, E2, atoms_k))
+            pending_pts += rows.shape[1]
+            npend = len(pending)
+            if pending_pts >= CHUNK_POINTS or (CHUNK_POW2 and npend & (npend - 1) == 0
+                                               and 2 * pending_pts >= CHUNK_POINTS):
+                flush()
     flush()
     while len(stack) >= 2:
         b_, a_ = stack.pop(), stack.pop()

@@ -37,7 +37,7 @@ from scipy.special import expit, log_expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
 from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
-from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, loss_end
+from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, Mechanism, cell_guide, loss_end
 from .._memory import current as _memory_budget, register_cache, resident
 from .._types import ApproxTooCostly
 from . import leaves
@@ -273,6 +273,9 @@ def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[flo
 REACH = 2.0**40  # leaves with losses beyond this are left to the certified frames (no lattice)
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
 GUIDE_ATOMS = 4096  # a finite law with more atoms is binned to this many for the estimates
+CGF_BINS = 64  # bins (two atoms each) per source in the many-source estimates (Workload._sources_cgf)
+CGF_MANY = 16  # from this many sources on, their narrow guides are binned for the estimates
+CGF_WIDTH = 2.0**-7  # ... those whose bins are at most this wide
 
 
 def _guide_step(lo_loss: float, hi_loss: float) -> float:
@@ -316,7 +319,9 @@ class Source:
             hg = _guide_step(lo_loss, hi_loss)
             try:
                 law = mech.law(hg, direction, tail=tail)
-                loss, p = mech.guide(direction, tail=tail, cells=GUIDE_CELLS)
+                # the generic guide is this very law's picture (the same step): not built twice
+                generic = type(mech).guide is Mechanism.guide
+                loss, p = cell_guide(law) if generic else mech.guide(direction, tail=tail, cells=GUIDE_CELLS)
             except ValueError:  # cells no lattice places (losses ~1e300): the range's ends as the guide
                 self.inf_mass, self.top_loss = 0.0, hi_loss
                 self.loss, self.logp = np.array([lo_loss, hi_loss]), np.log(np.array([0.5, 0.5]))
@@ -420,6 +425,71 @@ def gaussian_part(mu_lo: float, mu_hi: float, tail: float = TAIL):
     return (GaussianSource(mu_lo, mu_hi, tail),), None
 
 
+def _exact_dot(values, counts) -> Fraction:
+    """sum_i values_i counts_i exactly (finite floats, integers): every float is an integer
+    over a power of two, so the sum is one integer over the largest of them (no gcd per
+    term, as a running sum of Fractions takes: thousands of sources)."""
+    ratios = [float(v).as_integer_ratio() for v in values]
+    if not ratios:
+        return Fraction(0)
+    den = max(d for _, d in ratios)
+    return Fraction(sum(n * int(c) * (den // d) for (n, d), c in zip(ratios, counts)), den)
+
+
+def _binned_guides(loss: np.ndarray, logp: np.ndarray, sizes: np.ndarray, seg: np.ndarray):
+    """Concatenated guides (source ``seg`` of each atom; ``sizes`` atoms each) with every
+    guide of more than 2 CGF_BINS atoms over a span of at most CGF_BINS CGF_WIDTH binned by
+    position to CGF_BINS bins, each bin's mass as two atoms at its mean -+ its standard
+    deviation (mass, mean and variance kept: K, K', K'' move by O(theta^3 width^3) of a bin;
+    for the estimates only).  Returns (loss, logp, seg), grouped by source in order."""
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    lo, hi = np.minimum.reduceat(loss, first), np.maximum.reduceat(loss, first)
+    span = hi - lo
+    binned = (sizes > 2 * CGF_BINS) & (span <= CGF_BINS * CGF_WIDTH)
+    if not binned.any():
+        return loss, logp, seg
+    span = np.where(span > 0.0, span, 1.0)
+    b = np.clip(((loss - lo[seg]) / span[seg] * CGF_BINS).astype(np.int64), 0, CGF_BINS - 1)
+    gid = seg * CGF_BINS + b
+    top = float(np.max(logp))
+    p = np.exp(logp - top)
+    nb = sizes.size * CGF_BINS
+    mass = np.bincount(gid, weights=p, minlength=nb)
+    mean = np.bincount(gid, weights=p * loss, minlength=nb) / np.where(mass > 0.0, mass, 1.0)
+    var = np.bincount(gid, weights=p * (loss - mean[gid]) ** 2, minlength=nb) / np.where(mass > 0.0, mass, 1.0)
+    sd = np.sqrt(np.maximum(var, 0.0))
+    keep = (mass > 0.0) & np.repeat(binned, CGF_BINS)
+    b_loss = np.stack([mean[keep] - sd[keep], mean[keep] + sd[keep]], axis=1).ravel()
+    b_logp = np.repeat(np.log(mass[keep]) + (top - math.log(2.0)), 2)
+    b_seg = np.repeat(np.repeat(np.arange(sizes.size), CGF_BINS)[keep], 2)
+    rest = ~binned[seg]
+    seg = np.concatenate([b_seg, seg[rest]])
+    order = np.argsort(seg, kind="stable")
+    return np.concatenate([b_loss, loss[rest]])[order], np.concatenate([b_logp, logp[rest]])[order], seg[order]
+
+
+def _newton_bisect(g, lo: float, hi: float) -> tuple[float, float]:
+    """[lo, hi] narrowed to about 1e-9 relative around the root of an increasing g (g(lo) < 0
+    <= g(hi); ``g(th)`` returns (value, slope)): safeguarded Newton -- each evaluation
+    narrows the bracket, the next point is the Newton step when it falls inside, else the
+    midpoint (an estimate: ~6 evaluations instead of ~35 halvings); a Newton step below
+    1e-10 relative ends it at that point."""
+    x = 0.5 * (lo + hi)
+    for _ in range(200):
+        v, d = g(x)
+        if v < 0.0:
+            lo = x
+        else:
+            hi = x
+        if hi - lo <= 1e-9 * hi:
+            break
+        nxt = x - v / d if d > 0.0 else math.nan
+        if lo <= nxt <= hi and abs(nxt - x) <= 1e-10 * abs(x):
+            return nxt, nxt
+        x = nxt if lo < nxt < hi else 0.5 * (lo + hi)
+    return lo, hi
+
+
 class Workload:
     """Randomized-response groups (``vals`` ascending, ``cnts``) and mechanism ``sources``."""
 
@@ -451,9 +521,9 @@ class Workload:
         tops = [s.finite_top if finite else s.top_loss for s in self.sources]
         if any(not t < math.inf for t in tops):
             return math.inf
-        total = sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
-                    Fraction(0))
-        total += sum((Fraction(t) * s.count for t, s in zip(tops, self.sources) if t > -math.inf), Fraction(0))
+        total = _exact_dot(self.vals.tolist(), self.cnts.tolist())
+        total += _exact_dot([t for t in tops if t > -math.inf], [s.count for t, s in zip(tops, self.sources)
+                                                                   if t > -math.inf])
         return exact_dir(total, True)
 
     def tail_events(self) -> list[tuple[float, int]]:
@@ -473,9 +543,8 @@ class Workload:
         if any(a[1] <= 0.0 or not math.isfinite(a[0]) for a in atoms):
             return -math.inf, 0.0
         sign = 1 if groups_top else -1
-        total = sign * sum((Fraction(float(v)) * int(c) for v, c in zip(self.vals.tolist(), self.cnts.tolist())),
-                           Fraction(0))
-        total += sum((Fraction(a[0]) * s.count for a, s in zip(atoms, self.sources)), Fraction(0))
+        total = sign * _exact_dot(self.vals.tolist(), self.cnts.tolist())
+        total += _exact_dot([a[0] for a in atoms], [s.count for s in self.sources])
         # log M = sum c log p <= 0: each log within a few ulps, charged 2^-40 relative (generous)
         terms = [float(c) * float(v) for c, v in zip(self.cf.tolist(), log_expit(self.vals).tolist())] \
             if groups_top else []
@@ -590,10 +659,39 @@ class Workload:
         K1 = _cumulant_slope(self.vals, theta, self.cf) if self.vals.size else 0.0
         e2 = self.vals * (1.0 + 2.0 * theta)
         K2 = float(np.sum(self.cf * (2.0 * self.vals) ** 2 * expit(e2) * expit(-e2)))
-        for s in self.sources:
-            k, k1, k2 = s.cgf(theta)
-            K, K1, K2 = K + s.count * k, K1 + s.count * k1, K2 + s.count * k2
+        if self.sources:
+            k, k1, k2 = self._sources_cgf(theta)
+            K, K1, K2 = K + k, K1 + k1, K2 + k2
         return K, K1, K2
+
+    def _sources_cgf(self, theta: float) -> tuple[float, float, float]:
+        """sum over the sources of count x :meth:`Source.cgf` (the same formulas, every
+        source's coarse law at once: the bisections of :meth:`tilt_for` and
+        :meth:`chernoff_guess` call this ~100 times, over thousands of sources)."""
+        if not hasattr(self, "_cat"):
+            loss = np.concatenate([s.loss for s in self.sources])
+            sizes = np.array([s.loss.size for s in self.sources], dtype=np.int64)
+            seg = np.repeat(np.arange(sizes.size), sizes)
+            logp = np.concatenate([s.logp for s in self.sources])
+            if sizes.size >= CGF_MANY and np.all(sizes > 0):
+                loss, logp, seg = _binned_guides(loss, logp, sizes, seg)
+                sizes = np.bincount(seg, minlength=sizes.size)
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            counts = np.array([float(s.count) for s in self.sources])
+            self._cat = (loss, logp, starts, seg, counts, bool(np.all(sizes > 0)))
+        loss, logp, starts, seg, counts, full = self._cat
+        if not full:  # (a source without atoms: reduceat needs non-empty segments)
+            terms = [s.cgf(theta) for s in self.sources]
+            return tuple(float(sum(s.count * t[i] for s, t in zip(self.sources, terms))) for i in range(3))
+        w = logp + theta * loss
+        mx = np.maximum.reduceat(w, starts)
+        e = np.exp(w - mx[seg])
+        z = np.add.reduceat(e, starts)
+        m1 = np.add.reduceat(e * loss, starts) / z
+        m2 = np.add.reduceat(e * loss**2, starts) / z
+        k = mx + np.log(z)
+        return (float(np.sum(counts * k)), float(np.sum(counts * m1)),
+                float(np.sum(counts * np.maximum(m2 - m1 * m1, 0.0))))
 
     def tilt_for(self, x: float) -> float:
         """theta >= 0 with K'(theta) = x (0 below the mean; large near the top)."""
@@ -604,14 +702,12 @@ class Workload:
         lo, hi = 0.0, 1.0
         while self.cgf(hi)[1] < x and hi < 2.0**40:
             lo, hi = hi, 2.0 * hi
-        for _ in range(100):
-            mid = 0.5 * (lo + hi)
-            if self.cgf(mid)[1] < x:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-9 * hi:
-                break
+
+        def g(th):
+            _, K1, K2 = self.cgf(th)
+            return K1 - x, K2
+
+        lo, hi = _newton_bisect(g, lo, hi)
         return 0.5 * (lo + hi)
 
     def chernoff_guess(self, t: float) -> float:
@@ -634,14 +730,14 @@ class Workload:
         lo, hi = 0.0, 1.0
         while rate(hi) > logt and hi < 2.0**40:
             lo, hi = hi, 2.0 * hi
-        for _ in range(100):
-            mid = 0.5 * (lo + hi)
-            if rate(mid) > logt:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-9 * hi:
-                break
+
+        def g(th):  # logt - rate: increasing (its slope ~ theta K'', plus the factor's 1/theta + 1/(1 + theta))
+            K, K1, K2 = self.cgf(th)
+            f = th * (1.0 + th) * math.sqrt(2.0 * math.pi * K2)
+            value = K - th * K1 - max(0.0, math.log(max(f, 1e-300)))
+            return logt - value, th * K2 + (1.0 / th + 1.0 / (1.0 + th) if f > 1.0 else 0.0)
+
+        lo, hi = _newton_bisect(g, lo, hi)
         return min(self.cgf(hi)[1], self.top())
 
     def points(self, theta: float, h: float) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import mpmath
 import numpy as np
@@ -49,11 +50,12 @@ class Laplace(CellMechanism):
         object.__setattr__(self, "scale", _real("scale", self.scale))
         object.__setattr__(self, "sensitivity", _real("sensitivity", self.sensitivity))
 
-    @property
+    @cached_property
     def _a(self) -> Fraction:
+        """a = sensitivity / scale, exact (kept: every law and bound reads it, often)."""
         return Fraction(self.sensitivity) / Fraction(self.scale)
 
-    @property
+    @cached_property
     def _beyond_floats(self) -> bool:
         """a exceeds the largest float by more than half its ulp: every loss below a − 1500
         carries P-mass e^{-750}... and every float x lies below a − 2^969."""
@@ -61,7 +63,7 @@ class Laplace(CellMechanism):
 
         return self._a > _FLOAT_EDGE
 
-    @property
+    @cached_property
     def _truncated(self) -> bool:
         """a > 1000: the atom −a (P-mass e^{−a}/2 < 1e-434, below every float tail) joins the
         lower tail, and the support starts where the tail does (:meth:`_support`)."""
@@ -178,7 +180,11 @@ class Laplace(CellMechanism):
 
     def _points(self, direction):
         """The atoms +a (P-mass 1/2, Q-mass e^{-a}/2) and -a (P-mass e^{-a}/2, Q-mass 1/2; left
-        to the lower tail when a > 1000)."""
+        to the lower tail when a > 1000): the same in both directions, built once."""
+        return self._point_masses
+
+    @cached_property
+    def _point_masses(self):
         a_fr = self._a
         a = float(a_fr)
         u = 2.0**-53
