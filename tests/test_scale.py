@@ -422,7 +422,7 @@ BUNDLE_CASES = [
 @pytest.mark.parametrize("case", range(len(BUNDLE_CASES)))
 def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
     """_bundle_leaves (runs of same-shape bundles in slices) against the per-leaf functions:
-    the same rows, offsets and charges (up to the order of the normaliser's summation), and
+    the same rows and offsets, charges at least the per-leaf ones (and within 1e-11), and
     with either path grouped_pass brackets the 50-digit H at every x."""
     eps, counts = BUNDLE_CASES[case]
     eps = np.array(eps)
@@ -446,7 +446,11 @@ def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
             assert a[0].shape == b[0].shape and a[1] == b[1]
             np.testing.assert_allclose(a[0], b[0], rtol=1e-13, atol=1e-300)
             for u, v in zip(a[2:], b[2:]):
-                np.testing.assert_allclose(np.asarray(u, float), np.asarray(v, float), rtol=1e-13, atol=0)
+                # the bundles keep the (2n + 8) u charge of every summed row; leaf_rows charges
+                # only the terms landing on one lattice point: never less, and both tiny
+                u, v = np.asarray(u, float), np.asarray(v, float)
+                assert np.allclose(u, v, rtol=1e-13, atol=0) or \
+                    (np.all(u >= v) and np.all(u <= v + 1e-11)), (u, v)
         for vl in (True, False):
             monkeypatch.setattr(leaves, "VECTOR_LEAVES", vl)
             lp = grouped.grouped_pass(eps, counts, h, theta, math.log(1e-20), 1)
