@@ -82,6 +82,19 @@ class Mechanisms:
     #: when each of ``others`` first arrived, on the clock of ``arrival`` (None with it)
     others_arrival: tuple | None = field(default=None, repr=False)
 
+    def with_events(self, events) -> "Mechanisms":
+        """The black-box pairs with delta events (delta, count) added as black boxes (0, delta)
+        -- a mechanism's P-mass at +inf, a truncation tail; ``self`` when there are none (with
+        events the mechanisms ``others`` are not carried: the result feeds :mod:`optcomp.loss`,
+        which reads the pairs only)."""
+        if not events:
+            return self
+        eps = np.concatenate([self.eps, np.zeros(len(events))])
+        delta = np.concatenate([self.delta, [d for d, _ in events]])
+        count = np.concatenate([self.count, np.array([c for _, c in events], dtype=np.int64)])
+        order = np.lexsort((delta, eps))
+        return Mechanisms(eps=eps[order], delta=delta[order], count=count[order])
+
     @classmethod
     def from_items(cls, items, *, name: str | None = None, max_count: int = MAX_K) -> "Mechanisms":
         """The multiset of ``(eps, delta)`` or ``(eps, delta, count)`` items, where ``eps`` may

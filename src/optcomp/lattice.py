@@ -786,17 +786,7 @@ def _workloads(m: Mechanisms, others, tail: float = 1e-300,
         events = [(inf_mass(mech, d, cut(mech)), c) for mech, c in rest]
         if gauss_event is not None:
             events.append((gauss_event, 1))
-        sides = []
-        for j in (1, 0):
-            extra = [(b[j], c) for b, c in events if b[j] > 0.0]
-            if not extra:
-                sides.append(m)
-                continue
-            eps = np.concatenate([m.eps, np.zeros(len(extra))])
-            delta = np.concatenate([m.delta, [e for e, _ in extra]])
-            count = np.concatenate([m.count, np.array([c for _, c in extra], dtype=np.int64)])
-            order = np.lexsort((delta, eps))
-            sides.append(Mechanisms(eps=eps[order], delta=delta[order], count=count[order]))
+        sides = [m.with_events([(b[j], c) for b, c in events if b[j] > 0.0]) for j in (1, 0)]
         out.append((work, sides[0], sides[1]))
     return out
 
@@ -852,7 +842,7 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
             # the ends of the law alone: exact when t is far below the mass of the top atoms
             # (t = 0: H(x) <= 0 from the largest loss on), else a frame for the lattice's bracket
             tails = work.tail_events()
-            t_fin = residual_target(_with_events(m_up, tails), delta_g) if tails else t_low
+            t_fin = residual_target(m_up.with_events(tails), delta_g) if tails else t_low
             near = Bounds(*work.near_top_epsilon(t_fin, t_high)) if t_fin >= 0.0 else Bounds(0.0, math.inf)
             if near.lower > near.upper:  # (t_fin < t_low: the lower end from t_high stays valid)
                 near = Bounds(near.upper, near.upper)
@@ -864,7 +854,7 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
             # left out: H_rest(x) <= H(x) <= H_rest(x - sigma) (a mechanism added only raises
             # delta; L <= L_rest + sigma), so eps_g lies in [eps_rest, eps_rest + sigma]
             rest, sigma, extra = _split_negligible_sources(work, tol * NEGLIGIBLE_TOL)
-            t_rest = residual_target(_with_events(m_up, extra), delta_g) if extra else t_low
+            t_rest = residual_target(m_up.with_events(extra), delta_g) if extra else t_low
             if rest is None:
                 run, t_run = work, t_low
             else:
@@ -986,15 +976,6 @@ def _split_negligible_sources(work: Workload, budget: float):
     return rest, total, events
 
 
-def _with_events(m: Mechanisms, events) -> Mechanisms:
-    """``m`` with delta events (delta, count) added as black boxes (0, delta)."""
-    eps = np.concatenate([m.eps, np.zeros(len(events))])
-    delta = np.concatenate([m.delta, [d for d, _ in events]])
-    count = np.concatenate([m.count, np.array([c for _, c in events], dtype=np.int64)])
-    order = np.lexsort((delta, eps))
-    return Mechanisms(eps=eps[order], delta=delta[order], count=count[order])
-
-
 def _shifted_up(b, sigma: float):
     """A bracket (or the ApproxTooCostly carrying one) with its upper end raised by sigma."""
     if not sigma:
@@ -1086,7 +1067,7 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
         tails = work.tail_events()
         lo_h, hi_h = work.near_top_excess(eps_g)
         near = Bounds(to_delta(lo_h, hi_h).lower,
-                      delta_from_excess(_with_events(m_up, tails) if tails else m_up, hi_h))
+                      delta_from_excess(m_up.with_events(tails) if tails else m_up, hi_h))
         if near.upper <= near.lower * (1.0 + tol) + DELTA_FLOOR or _horizontal(work, eps_g, tol, near, to_delta):
             out.append(near)
             continue
@@ -1097,7 +1078,7 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
         run = work if rest is None else rest
         if rest is not None:
             add = up(-math.expm1(-sigma), LIBM_ULPS)
-            m_up2 = _with_events(m_up, extra) if extra else m_up
+            m_up2 = m_up.with_events(extra) if extra else m_up
 
             def to_delta(lo: float, hi: float, m_up=m_up2, m_lo=m_lo, add=add) -> Bounds:
                 return Bounds(delta_from_excess(m_lo, lo, round_up=False),

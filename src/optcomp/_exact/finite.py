@@ -238,8 +238,8 @@ class Events:
                         self.tt_hi = mpf_dir(v, True)
                     else:
                         self.tt_lo = mpf_dir(v, False)
-        self.m_up = _with_events(m, up_)
-        self.m_lo = _with_events(m, lo_)
+        self.m_up = m.with_events(up_)
+        self.m_lo = m.with_events(lo_)
         # exact rationals when every event and scale is known exactly and the copies are few:
         # delta = Tt (1 - N (1 - H)), N = prod (1 - a)^c (1 - delta_i)^c, with no float charge (a
         # delta_g equal to the +inf mass, Pair((0.1, 0.9), (0, 1)), is then attained, not inf)
@@ -290,17 +290,6 @@ class Events:
         t_low = 1.0 if d_lo >= 1.0 else residual_target(self.m_up, d_lo)
         t_high = 1.0 if d_hi >= 1.0 else residual_target(self.m_lo, d_hi, round_up=True)
         return t_low, t_high
-
-
-def _with_events(m: Mechanisms, extra) -> Mechanisms:
-    """``m`` with the pairs (0, a) x c of ``extra`` added (their eps 0: events only)."""
-    if not extra:
-        return m
-    eps = np.concatenate([m.eps, np.zeros(len(extra))])
-    delta = np.concatenate([m.delta, [a for a, _ in extra]])
-    count = np.concatenate([m.count, np.array([c for _, c in extra], dtype=np.int64)])
-    order = np.lexsort((delta, eps))
-    return Mechanisms(eps=eps[order], delta=delta[order], count=count[order])
 
 
 @dataclass(frozen=True, eq=False)
