@@ -54,6 +54,10 @@ above t: both checked, never assumed.
 Positions are double-doubles (2^-100 relative), with exact rational positions where the
 laws have them to decide an atom within rounding of x.  Memory: no array beyond
 MAX_ELEMENTS entries (ExactTooLarge before it).
+
+Length (~1140 lines): the binomial rows, their windows and paths, the outer law (vectors or a
+lattice) and the eps_g root share the double-double and long-double arithmetic they charge;
+split apart, each piece would re-derive the other's error bounds.
 """
 
 from __future__ import annotations

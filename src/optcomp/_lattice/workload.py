@@ -22,7 +22,10 @@ cannot resolve: one ulp above or below the top atom, a target far below the top 
 and leaves whose losses lie beyond any lattice (:data:`REACH`, 2^40: losses near 1e308).
 A finite law enters cut at its tail (:func:`atom_law`): its extreme atoms of negligible P-mass
 go to +inf (upper side) or onto its lowest kept atom, so that an atom of P-mass e^{-10^4}
-neither sets the top nor widens the lattice."""
+neither sets the top nor widens the lattice.
+
+Length (~770 lines): the sources (a mechanism's leaves by step, its guide), the workload's
+frames and its estimates (cumulants, tilts, Chernoff) read the same per-source laws and caches."""
 
 from __future__ import annotations
 

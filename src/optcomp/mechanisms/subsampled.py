@@ -74,6 +74,9 @@ in the literature for them.  (Lebeda, Regehr, Kamath and Steinke, *Avoiding Pitf
 Privacy Accounting of Subsampled Mechanisms under Composition*, 2024, show why the pair of
 one step's worst-case datasets need not dominate a composition, and that Poisson sampling
 and sampling without replacement can differ by an order of magnitude in eps.)
+
+Length (~660 lines): the generic cells (preimages under the loss map, any base) and the
+Gaussian's series cells with their proved error are one law and stay beside it.
 """
 
 from __future__ import annotations
