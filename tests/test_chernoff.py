@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import optcomp
 from optcomp._lattice.workload import GaussianSource, Source, Workload
-from optcomp.lattice import _step_below
+from optcomp._refine import step_below as _step_below
 from optcomp.mechanisms import Gaussian, Laplace, Pair
 
 from reference import ReferenceTooCostly, ref_delta_bounds, ref_epsilon_bounds

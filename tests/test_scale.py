@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import optcomp
-from optcomp import approx, lattice
+from optcomp import _refine, approx, lattice
 from optcomp._lattice import commensurable, grouped, leaves, tree
 from optcomp import _cgf, _progress
 from optcomp._inputs import mechanisms
@@ -482,7 +482,7 @@ def test_step_grid_is_exact_and_dense():
     at most 1/8 below it; grouped_pass refuses other steps."""
     rng = np.random.default_rng(5)
     for x in np.exp(rng.uniform(-700.0, 3.0, 20000)).tolist() + [1.0, 0.25, 1.875, 2.0 - 2.0**-50, 15 * 2.0**-900]:
-        h = lattice._step_below(x)
+        h = _refine.step_below(x)
         mant, _ = math.frexp(h)
         assert h <= x < h * (1.0 + 1.0 / 8.0) and mant * 16 == int(mant * 16)
         n = int(rng.integers(1, 2**49))

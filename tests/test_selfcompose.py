@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import optcomp
-from optcomp import lattice
+from optcomp import _refine, lattice
 from optcomp._lattice import grouped, leaves, selfcompose
 from optcomp._lattice.workload import Source, Workload
 from optcomp._types import BracketInfo
@@ -249,7 +249,7 @@ def test_laplace_two_copies_exact_integral(scale):
         with mp.workdps(20):
             assert abs(_laplace_two_quadrature(a, xs[1]) - refs[1]) <= 1e-15 * refs[1]
     for hh in (a / 50, a / 700):
-        h = lattice._step_below(hh)
+        h = _refine.step_below(hh)
         lp = fft_pass(work, h, work.tilt_for(a))
         for x, r in zip(xs, refs):
             contains(lp, x, r, rel_gap=0.05 if hh == a / 50 else 2e-3)
@@ -268,7 +268,7 @@ def test_laplace_k_fold_against_mpmath(k, scale):
     work = workload(Laplace(scale), k)
     xs = [0.0, 0.37 * a, (k - 2) * a, (k - 0.5) * a, (k - 0.01) * a]
     refs = [ref_laplace_delta(a, k, x) for x in xs]
-    h = lattice._step_below(a / 400)
+    h = _refine.step_below(a / 400)
     for x0 in (xs[1], xs[3]):
         lp = fft_pass(work, h, work.tilt_for(x0))
         for x, r in zip(xs, refs):
@@ -283,7 +283,7 @@ def _gaussian_step(sigma: float, theta: float) -> float:
     delta relative grows with the tilt).  Finer steps do not help a Gaussian at large k:
     its cell masses are known to ~1e-12 / (cell width in sd) (``_rounding.SPECIAL_ABS``),
     which the cells' connect-the-dots split divides by h, k times over."""
-    return lattice._step_below(1.0 / sigma / 16.0 / math.sqrt(1.0 + theta))
+    return _refine.step_below(1.0 / sigma / 16.0 / math.sqrt(1.0 + theta))
 
 
 @pytest.mark.parametrize("sigma,k", [(3.0, 20), (100.0, 10**4), pytest.param(1000.0, 10**6, marks=pytest.mark.slow)])
@@ -315,7 +315,7 @@ def test_ternary_randomized_response_with_an_aliased_window():
     work = workload(RandomizedResponse(eps, values=3), k)
     xs = [0.0, 5.0, 12.25, 30.0, 60.0]  # 5 = 10 eps and 30 = 60 eps are atoms
     refs = [ref_ternary_delta(eps, law, x, dps=40) for x in xs]
-    h = lattice._step_below(eps / 64)
+    h = _refine.step_below(eps / 64)
     log_slack = math.log(float(min(refs))) - 30.0
     for x0 in (12.25, 45.0):
         lp = fft_pass(work, h, work.tilt_for(x0), log_slack)
@@ -339,12 +339,12 @@ def test_drivers_take_the_fft_path():
     a = 1.0 / scale
     work = workload(Laplace(scale), k)
     info = BracketInfo()
-    b = lattice._lattice_epsilon(work, delta_g, delta_g, 1e-5, k * a, max_points=2**23, info=info, workers=1,
+    b = _refine.lattice_epsilon(work, delta_g, delta_g, 1e-5, k * a, max_points=2**23, info=info, workers=1,
                                  progress=None)
     assert ref_laplace_delta(a, k, b.upper) <= delta_g <= ref_laplace_delta(a, k, b.lower), b
     assert b.gap <= 1e-5 and len(info.passes) <= 2  # (a second pass: the tilt re-aimed near the top atom 4a)
     x = 1.1
-    d = lattice._lattice_delta(work, x, 1e-5, lambda lo, hi: lattice.Bounds(lo, hi), max_points=2**23, info=info,
+    d = _refine.lattice_delta(work, x, 1e-5, lambda lo, hi: lattice.Bounds(lo, hi), max_points=2**23, info=info,
                                workers=1, progress=None)
     assert d.lower <= ref_laplace_delta(a, k, x) <= d.upper and d.gap <= 1e-5 * d.upper
 
@@ -370,7 +370,7 @@ def test_fft_pass_agrees_with_repeated_squaring(monkeypatch):
     """The FFT pass and the repeated squaring of the stream (the path kept where the FFT
     does not apply) bracket the same value on the same instance."""
     work = workload(Laplace(20.0), 300)
-    h = lattice._step_below(0.05 / 200)
+    h = _refine.step_below(0.05 / 200)
     theta = work.tilt_for(3.0)
     lp_fft = grouped.grouped_pass(work.vals, work.cnts, h, theta, math.log(1e-40), 1, work.plan(h))
     monkeypatch.setattr(grouped, "POWER_FFT", False)
@@ -387,7 +387,7 @@ def test_the_pass_keeps_within_the_memory_budget():
     from optcomp import _memory
 
     work = workload(Laplace(100.0), 10**4)
-    h = lattice._step_below(2e-4)
+    h = _refine.step_below(2e-4)
     item = leaves.Power(work.plan(h)[0].leaf, 10**4)  # (no rebuild: nothing else to allocate)
     with _memory.limit(4 * 2**20), pytest.raises(optcomp.ApproxTooCostly, match="self-composition"):
         selfcompose.power_pass(item, h, work.tilt_for(4.9), math.log(1e-30), 1)

@@ -256,7 +256,7 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
 
 def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COMMENSURABLE_GAP,
                                 max_points: int = MAX_POINTS, workers: int = -1, info: BracketInfo | None = None,
-                                progress=None) -> tuple[float, float] | None:
+                                progress=None) -> Bounds | None:
     """Certified (lower, upper) on H(x) = E_P0[(1 - e^{x - L})_+] (no delta event) when the
     positive eps_i are commensurable (:func:`common_unit`), else None; one tilted FFT tree
     aimed at x (float64; again in long double when the relative gap exceeds ``rel_gap``).
@@ -271,12 +271,12 @@ def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COM
         try:
             lp = commensurable_pass(cu, theta, workers, extended=extended)
         except ApproxTooCostly:  # beyond the memory budget: this path is not taken (or stops here)
-            return None if not extended else (lo, hi)
+            return None if not extended else Bounds(lo, hi)
         lo, hi = lp.excess_bounds(x)
         _record(info, progress, lp, lo, hi, t0)
         if hi - lo <= rel_gap * hi:
             break
-    return lo, hi
+    return Bounds(lo, hi)
 
 
 def _record(info: BracketInfo | None, progress, lp: LatticePass, lower: float, upper: float, t0: float) -> None:

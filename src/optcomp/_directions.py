@@ -1,0 +1,251 @@
+r"""The two global directions of a workload of mechanisms, and the larger of their answers.
+
+Every mechanism of a composition sees the same two neighbouring datasets, so an asymmetric
+pair (add/remove, subsampled) is composed in each *global* direction and the larger answer
+reported -- never the worst direction of one step.
+
+* :func:`direction_workloads` -- per direction, the lattice workload and the delta events
+  of each side (a P-mass at +inf is a delta event; Gaussians merged by their closed form);
+* :func:`epsilon_direction` / :func:`delta_direction` -- one direction's bracket: the frame
+  from the ends of the law first (exact above the top atoms, or when t is far below their
+  mass), else the lattice of the mechanisms that matter (those of negligible loss left out,
+  :func:`~optcomp._splits.split_negligible_sources`) intersected with the frame;
+* :func:`worst_direction` -- the larger bracket, every direction evaluated before a size
+  limit is reported (:func:`narrowed` and :func:`attempt` carry a size limit's bracket);
+* one mechanism in one copy is its certified privacy profile (:func:`single_mechanism`,
+  :func:`profile_epsilon`).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from ._inputs import Mechanisms
+from ._laws import DIRECTIONS, FORWARD
+from ._rounding import LIBM_ULPS, down, up
+from ._types import ApproxTooCostly, Bounds
+from ._lattice.workload import Source, Workload, beyond_floats, gaussian_part, inf_mass
+from ._refine import DELTA_FLOOR, lattice_delta, lattice_epsilon
+from ._splits import raised_by, split_negligible_sources
+from .gdp import composed_mu, split_gaussians
+from .loss import delta_from_excess, residual_target
+
+EPS_FLOAT_GAP = 2.0**-48  # an eps_g bracket this narrow (relative: a few ulps) is the float floor, whatever tol
+
+
+def direction_workloads(m: Mechanisms, others, tail: float = 1e-300,
+               atom_tail: float = 0.0) -> list[tuple[Workload, Mechanisms, Mechanisms]]:
+    """Per global direction: (workload, delta events for the upper side, for the lower side).
+
+    The black-box groups of ``m`` are symmetric; the mechanisms ``others`` ((mechanism,
+    count) pairs) are all seen in the same direction -- every mechanism sees the same two
+    neighbouring datasets, so an asymmetric pair takes the larger of the two *global*
+    directions, never a choice per mechanism.  A mechanism's P-mass at +inf joins the delta
+    events as a black box (0, delta_m) per copy (its bracket's upper end for the upper side,
+    lower end for the lower; :func:`optcomp._lattice.workload.mechanism_leaf`).  ``tail``: the
+    P-mass an unbounded law (Gaussian) may leave beyond its leaf's cells, per copy (charged
+    to the upper side); ``atom_tail``: the P-mass a finite law's extreme atoms may have and
+    be cut (:func:`optcomp._lattice.workload.atom_law`; no float floor: its masses are
+    exact)."""
+    vals, cnts = m.positive()
+    dirs = DIRECTIONS if any(len(mech.directions()) > 1 for mech, _ in others) else (FORWARD,)
+    gauss, rest = split_gaussians(others)
+    merged, gauss_event = (), None
+    if gauss:  # all Gaussians as one (exact composition; symmetric)
+        mu = composed_mu(gauss)
+        merged, gauss_event = gaussian_part(mu.lower, mu.upper, tail)
+    out = []
+    for d in dirs:
+        # a mechanism with no finite P-mass (all at +inf) is only its delta event
+        def cut(mech):
+            return atom_tail if mech.kind == "atoms" else tail
+
+        sources = tuple(s for s in (Source(mech, c, d, cut(mech)) for mech, c in rest) if s.loss.size)
+        work = Workload(vals, cnts, merged + sources)
+        # losses beyond the float range count at +inf on both sides: an eps_g they decide is
+        # finite (above the largest float), not unattainable (mu_hi = inf: mu^2 overflowed)
+        work.beyond = any(beyond_floats(mech, d, cut(mech)) for mech, _ in rest) or gauss_event is not None
+        events = [(inf_mass(mech, d, cut(mech)), c) for mech, c in rest]
+        if gauss_event is not None:
+            events.append((gauss_event, 1))
+        sides = [m.with_events([(b[j], c) for b, c in events if b[j] > 0.0]) for j in (1, 0)]
+        out.append((work, sides[0], sides[1]))
+    return out
+
+
+def worst_direction(out) -> Bounds:
+    """The larger of the global directions' brackets (every direction is evaluated before a
+    size limit is reported: raising on the first would report a bracket of that direction
+    only, possibly below the other's -- an under-report)."""
+    bounds = [b.bounds if isinstance(b, ApproxTooCostly) else b for b in out]
+    worst = Bounds(max(b.lower for b in bounds), max(b.upper for b in bounds))
+    failed = [b for b in out if isinstance(b, ApproxTooCostly)]
+    if failed and worst.gap > 0.0 and not math.isinf(worst.lower):
+        chernoff = "; its upper end a certified Chernoff bound" if "Chernoff" in str(failed[0]) else ""
+        raise ApproxTooCostly(str(failed[0]).split("; best bounds")[0] + f"; best bounds {worst.lower!r} <= ... "
+                              f"<= {worst.upper!r} (the larger of the two global directions{chernoff})", worst)
+    return worst
+
+
+def attempt(run, top: float):
+    """A direction's bracket, or the ApproxTooCostly it raised (its bracket, or [0, top])."""
+    try:
+        return run()
+    except ApproxTooCostly as exc:
+        return exc if exc.bounds is not None else ApproxTooCostly(str(exc), Bounds(0.0, top))
+
+
+def narrowed(b, frame: Bounds, met=None):
+    """A direction's bracket (or the ApproxTooCostly carrying one) intersected with a
+    certified ``frame``; a size limit whose narrowed bracket meets the tolerance (``met``)
+    is a result, else it stays a size limit (the caller's worst_direction decides)."""
+    if isinstance(b, ApproxTooCostly):
+        inner = Bounds(max(b.bounds.lower, frame.lower), min(b.bounds.upper, frame.upper))
+        return inner if met is not None and met(inner) else ApproxTooCostly(str(b), inner)
+    return Bounds(max(b.lower, frame.lower), min(b.upper, frame.upper))
+
+
+def horizontal(work: Workload, eps_g: float, tol: float, b: Bounds, to_delta) -> bool:
+    """Whether ``b.upper`` is at most a certified lower bound of delta_opt(eps_g - tol) from
+    the ends of the law (the horizontal tolerance of :func:`lattice_delta_bounds`)."""
+    if eps_g - tol < 0.0:
+        return False
+    return b.upper <= to_delta(work.near_top_excess(eps_g - tol)[0], 1.0).lower
+
+
+def single_mechanism(m: Mechanisms, others):
+    """The one mechanism of a multiset that holds nothing else (one copy, no black box that
+    adds a loss or a delta), else None: its privacy profile is the optimum itself."""
+    if len(others) == 1 and int(others[0][1]) == 1 and not (m.eps > 0).any() and not (m.delta > 0).any():
+        return others[0][0]
+    return None
+
+
+def profile_epsilon(mech, delta_g: float) -> Bounds | None:
+    """Certified (lower, upper) on the least x with delta(x) <= delta_g for one mechanism, by
+    bisection on its certified profile (``profile_bounds``), over the floats' bit patterns
+    (at most ~64 evaluations to adjacent floats): the upper end a float x with upper(x) <=
+    delta_g, the lower end one with lower(x) > delta_g (delta decreases; where the
+    profile's bracket straddles delta_g the two ends part by its width).  [inf, inf] when
+    a P-mass at +inf alone exceeds delta_g; [max float, inf] when delta stays above delta_g
+    at the largest float (a loss beyond the float range); None when the profile cannot tell
+    (delta_g equal to the mass at +inf: the drivers' frames decide it exactly)."""
+    import struct
+
+    def bits(x: float) -> int:
+        return struct.unpack("<q", struct.pack("<d", x))[0]
+
+    def flt(i: int) -> float:
+        return struct.unpack("<d", struct.pack("<q", i))[0]
+
+    if mech.profile_bounds(0.0).upper <= delta_g:
+        return Bounds(0.0, 0.0)
+    if mech.kind == "atoms" and any(law.inf_lo - law.beyond_lo > delta_g
+                                    for law in (mech.law(1.0, d) for d in mech.directions())):
+        return Bounds(math.inf, math.inf)
+    fmax = sys.float_info.max
+    at_max = mech.profile_bounds(fmax)
+    if at_max.lower > delta_g:
+        return Bounds(fmax, math.inf)
+    if at_max.upper > delta_g:  # undecided at every x (delta_g = the mass at +inf): the engine's frames
+        return None
+
+    def search(passes) -> float:
+        """The least float x with passes(x) (passes monotone: False below, True above)."""
+        lo, hi = 0, bits(fmax)  # passes(flt(hi)) holds, passes(flt(lo)) does not (0 checked above)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if passes(flt(mid)):
+                hi = mid
+            else:
+                lo = mid
+        return flt(hi)
+
+    upper = search(lambda x: mech.profile_bounds(x).upper <= delta_g)
+    # the lower end: galloping down from the upper one (a few ulps where the profile is tight)
+    top, step = bits(upper), 1
+    while True:
+        cand = max(top - step, 0)
+        if cand == 0 or mech.profile_bounds(flt(cand)).lower > delta_g:
+            break
+        step *= 4
+    lo, hi = cand, top  # lower(flt(lo)) > delta_g (or lo = 0), and not at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mech.profile_bounds(flt(mid)).lower > delta_g:
+            lo = mid
+        else:
+            hi = mid
+    return Bounds(flt(lo), upper)
+
+
+
+def epsilon_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, delta_g: float, tol: float, *,
+                      floor: float, estimate, negligible: float, kw: dict):
+    """One global direction's bracket on eps_g (or the ApproxTooCostly carrying it): the
+    workload ``work`` with the delta events ``m_up`` (upper side) and ``m_lo`` (lower side).
+
+    The ends of the law alone are exact when t = 0 or far below the mass of the top atoms,
+    at the float floor of an answer near 1e308, and the only bracket for losses beyond the
+    lattice's reach; else a frame for the lattice's bracket.  Mechanisms whose losses stay
+    below a sliver sigma (sum <= ``negligible``) are left out: H_rest(x) <= H(x) <=
+    H_rest(x - sigma) (a mechanism added only raises delta; L <= L_rest + sigma), so eps_g
+    lies in [eps_rest, eps_rest + sigma].  ``floor``: another direction's lower end (this one
+    need only fall below it); ``estimate``: a float estimate of this direction's answer."""
+    t_low = residual_target(m_up, delta_g)
+    t_high = residual_target(m_lo, delta_g, round_up=True)
+    if t_high < 0.0:
+        return Bounds(sys.float_info.max if work.beyond else math.inf, math.inf)
+    if t_low < 0.0:  # the upper side's delta events exceed delta_g; the lower side's frame
+        return Bounds(work.near_top_epsilon(t_high, t_high)[0], math.inf)
+    tails = work.tail_events()
+    t_fin = residual_target(m_up.with_events(tails), delta_g) if tails else t_low
+    near = Bounds(*work.near_top_epsilon(t_fin, t_high)) if t_fin >= 0.0 else Bounds(0.0, math.inf)
+    if near.lower > near.upper:  # (t_fin < t_low: the lower end from t_high stays valid)
+        near = Bounds(near.upper, near.upper)
+    if near.gap <= tol or t_high == 0.0 or near.gap <= EPS_FLOAT_GAP * near.upper < math.inf \
+            or (near.upper == math.inf and near.lower >= down(sys.float_info.max, 4)):
+        return near
+    rest, sigma, extra = split_negligible_sources(work, negligible)
+    run, t_run = (work, t_low) if rest is None else \
+        (rest, residual_target(m_up.with_events(extra), delta_g) if extra else t_low)
+    if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
+        b = Bounds(0.0, 0.0) if t_run >= 0.0 else Bounds(0.0, math.inf)
+    elif t_run < 0.0:
+        b = Bounds(0.0, math.inf)
+    else:
+        b = attempt(lambda: lattice_epsilon(run, t_run, t_high, tol, run.top_bound(), floor=floor - sigma,
+                                            estimate=estimate, **kw), run.top_bound())
+    return narrowed(raised_by(b, sigma), near, lambda r: r.gap <= tol or r.gap <= EPS_FLOAT_GAP * r.upper < math.inf)
+
+
+def delta_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, eps_g: float, tol: float, *,
+                    floor: float, estimate: float, kw: dict):
+    """One global direction's bracket on delta_g(eps_g) (or the ApproxTooCostly carrying it),
+    as :func:`epsilon_direction`: the ends of the law alone (exact above the top, tight one
+    ulp below it; the truncation tails above the tops as delta events), else the lattice of
+    the mechanisms that matter -- those whose losses stay below sigma, with 1 - e^{-sigma}
+    far below tol x ``estimate`` (of H), left out: H_rest(x) <= H(x) <= H_rest(x - sigma) <=
+    H_rest(x) + (1 - e^{-sigma}) -- intersected with the frame."""
+    def to_delta(lo: float, hi: float) -> Bounds:
+        return Bounds(delta_from_excess(m_lo, lo, round_up=False), delta_from_excess(m_up, hi))
+
+    tails = work.tail_events()
+    lo_h, hi_h = work.near_top_excess(eps_g)
+    near = Bounds(to_delta(lo_h, hi_h).lower, delta_from_excess(m_up.with_events(tails) if tails else m_up, hi_h))
+    if near.upper <= near.lower * (1.0 + tol) + DELTA_FLOOR or horizontal(work, eps_g, tol, near, to_delta):
+        return near
+    rest, sigma, extra = split_negligible_sources(work, max(DELTA_FLOOR, tol * estimate * 2.0**-6))
+    run = work if rest is None else rest
+    if rest is not None:
+        m_up2, add = m_up.with_events(extra) if extra else m_up, up(-math.expm1(-sigma), LIBM_ULPS)
+
+        def to_delta(lo: float, hi: float, m_up=m_up2, add=add) -> Bounds:  # the rest's
+            return Bounds(delta_from_excess(m_lo, lo, round_up=False),
+                          delta_from_excess(m_up, min(1.0, up(hi + add, 1))))
+
+    if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
+        return narrowed(to_delta(0.0, 0.0), near)
+    return narrowed(attempt(lambda: lattice_delta(run, eps_g, tol, to_delta, floor=floor, **kw), 1.0), near,
+                    lambda r: r.upper <= r.lower * (1.0 + tol) + DELTA_FLOOR)

@@ -1,0 +1,354 @@
+r"""The lattice path of the drivers: grouped passes refined until the bracket meets the tolerance.
+
+:func:`lattice_epsilon` (eps direction) and :func:`lattice_delta` (delta direction) run the
+one refine loop :func:`refine` on a :class:`~optcomp._lattice.workload.Workload`: a
+grouped lattice pass (:func:`~optcomp._lattice.grouped.grouped_pass`) at step h and tilt
+theta, its certified bracket, then the next step from the measured gaps -- every bound
+comes from the pass, whose proofs live with it; this module only chooses.
+
+* steps h = m 2^j, 8 <= m <= 15 (:func:`step_below`): the first is the one whose gap is
+  predicted ~0.75 tol (:func:`initial_step`; in the delta direction the eps gap times
+  lambda = |d log H/dx|, :func:`log_slope`), usually the only pass; then
+  :func:`next_step` from the measured gaps and their measured order in h;
+* the tilt is re-aimed at the middle of the bracket;
+* a pass past ``max_points`` or the memory budget (:mod:`optcomp._memory`), or six steps
+  without progress, is a size limit (:class:`~optcomp._types.ApproxTooCostly` carrying the
+  best bracket so far), whose upper end :func:`chernoff_fallback` lowers to the certified
+  Chernoff bound when that is smaller.
+
+Only the cost depends on these choices, never the bounds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from ._types import ApproxTooCostly, Bounds, BracketInfo
+from ._lattice.grouped import SLACK_REL, grouped_pass
+from ._lattice.passes import LatticePass
+from ._lattice.workload import REACH, Workload
+from .loss import excess_lower
+
+
+DELTA_FLOOR = 2.0**-1000  # absolute delta accuracy always accepted (~1e-301: float's own floor)
+
+
+DELTA_FLOAT_GAP = 2.0**-40  # accepted only when refining the lattice no longer helps (see lattice_delta_bounds)
+
+
+FLOOR_AIM = 0.25  # a floored direction's first gap: this fraction of its estimated distance to the floor
+
+
+MEMORY_RETRIES = 2  # coarser first passes tried when the first one does not fit the memory budget
+
+
+STEP_MANTISSA_BITS = 4  # steps h = m 2^j with an integer 8 <= m <= 15: consecutive steps 1/8 apart at most
+
+
+def lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top: float, *, max_points: int,
+                     info: BracketInfo, workers: int, progress, floor: float = -math.inf,
+                     estimate: float | None = None) -> Bounds:
+    """The grouped lattice path of the eps direction for any workload (randomized-response
+    groups and mechanism leaves): passes at steps h refined until the bracket on the least
+    x with H(x) <= t (``t_low`` <= t <= ``t_high``) is at most ``tol`` wide, or its upper end
+    is at most ``floor`` (a lower bound of another global direction's answer: this one then
+    cannot be the larger); ``top`` caps the upper bound (the largest finite loss, or inf).
+    ``estimate``: a float estimate of this direction's answer (only the first step depends
+    on it: a gap of FLOOR_AIM times its distance below ``floor`` settles the direction)."""
+    info.passes.clear()
+    info.path = "lattice"
+    within_reach(work, "eps_g")
+    x_est = work.chernoff_guess(t_low)
+    # a direction floored by another's lower end need only fall below it: its first pass
+    # aims at a gap of a fraction of the estimated distance (the refinement goes on from
+    # the measured gap at tol when that does not settle it)
+    first_tol = max(tol, FLOOR_AIM * (floor - estimate)) if math.isfinite(floor) and estimate is not None else tol
+    h = initial_step(work.weight(work.tilt_for(x_est)), first_tol)
+    # mass sent to +inf: a fraction <= min(2^-40, tol/64) of t in all (H moves by less
+    # than that relative, eps by about that / theta: far inside tol)
+    log_slack = math.log(max(t_low, 1e-300) * max(SLACK_REL, min(2.0**-20, tol / 64.0))
+                         / (4 * work.leaves_count() + 4))
+    best = Bounds(0.0, top)
+    if t_low <= 0.0 < t_high:
+        # t is positive but below the float range (rounded down to 0): no upper bound below
+        # the top atom can be certified in float64 masses, and refining cannot change that;
+        # one pass gives the lower bound (its target t_high >= t is the safe side)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, work.tilt_for(x_est), log_slack, workers, work.plan(h),
+                              progress)
+        except ApproxTooCostly as exc:  # the memory budget: the trivial bracket
+            raise with_bracket(exc, best, "eps_g") from None
+        b = Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
+        if b.gap <= tol:
+            return b
+        raise ApproxTooCostly(
+            f"the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is positive but below the float "
+            f"range (delta_g within ~1e-308 of 1 - prod(1 - delta_i)): the lattice's float64 masses cannot "
+            f"resolve it, so its upper bound is the largest loss (tol={tol:g}); best bounds {b.lower!r} <= eps_g "
+            f"<= {b.upper!r}. method='optimal' settles such targets with scaled masses where it is exact.", b)
+    aim = {"x": x_est, "reaimed": False}
+
+    def evaluate(lp: LatticePass, best: Bounds) -> Bounds:
+        b = lp.epsilon_bounds(t_low, t_high)
+        return Bounds(max(b.lower, best.lower), min(b.upper, best.upper, top))
+
+    def finished(b: Bounds, lp: LatticePass):
+        if b.gap <= tol or b.upper <= floor:
+            return True
+        if not aim["reaimed"] and 0.0 < b.lower and (b.gap >= 64.0 * tol or b.gap >= 0.1 * b.upper) \
+                and math.isfinite(b.upper):
+            # a bracket this wide at a step aimed at ~0.75 tol is a misaimed tilt (the
+            # Chernoff guess overshoots to the top atom when delta_g is near its mass, and
+            # the windows then cut what matters), not the step: the same step again, aimed
+            # at the middle of the bracket
+            aim["reaimed"] = True
+            aim["x"] = 0.5 * (b.lower + b.upper)
+            return "again"
+        if math.isfinite(b.upper):
+            aim["x"] = 0.5 * (b.lower + b.upper) if b.gap < 0.1 * b.upper else b.upper
+        return False
+
+    def stalled(b: Bounds, gap: float, h: float) -> Bounds:
+        # six halvings of h without progress: not a discretisation gap (should not happen)
+        raise ApproxTooCostly(
+            f"the certified gap stopped shrinking at {gap:g} (tol={tol:g}; h={h:g}); "
+            f"best bounds {b.lower!r} <= eps_g <= {b.upper!r}",
+            b,
+        )
+
+    def chernoff() -> float:
+        return work.chernoff_epsilon(t_low, work.tilt_for(x_est), chernoff_step(work, h))
+
+    return chernoff_fallback(
+        lambda: refine(work, h, log_slack, tol, lambda: work.tilt_for(aim["x"]), evaluate, finished,
+                        lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points, info=info,
+                        workers=workers, progress=progress),
+        chernoff, "eps_g", Bounds(0.0, top))
+
+
+def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_points: int, info: BracketInfo,
+                   workers: int, progress, floor: float = -math.inf) -> Bounds:
+    """The grouped lattice path of the delta direction for any workload: passes at steps h
+    refined until ``to_delta`` of the bracket on H(eps_g) meets the tolerance of
+    :func:`lattice_delta_bounds`, or its upper end is at most ``floor`` (another global
+    direction's lower bound)."""
+    info.passes.clear()
+    info.path = "lattice"
+    within_reach(work, "delta_g")
+    theta = work.tilt_for(eps_g)
+    # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
+    lam = min(log_slope(work, theta), 1.0 + theta)
+    h = initial_step(work.weight(theta), tol / lam)
+    # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
+    log_slack = (work.cgf(theta)[0] - theta * eps_g
+                 + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * work.leaves_count() + 4)))
+
+    def finished(b: Bounds, lp: LatticePass) -> bool:
+        if b.gap <= tol * b.upper + DELTA_FLOOR or b.upper <= floor:
+            return True
+        if eps_g - tol >= 0.0:  # horizontal: upper <= a certified lower bound on delta_opt(eps_g - tol)
+            return b.upper <= to_delta(excess_lower(lp.lower_loss, lp.lower_p0, eps_g - tol), 1.0).lower
+        return False
+
+    def stalled(b: Bounds, rel: float, h: float) -> Bounds:
+        if b.gap <= DELTA_FLOAT_GAP:
+            # the hockey-stick sums charge rounding relative to the masses summed, not to
+            # H: when H is far below them (e.g. eps_i ~ 1e-200) this absolute gap is the
+            # floor of float64, reached and reported
+            return b
+        raise ApproxTooCostly(f"the certified delta gap stopped shrinking at {rel:g} relative (tol={tol:g})", b)
+
+    def evaluate(lp: LatticePass, best) -> Bounds:
+        return to_delta(*lp.excess_bounds(eps_g))
+
+    best = to_delta(0.0, 1.0)  # certified before any pass: 0 <= H <= 1
+    try:
+        return chernoff_fallback(
+            lambda: refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
+                            lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points,
+                            info=info, workers=workers, progress=progress),
+            lambda: to_delta(0.0, work.chernoff_delta(eps_g, theta, chernoff_step(work, h))).upper, "delta_g",
+            to_delta(0.0, 1.0))
+    except ApproxTooCostly as exc:
+        # a size limit whose (Chernoff) bracket is within float's own floor of 0 is an answer
+        if exc.bounds is not None and exc.bounds.gap <= DELTA_FLOOR:
+            return exc.bounds
+        raise
+
+
+def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
+            names: tuple, stalled, best: Bounds, *, max_points: int, info: BracketInfo, workers: int,
+            progress) -> Bounds:
+    """The one refine loop of both drivers: a grouped lattice pass at step h and tilt
+    ``theta_for()``, its certified bracket ``evaluate(pass, best)``, until
+    ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
+    next step from the measured gaps (``measure``: absolute in eps, relative in delta;
+    second order in h, :func:`next_step`), ``stalled(...)`` after six steps without
+    progress or when a step twice finer or more narrowed the gap by less than 10%,
+    :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass would
+    exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
+    answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket)."""
+    gaps: list[float] = []
+    steps: list[float] = []
+    coarser, refused = 0, 0.0
+    while True:
+        theta = theta_for()
+        points = work.points(theta, h)
+        if points > max_points or work.span(h) / h + 8.0 >= 2.0**49:
+            # (the second: lattice positions h n are exact only for |n| < 2^49 -- a step this
+            # fine against sum c eps is the same size limit, never an internal error)
+            gap, quantity = names
+            raise ApproxTooCostly(
+                f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
+                f"(> max_points={max_points:,}, or positions beyond 2^49 steps); best bounds so far "
+                f"{best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or eta) or max_points.",
+                best,
+            )
+        t0 = time.perf_counter()
+        lp = None  # (the previous pass's arrays are not kept during this one)
+        try:
+            lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+        except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
+            if exc.bounds is not None:
+                raise
+            memory = getattr(exc, "memory", None)
+            if memory is not None:
+                refused = max(refused, h)
+            if not gaps and memory is not None and coarser < MEMORY_RETRIES:
+                # no bracket yet: a coarser pass that fits the budget gives one (the memory of a
+                # pass grows like 1/h; the levels after the one refused are larger still)
+                coarser += 1
+                h = step_below(h * 4.0 * memory[0] / memory[1])
+                continue
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {exc}; best "
+                                  f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
+                                  "eta) or max_memory.", best) from None
+        b = evaluate(lp, best)
+        info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
+                                seconds=time.perf_counter() - t0))
+        if progress is not None:
+            progress(dict(stage="lattice", step=h, points=lp.points, lower=b.lower, upper=b.upper, gap=b.gap,
+                          tol=tol, seconds=time.perf_counter() - t0))
+        best = b
+        verdict = finished(b, lp)
+        if verdict is True:
+            return b
+        if verdict == "again":
+            continue
+        gap = measure(b)
+        gaps.append(gap)
+        steps.append(h)
+        if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
+            return stalled(b, gap, h)
+        if len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]:
+            # a step at least twice finer left the gap where it was: not the lattice's gap
+            # (second order in h, first for tiny eps), so finer passes -- each dearer in time
+            # and memory -- would not narrow it either (e.g. a continuous law's leaf whose
+            # bracket near a point mass does not depend on h)
+            return stalled(b, gap, h)
+        h = next_step(steps, gaps, tol)
+        if h <= refused:  # a finer step than one the memory budget refused: the bracket so far
+            gap, quantity = names
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, finer than h={refused:g} "
+                                  f"which exceeds the memory budget; best bounds so far {b.lower!r} <= {quantity} "
+                                  f"<= {b.upper!r}. Raise tol (or eta) or max_memory.", b)
+
+
+def step_below(x: float) -> float:
+    """The largest lattice step h = m 2^(j-3), 8 <= m <= 15 (consecutive ones at most 1/8
+    apart), with h <= x.
+
+    A 4-bit mantissa keeps every product of h with an integer n, |n| < 2^49, exact (m n <
+    2^53), which is what the residues and lattice positions rely on (:func:`grouped_pass`
+    checks the bound); the finer grid lets the step sit closer to the one the tolerance
+    allows (the cost of a pass is ~1/h)."""
+    j = math.floor(math.log2(x))
+    unit = 2.0 ** (j - STEP_MANTISSA_BITS + 1)
+    m = min(2 ** STEP_MANTISSA_BITS - 1, max(2 ** (STEP_MANTISSA_BITS - 1), math.floor(x / unit)))
+    h = m * unit
+    while h > x and m > 2 ** (STEP_MANTISSA_BITS - 1):  # float floor next to an integer
+        m -= 1
+        h = m * unit
+    return h
+
+
+def next_step(steps, gaps, tol) -> float:
+    """The next lattice step (:func:`step_below`): the gap is second order in h (refinement
+    and garbling of every mechanism with eps_i >> h) but first order in the contribution
+    of mechanisms with eps_i < h/4 (the garbling drops them); the local order is measured
+    from the last two passes.  At least a factor 4/3 and at most 16 per pass."""
+    h, gap = steps[-1], gaps[-1]
+    if not gap < math.inf:  # a pass with no finite upper end (e.g. delta_g ~1e-320): refine all the way
+        return step_below(h / 16.0)
+    order = 2.0
+    if len(gaps) >= 2:
+        ratio = gaps[-2] / gap if gap > 0 else math.inf
+        order = min(2.0, max(0.5, math.log(max(ratio, 1.0)) / math.log(steps[-2] / h)))
+    target = h * (0.6 * tol / gap) ** (1.0 / order)
+    return max(step_below(h / 16.0), min(step_below(0.75 * h), step_below(target)))
+
+
+def initial_step(n: float, tol: float) -> float:
+    """A step (:func:`step_below`) whose predicted gap is ~0.75 tol for n refined leaves:
+    each leaf's refinement and garbling cost ~0.14-0.24 h^2 (measured: 0.14 for binomial
+    group leaves, 0.17-0.2 for bundles of singletons, 0.23 for bundles of small groups;
+    second order, one per leaf whatever its mechanisms), so one pass usually suffices;
+    otherwise the next step comes from the measured gap (:func:`next_step`)."""
+    h = min(math.sqrt(0.75 * tol / max(n, 0.2)), 0.25)
+    return step_below(h)
+
+
+def log_slope(work: Workload, theta: float) -> float:
+    """An estimate of lambda = |d log H / dx| at the x the tilt ``theta`` centres (only used to
+    choose the first step of :func:`lattice_delta_bounds`: the relative gap of H is about
+    lambda times the gap in eps).  Normal approximation of the tilted loss (sd sigma):
+    H ~ int_0^inf e^{-theta u} (1 - e^{-u}) phi_sigma(u) du and -H' ~ int_0^inf
+    e^{-(theta + 1) u} phi_sigma(u) du, with int_0^inf e^{-a u} phi_sigma(u) du =
+    erfcx(a sigma / sqrt 2) / 2; lambda -> theta for sigma theta >> 1 and ~0.8/sigma at
+    theta = 0."""
+    from scipy.special import erfcx
+
+    sigma = math.sqrt(work.cgf(theta)[2])
+    i0 = float(erfcx(theta * sigma / math.sqrt(2.0)))
+    i1 = float(erfcx((theta + 1.0) * sigma / math.sqrt(2.0)))
+    return i1 / (i0 - i1) if i0 > i1 else math.inf
+
+
+def within_reach(work: Workload, quantity: str) -> None:
+    """A size limit (no bracket: the caller's frame) when a leaf's losses exceed
+    :data:`~optcomp._lattice.workload.REACH` (2^40): no lattice step places them."""
+    reach = work.reach()
+    if not reach <= REACH:
+        raise ApproxTooCostly(f"losses up to {reach:g} lie beyond the lattice's reach ({REACH:g}): {quantity} is "
+                              "bracketed from the ends of the law only", None)
+
+
+def with_bracket(exc: ApproxTooCostly, bounds: Bounds, quantity: str, note: str = "") -> ApproxTooCostly:
+    """``exc`` (a size limit) again, carrying ``bounds`` (its message's bracket rewritten)."""
+    return ApproxTooCostly(f"{str(exc).split('; best bounds')[0]}; best bounds {bounds.lower!r} <= {quantity} "
+                           f"<= {bounds.upper!r}{note}", bounds)
+
+
+def chernoff_step(work: Workload, h: float) -> float:
+    """The step the Chernoff fallback builds mechanism leaves at: h, or coarser so that the
+    widest leaf has at most ~2^12 cells (any step gives a certified bound)."""
+    widest = max((s.width for s in work.sources), default=0.0)
+    return max(h, step_below(widest / 4096.0)) if widest > 0.0 else h
+
+
+def chernoff_fallback(run, chernoff, quantity: str, trivial: Bounds) -> Bounds:
+    """``run()``; if it raises :class:`ApproxTooCostly`, the bracket it carries (``trivial``
+    if none: a leaf too large to build) with its upper end lowered to the certified Chernoff
+    bound ``chernoff()`` when that is smaller (a size limit then still reports a useful
+    bound: e.g. delta ~1e-400, below float, as 2^-1074 instead of 1)."""
+    try:
+        return run()
+    except ApproxTooCostly as exc:
+        b = exc.bounds if exc.bounds is not None else trivial
+        c = chernoff()
+        if not c < b.upper:
+            raise
+        raise with_bracket(exc, Bounds(min(b.lower, c), c), quantity, " (the upper end a certified Chernoff bound)") from None
+
