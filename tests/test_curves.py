@@ -89,3 +89,29 @@ def test_progress_reports_each_evaluated_point(monkeypatch, capsys):
     optcomp.privacy_curve(0.1, k=100, num=5, progress=True)
     err = capsys.readouterr().err
     assert "privacy curve under optimal (5/5 points)" in err and err.endswith("\n")
+
+
+def test_the_toolkit_validates_a_multiset_once_not_per_evaluation(monkeypatch):
+    """The toolkit holds a validated multiset and evaluates it through optcomp._evaluate: a
+    curve of 40 points (and a family, a ledger's questions) reads its arguments once, not
+    once per point through the public functions; and the answers are the public ones."""
+    from optcomp import _inputs, region
+    from optcomp.mechanisms import Laplace
+
+    calls = []
+    real = _inputs._split_mechanisms
+    monkeypatch.setattr(_inputs, "_split_mechanisms", lambda eps: calls.append(1) or real(eps))
+    curve = optcomp.privacy_curve([0.1, 0.3, Laplace(5.0)], counts=[20, 3, 2], num=40, method="approx")
+    assert len(calls) <= 2, len(calls)  # the curve's own validation (+ at most one for its grid's end)
+    calls.clear()
+    xs, dg = region.family_from_eps_grid(0.2, k=30, method="optimal", num=40)
+    assert len(calls) == 1 and xs.size > 10
+    acc = optcomp.Accountant().compose(0.1, count=20).compose(Laplace(5.0), count=2)
+    calls.clear()
+    e = [acc.get_epsilon(d) for d in (1e-3, 1e-6, 1e-9)]
+    assert calls == []
+    monkeypatch.setattr(_inputs, "_split_mechanisms", real)
+    assert e == [optcomp.epsilon_g([0.1, Laplace(5.0)], counts=[20, 2], delta_g=d) for d in (1e-3, 1e-6, 1e-9)]
+    i = curve.eps_g.size // 2
+    assert curve.delta[i] == optcomp.delta_bounds([0.1, 0.3, Laplace(5.0)], counts=[20, 3, 2],
+                                                  eps_g=float(curve.eps_g[i])).upper

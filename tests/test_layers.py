@@ -31,7 +31,7 @@ LAYERS = {
     # exact splits by monotonicity, ``_directions`` the global directions of mechanisms)
     "_refine": 4, "_splits": 4, "_directions": 4,
     # L5 method entry points, the method registry and the facade
-    "approx": 5, "auto": 5, "_progress": 5, "methods": 5, "": 5,
+    "approx": 5, "auto": 5, "_progress": 5, "methods": 5, "_evaluate": 5, "": 5,
     # L6 toolkit
     # (``ledger``: the Accountant's files and mechanism specs; ``noise``: calibrate's mechanism-aware
     # search; ``_search``: the certified search of calibrate, noise and Accountant.remaining)

@@ -35,7 +35,7 @@ command line start quickly.
 
 import importlib as _importlib
 
-from . import _inputs  # module-qualified: the submodule optcomp.mechanisms would shadow a bare name
+from . import _evaluate, _inputs  # module-qualified: the submodule optcomp.mechanisms would shadow a bare name
 from . import methods  # the registry (optcomp.methods); the facade re-exports its public names
 from ._version import __version__
 from .methods import METHOD_INFO, METHODS, Method
@@ -101,9 +101,8 @@ def epsilon_g(eps, delta=0.0, *, delta_g, k=None, counts=None, method: str = "au
     (e.g. ``optimal`` with delta_g < 1 - prod(1 - delta_i), ``basic`` with
     delta_g < sum(delta_i)).  Raises ``ValueError`` naming the parameter on bad input.
     """
-    info = methods.check_method(method, options)
-    mech = _inputs.mechanisms(eps, delta, k, counts)
-    return float(info.epsilon(mech, _inputs.check_delta_g(delta_g), **options))
+    methods.check_method(method, options)
+    return _evaluate.epsilon(_inputs.mechanisms(eps, delta, k, counts), delta_g, method, **options)
 
 
 def delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method: str = "auto", **options) -> float:
@@ -115,7 +114,6 @@ def delta_g(eps, delta=0.0, *, eps_g, k=None, counts=None, method: str = "auto",
     Returns 1.0 when the method certifies nothing better.  Raises ``ValueError`` naming
     the parameter on bad input.
     """
-    info = methods.check_method(method, options)
-    mech = _inputs.mechanisms(eps, delta, k, counts)
-    return float(info.delta(mech, _inputs.check_eps_g(eps_g), **options))
+    methods.check_method(method, options)
+    return _evaluate.delta(_inputs.mechanisms(eps, delta, k, counts), eps_g, method, **options)
 

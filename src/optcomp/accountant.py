@@ -28,8 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import optcomp
-
+from . import _evaluate
 from . import mechanisms as _mech
 from ._inputs import (MAX_K, MAX_LEDGER, Mechanisms, ParameterTypeError, _describe, check_count, check_delta_g,
                       check_entry, check_eps_g, check_pair)
@@ -286,8 +285,7 @@ class Accountant:
         if not self:
             return 0.0
         _check_total(self.k, 0, "get_epsilon")
-        e, d, c = self._multiset.arguments()
-        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options)
+        return _evaluate.epsilon(self._multiset, delta_g, method, **options)
 
     def get_delta(self, eps_g, method: str = "auto", **options) -> float:
         """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
@@ -300,8 +298,7 @@ class Accountant:
         if not self:
             return 0.0
         _check_total(self.k, 0, "get_delta")
-        e, d, c = self._multiset.arguments()
-        return optcomp.delta_g(e, d, counts=c, eps_g=eps_g, method=method, **options)
+        return _evaluate.delta(self._multiset, eps_g, method, **options)
 
     def bounds(self, delta_g=None, *, eps_g=None, **options):
         """The certified bracket on the optimum: exactly one of ``delta_g`` / ``eps_g``.
@@ -321,18 +318,16 @@ class Accountant:
                 check_eps_g(eps_g)
             return Bounds(0.0, 0.0)
         _check_total(self.k, 0, "bounds")
-        e, d, c = self._multiset.arguments()
         if delta_g is not None:
-            return optcomp.epsilon_bounds(e, d, counts=c, delta_g=delta_g, **options)
-        return optcomp.delta_bounds(e, d, counts=c, eps_g=eps_g, **options)
+            return _evaluate.epsilon_bounds(self._multiset, delta_g, **options)
+        return _evaluate.delta_bounds(self._multiset, eps_g, **options)
 
     def _planned_epsilon(self, eps, delta: float, n: int, delta_g: float, method: str, options: dict) -> float:
         """The one function behind :meth:`can_afford` and :meth:`remaining`: the eps_g
         ``method`` certifies at delta_g for the ledger plus ``n`` (eps, delta)-DP mechanisms
         (``eps`` a number or a mechanism object; ``optcomp.epsilon_g`` of the extended
         multiset; inputs already validated)."""
-        e, d, c = self._multiset.plus([(eps, delta, n)]).arguments()
-        return optcomp.epsilon_g(e, d, counts=c, delta_g=delta_g, method=method, **options)
+        return _evaluate.epsilon(self._multiset.plus([(eps, delta, n)]), delta_g, method, **options)
 
     def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "auto", **options) -> bool:
         """Whether ``count`` more (eps, delta)-DP mechanisms keep the ledger within the

@@ -379,9 +379,8 @@ def epsilon_bounds(
     a lattice beyond it (or beyond ``max_points``) raises :class:`ApproxTooCostly` with the
     best certified bracket reached."""
     m = mechanisms(eps, delta, k, counts)
-    delta_g = check_delta_g(delta_g)
-    eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress, max_memory)
+    return bracket_epsilon(m, check_delta_g(delta_g), eta=eta, tol=tol, max_points=max_points, max_memory=max_memory,
+                           progress=progress)
 
 
 def delta_bounds(
@@ -402,7 +401,20 @@ def delta_bounds(
     relative gap is out of reach (eps_g within rounding distance of an atom of the loss
     distribution), ``upper <= delta_opt(eps_g - tol)``."""
     m = mechanisms(eps, delta, k, counts)
-    eps_g = check_eps_g(eps_g)
+    return bracket_delta(m, check_eps_g(eps_g), eta=eta, tol=tol, max_points=max_points, max_memory=max_memory,
+                         progress=progress)
+
+
+def bracket_epsilon(m: Mechanisms, delta_g: float, *, eta=None, tol=None, max_points: int = MAX_POINTS,
+                    max_memory=None, progress=None) -> Bounds:
+    """:func:`epsilon_bounds` of a validated multiset ``m`` (``delta_g`` checked)."""
+    eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
+    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress, max_memory)
+
+
+def bracket_delta(m: Mechanisms, eps_g: float, *, eta=None, tol=None, max_points: int = MAX_POINTS,
+                  max_memory=None, progress=None) -> Bounds:
+    """:func:`delta_bounds` of a validated multiset ``m`` (``eps_g`` checked)."""
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
     return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress,
                 max_memory)

@@ -655,8 +655,6 @@ def _cmd_bounds(args):
 
 
 def _cmd_compare(args):
-    import optcomp
-
     from ._inputs import check_delta_g, check_eps_g
     from .lattice import ApproxTooCostly
     from .optimal import ExactTooLarge
@@ -672,7 +670,6 @@ def _cmd_compare(args):
             raise UsageError(f"--{key.replace('_', '-')} applies to none of the methods compared")
     by_eps = args.delta_g is not None
     target = check_delta_g(args.delta_g) if by_eps else check_eps_g(args.eps_g)
-    e, d, c = _multiset(acc)
     objects = bool(_objects(acc))
     rows, notes = [], {}
     for m in methods:
@@ -693,8 +690,7 @@ def _cmd_compare(args):
                 continue
             if m == "approx" and mine.get("algorithm", "fast") == "fast":
                 bo = {key: v for key, v in mine.items() if key != "algorithm"}
-                b = (optcomp.epsilon_bounds(e, d, counts=c, delta_g=target, **bo) if by_eps
-                     else optcomp.delta_bounds(e, d, counts=c, eps_g=target, **bo))
+                b = acc.bounds(target, **bo) if by_eps else acc.bounds(eps_g=target, **bo)
                 lower, value = b.lower, b.upper
             elif by_eps:
                 value = acc.get_epsilon(target, method=m, **mine)

@@ -43,7 +43,7 @@ import numpy as np
 
 import optcomp
 
-from . import region
+from . import _evaluate, region
 from ._inputs import _as_vector, _integer, mechanisms
 from .methods import check_method
 
@@ -166,10 +166,11 @@ def _mechanism_end(eps, delta, counts, method: str, others) -> float:
     c = [int(n) for n in np.asarray(counts).tolist()] + [int(n) for _, n in others]
     log_keep = float(np.dot(np.log1p(-np.asarray(delta, dtype=float)), np.asarray(counts, dtype=float)))
     how = {"method": "approx", "tol": _GRID_TOL} if method in ("approx", "auto") else {"method": method}
+    m = mechanisms(e, d, counts=c)
     for above in (1e-12, 1e-6, 1e-3, 0.1):
         target = -math.expm1(math.log1p(-above) + log_keep)
         if target < 1.0:
-            cap = optcomp.epsilon_g(e, d, counts=c, delta_g=target, **how)
+            cap = _evaluate.epsilon(m, target, **how)
             if math.isfinite(cap) and cap > 0:
                 return cap
     total = _total(eps, counts)
@@ -184,19 +185,18 @@ def _total(eps, counts) -> float:
     return min(total, sys.float_info.max)
 
 
-def _resolve_auto(args, options):
+def _resolve_auto(m, options):
     """``method="auto"`` for a whole curve: ``optimal`` when the exact computation is
     feasible for these mechanisms (one probe at eps_g = 0, where the exact solvers do the
     most work; mechanism objects other than Gaussians alone are refused at once), else
     ``approx`` with ``tol`` = :data:`optcomp.auto.AUTO_TOL` (its certified brackets: the curve
-    then carries ``delta_lower`` too).  ``args``: (eps, delta, counts) for the public API."""
+    then carries ``delta_lower`` too).  ``m``: the validated multiset."""
     from ._types import ExactTooLarge
     from .auto import AUTO_TOL
 
-    e, d, c = args
     memory = {key: v for key, v in options.items() if key == "max_memory"}  # every method's
     try:
-        optcomp.delta_g(e, d, counts=c, eps_g=0.0, method="optimal", **memory)
+        _evaluate.delta(m, 0.0, "optimal", **memory)
         return "optimal", memory  # auto's other option, tol, is the fallback's
     except ExactTooLarge:
         return "approx", {"tol": AUTO_TOL, **options}
@@ -242,9 +242,8 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     if m.others and method not in ("optimal", "approx", "auto"):
         m.black_box_only(method)  # a theorem about (eps, delta) pairs: refused before any work
     e, d, c = m.eps, m.delta, m.count  # the (eps, delta) pairs
-    args = m.arguments()  # every entry, as the public API reads it back
     if method == "auto":  # decided once for the whole curve: exact if feasible, else approx's brackets
-        method, options = _resolve_auto(args, options)
+        method, options = _resolve_auto(m, options)
     if eps_g is None:
         grid = default_grid(e, d, c, method, num, others=m.others)
     else:
@@ -272,11 +271,10 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
                     lower[i] = math.nextafter(1.0, 0.0)  # the optimum is >= 1 - 2^-54
                 continue
             if bracket:
-                b = optcomp.delta_bounds(*args[:2], counts=args[2], eps_g=x,
-                                         **{key: v for key, v in options.items() if key in _BRACKETING})
+                b = _evaluate.delta_bounds(m, x, **{key: v for key, v in options.items() if key in _BRACKETING})
                 lower[i], upper[i] = b.lower, b.upper
             else:
-                upper[i] = optcomp.delta_g(*args[:2], counts=args[2], eps_g=x, method=method, **options)
+                upper[i] = _evaluate.delta(m, x, method, **options)
             done += 1
             if callback is not None:
                 callback(dict(stage=f"privacy curve under {method} ({done}/{todo} points)", evaluated=done,

@@ -43,8 +43,7 @@ import math
 
 import numpy as np
 
-import optcomp
-
+from . import _evaluate
 from ._inputs import ParameterTypeError, _as_vector, _check_real, _describe, _integer, mechanisms
 from .methods import check_method
 
@@ -208,7 +207,7 @@ def optimal_family(eps: float, delta: float = 0.0, *, k: int) -> tuple[np.ndarra
     i = np.arange(k // 2 + 1)
     eps_g = ((k - 2 * i) * e).astype(float)
     if e == 0.0:
-        delta_g = np.array([optcomp.delta_g(e, float(m.delta[0]), k=k, eps_g=float(x)) for x in eps_g])
+        delta_g = np.array([_evaluate.delta(m, float(x)) for x in eps_g])
         return eps_g, delta_g
     # one pass over all k + 1 atoms: H at every corner (each within ulps of an atom: the
     # distance to the first atom above it is taken exactly, see optcomp.loss)
@@ -216,7 +215,7 @@ def optimal_family(eps: float, delta: float = 0.0, *, k: int) -> tuple[np.ndarra
     from .optimal import BIG_EPS, binomial_window
 
     if e >= BIG_EPS:
-        delta_g = np.array([optcomp.delta_g(e, float(m.delta[0]), k=k, eps_g=float(x)) for x in eps_g])
+        delta_g = np.array([_evaluate.delta(m, float(x)) for x in eps_g])
         return eps_g, delta_g
     h = binomial_window(e, k, 0, k).excess_many(eps_g)
     delta_g = np.array([delta_from_excess(m, float(x)) for x in h])
@@ -228,10 +227,10 @@ def basic_family(eps, delta=0.0, *, k=None, counts=None) -> tuple[np.ndarray, np
     both from ``optcomp`` (method "basic"; delta_g capped at 1)."""
     m = mechanisms(eps, delta, k, counts)
     # basic composition needs delta_g >= sum delta_i; just below 1 it certifies sum eps_i
-    eps_g = optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=_BELOW_ONE, method="basic")
+    eps_g = _evaluate.epsilon(m, _BELOW_ONE, "basic")
     if not math.isfinite(eps_g):  # sum delta_i >= 1: nothing certified
         return np.array([]), np.array([])
-    delta_g = optcomp.delta_g(m.eps, m.delta, counts=m.count, eps_g=eps_g, method="basic")
+    delta_g = _evaluate.delta(m, eps_g, "basic")
     return np.array([eps_g]), np.array([delta_g])
 
 
@@ -251,7 +250,7 @@ def drv_family(eps, delta=0.0, *, k=None, counts=None, num: int = 400) -> tuple[
     smallest = max(1e-20, base * 2.0**-45)
     primes = np.geomspace(smallest, room, num + 1)[:-1]
     dg = np.unique(np.minimum(base + primes, _BELOW_ONE))
-    eg = np.array([optcomp.epsilon_g(m.eps, m.delta, counts=m.count, delta_g=float(x), method="drv") for x in dg])
+    eg = np.array([_evaluate.epsilon(m, float(x), "drv") for x in dg])
     keep = np.isfinite(eg)
     return eg[keep], dg[keep]
 
@@ -269,7 +268,7 @@ def family_from_eps_grid(eps, delta=0.0, *, k=None, counts=None, method: str = "
     else:
         xs = np.atleast_1d(_as_vector("eps_g", eps_g))
         _first_bad("eps_g", xs, ~(np.isfinite(xs) & (xs >= 0)), "be finite and >= 0")
-    dg = np.array([optcomp.delta_g(m.eps, m.delta, counts=m.count, eps_g=float(x), method=method, **options) for x in xs])
+    dg = np.array([_evaluate.delta(m, float(x), method, **options) for x in xs])
     keep = dg < 1.0
     return xs[keep], dg[keep]
 
