@@ -188,7 +188,11 @@ def lattice_delta_bounds(m: Mechanisms, eps_g: float, tol: float, *, max_points:
     loss distribution, e.g. just below sum eps_i, delta_opt is dominated by that
     distance.)  In degenerate float cases (delta_opt below ~1e-14 P0[L > eps_g], e.g.
     eps_i ~ 1e-200) where six halvings of the step bring no progress, a bracket of
-    absolute width <= 2^-40 is returned as the float64 floor."""
+    absolute width <= 2^-40 is returned as the float64 floor.
+
+    The first step is the one whose relative gap in H is predicted ~0.75 tol: the eps gap
+    times lambda = |d log H/dx| (~theta at the tilt; :func:`optcomp._refine.lattice_delta`),
+    usually the only pass.  (Only the cost depends on these choices, never the bounds.)"""
     info = info if info is not None else BracketInfo()
     if m.others:  # mechanisms beyond black boxes: every one a leaf
         return mechanism_delta_bounds(m, m.others, eps_g, tol, max_points=max_points, info=info, workers=workers,
