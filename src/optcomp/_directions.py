@@ -13,7 +13,8 @@ reported -- never the worst direction of one step.
 * :func:`worst_direction` -- the larger bracket, every direction evaluated before a size
   limit is reported (:func:`narrowed` and :func:`attempt` carry a size limit's bracket);
 * one mechanism in one copy is its certified privacy profile (:func:`single_mechanism`,
-  :func:`profile_epsilon`).
+  :func:`profile_epsilon`); where the lattice cannot finish, basic composition of the
+  mechanisms' profiles may still frame the answer (:func:`basic_epsilon`, :func:`basic_delta`).
 """
 
 from __future__ import annotations
@@ -249,3 +250,47 @@ def delta_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, eps_g: f
         return narrowed(to_delta(0.0, 0.0), near)
     return narrowed(attempt(lambda: lattice_delta(run, eps_g, tol, to_delta, floor=floor, **kw), 1.0), near,
                     lambda r: r.upper <= r.lower * (1.0 + tol) + DELTA_FLOOR)
+
+
+def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, tol: float) -> Bounds:
+    """The size limit ``exc`` of a composition of mechanisms alone (black boxes (0, 0) aside)
+    whose bracket's upper end is inf, narrowed by basic composition of the mechanisms'
+    certified profiles (:func:`profile_epsilon`): [max_i eps_i(delta_g), sum_i c_i
+    eps_i(delta_g / n)] for n copies in all -- each global direction marginalises to one
+    copy's, so delta only grows with copies (left end), and basic composition holds direction
+    by direction (right end: Dwork, Kenthapadi, McSherry, Mironov and Naor 2006; Dwork and
+    Roth 2014, Thm 3.16).  The narrowed bracket is the answer when it meets ``tol``; else
+    ``exc`` is raised again, carrying it."""
+    if exc.bounds is None or exc.bounds.upper != math.inf or (m.eps > 0).any() or (m.delta > 0).any():
+        raise exc
+    n = sum(int(c) for _, c in others)
+    d = max(down(delta_g / n, 1), 0.0)
+    lower, uppers = 0.0, []
+    for mech, c in others:
+        one, share = profile_epsilon(mech, delta_g), profile_epsilon(mech, d)
+        if one is None or share is None:
+            raise exc
+        lower = max(lower, one.lower)
+        uppers.append(up(share.upper * int(c), 1))
+    return _basic(exc, Bounds(lower, up(math.fsum(uppers), len(uppers))), lambda b: b.gap <= tol)
+
+
+def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: float) -> Bounds:
+    """:func:`basic_epsilon` in the delta direction: [max_i delta_i(eps_g), sum_i c_i
+    delta_i(eps_g / n)] from the mechanisms' certified profiles (n (eps_g / n rounded down)
+    <= eps_g)."""
+    if exc.bounds is None or (m.eps > 0).any() or (m.delta > 0).any():
+        raise exc
+    n = sum(int(c) for _, c in others)
+    x = max(down(eps_g / n, 1), 0.0)
+    lower = max(mech.profile_bounds(eps_g).lower for mech, _ in others)
+    upper = min(1.0, up(math.fsum(up(mech.profile_bounds(x).upper * int(c), 1) for mech, c in others), n))
+    return _basic(exc, Bounds(lower, upper), lambda b: b.upper <= b.lower * (1.0 + tol) + DELTA_FLOOR)
+
+
+def _basic(exc: ApproxTooCostly, frame: Bounds, met) -> Bounds:
+    b = Bounds(max(exc.bounds.lower, frame.lower), min(exc.bounds.upper, frame.upper))
+    if met(b):
+        return b
+    raise ApproxTooCostly(str(exc).split("; best bounds")[0] + f"; best bounds {b.lower!r} <= ... <= "
+                          f"{b.upper!r} (basic composition of the mechanisms' profiles)", b) from None

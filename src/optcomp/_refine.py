@@ -239,7 +239,10 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
             continue
         gap = measure(b)
         gaps.append(gap)
-        steps.append(h)
+        # the pass's own step: a self-composition pass aligns it to its law's unit u
+        # (selfcompose._pass_step), so every step asked above u gives one and the same pass
+        # -- refining the asked step would then seem to bring no progress
+        steps.append(lp.h)
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
             return stalled(b, gap, h)
         if len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]:
@@ -283,7 +286,7 @@ def next_step(steps, gaps, tol) -> float:
     if not gap < math.inf:  # a pass with no finite upper end (e.g. delta_g ~1e-320): refine all the way
         return step_below(h / 16.0)
     order = 2.0
-    if len(gaps) >= 2:
+    if len(gaps) >= 2 and steps[-2] > h:
         ratio = gaps[-2] / gap if gap > 0 else math.inf
         order = min(2.0, max(0.5, math.log(max(ratio, 1.0)) / math.log(steps[-2] / h)))
     target = h * (0.6 * tol / gap) ** (1.0 / order)

@@ -31,7 +31,8 @@ This module is the outline; each step is one call.
 Mechanisms beyond black boxes (:func:`mechanism_bounds`, :func:`mechanism_delta_bounds`):
 Gaussians alone by their closed form, one mechanism in one copy by its certified profile,
 else each *global* direction (:mod:`optcomp._directions`) from the ends of the law, then the
-lattice of the mechanisms that matter, and the larger of the two directions.
+lattice of the mechanisms that matter, and the larger of the two directions (narrowed by basic
+composition of the mechanisms' profiles where the lattice cannot finish).
 
 Every producer returns a :class:`Bounds` or None (out of its reach); the drivers only choose
 the producer, the step, the tilt and when to stop.  ``info`` (:class:`BracketInfo`) records
@@ -54,8 +55,8 @@ from .gdp import gaussians_alone
 from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, residual_target, solve_segments
 from ._exact.atoms import UNDERFLOW_SCALE, _point_mass, _split_groups, exact_epsilon_bounds, exact_excess_bounds
-from ._directions import delta_direction, direction_workloads, epsilon_direction, profile_epsilon, \
-    single_mechanism, worst_direction
+from ._directions import basic_delta, basic_epsilon, delta_direction, direction_workloads, epsilon_direction, \
+    profile_epsilon, single_mechanism, worst_direction
 from ._refine import DELTA_FLOAT_GAP, DELTA_FLOOR, lattice_delta, lattice_epsilon, with_bracket
 from ._splits import log_tail_bound, plus_shift, shifted_excess, split_big, split_negligible
 
@@ -311,7 +312,10 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
         out.append(epsilon_direction(work, m_up, m_lo, delta_g, tol, floor=floor, estimate=est,
                                      negligible=tol * NEGLIGIBLE_TOL,
                                      kw=dict(max_points=max_points, info=info, workers=workers, progress=progress)))
-    return worst_direction(out)
+    try:
+        return worst_direction(out)
+    except ApproxTooCostly as exc:  # beyond the lattice: basic composition of the profiles, if narrower
+        return basic_epsilon(exc, m, others, delta_g, tol)
 
 
 def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, max_points: int = MAX_POINTS,
@@ -353,4 +357,7 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
         floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
         out.append(delta_direction(work, m_up, m_lo, eps_g, tol, floor=floor, estimate=est,
                                    kw=dict(max_points=max_points, info=info, workers=workers, progress=progress)))
-    return worst_direction(out)
+    try:
+        return worst_direction(out)
+    except ApproxTooCostly as exc:  # beyond the lattice: basic composition of the profiles, if narrower
+        return basic_delta(exc, m, others, eps_g, tol)
