@@ -225,9 +225,16 @@ class Subsampled(_Registered):
             return super().guide(direction, tail=tail, cells=cells)
         loss, p = self.mechanism.guide(FORWARD, tail=tail, cells=cells)
         s = self.q
-        with np.errstate(over="ignore", under="ignore"):
-            y = np.log1p(s * np.expm1(loss))
-            q = np.minimum(p * np.exp(-loss), 1.0)  # the Q-mass of each picture atom (approximately)
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            # g(l) = log(1 - s + s e^l): log1p(s expm1(l)) near 0, logaddexp beyond (e^l overflows
+            # past 709: a base loss ~5e5, sigma 1e-3)
+            far = np.abs(loss) > 30.0
+            y = np.where(far, np.logaddexp(math.log1p(-s) if s < 1.0 else -np.inf, math.log(s) + loss),
+                         np.log1p(s * np.expm1(np.where(far, 0.0, loss))))
+            # the Q-mass of each picture atom p e^{-l} (approximately), in logs: e^{-l} underflows
+            # for every atom of a law whose P-bulk lies beyond 745
+            lq = np.log(p) - loss
+            q = np.exp(lq - np.max(lq))
             # both pictures normalised to one mass: then E_Q'[e^{Y}] - 1 = s (sum p - sum q)
             # vanishes as it does exactly, and the mean of Y (~s^2 chi^2 / 2 a step, which k
             # steps multiply) is not swamped by the picture's first-order error s (sum p - sum q)
