@@ -417,6 +417,24 @@ def test_subsampled_gaussian_closed_form(sigma, q):
         assert_eps(Subsampled(Gaussian(sigma), q), dg, eps_root(lambda x: sg_delta(sigma, q, x), dg), k=1)
 
 
+@pytest.mark.parametrize("sigma,q", [(100.0, 1e-6), (1e-3, 1e-6), (1.0, 1e-3)])
+def test_subsampled_gaussian_deep_target(sigma, q):
+    """delta_g = 1e-300, one step: the profile's threshold rounding was charged as if H had
+    slope 1 (~1e-38 at 128 bits), so the certified bracket needed 4096-bit erfc calls (57-87 s
+    for sigma = 100); charged by monotonicity it settles at 128 bits."""
+    assert_eps(Subsampled(Gaussian(sigma), q), 1e-300, eps_root(lambda x: sg_delta(sigma, q, x), 1e-300), k=1)
+
+
+def test_subsampled_gaussian_tiny_sigma_never_under_reports():
+    """Subsampled(Gaussian(1e-3), 1e-6) x 2: the engine's guide of the law had NaN masses
+    (e^{-l} underflowed at l ~ 5e5), the mechanism was dropped from the lattice as one with no
+    finite mass, and delta_g(eps_g = 1) answered 0, eps_g(1e-10) 0.  One copy's values are
+    lower bounds of two copies' (composition only raises delta)."""
+    m = Subsampled(Gaussian(1e-3), 1e-6)
+    assert_delta(m, 1.0, sg_delta(1e-3, 1e-6, 1.0), k=2, methods=("auto",))
+    assert_eps(m, 1e-10, eps_root(lambda x: sg_delta(1e-3, 1e-6, x), 1e-10), k=2, methods=("auto",))
+
+
 # ---- bugs found (strict xfail: the lead fixes them) ------------------------------------------------
 @pytest.mark.parametrize("p,q,delta_g", [((0.1, 0.9), (0.0, 1.0), 0.1), ((1e-300, 1.0), (0.0, 1.0), 1e-300)])
 def test_pair_delta_g_at_the_infinite_mass(p, q, delta_g):
