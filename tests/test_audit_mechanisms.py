@@ -515,9 +515,9 @@ def test_subsampled_pair_infinite_mass_exact():
 
 
 @pytest.mark.xfail(strict=True, reason="epsilon_g(Subsampled(Gaussian(1e-3), 1e-6), delta_g=1e-300, k=2) answers inf "
-                   "(approx: ApproxTooCostly 'losses up to inf lie beyond the lattice's reach', bracket [0, inf]); "
-                   "the target is attainable: k = 1 answers 536657.76 (= the closed-form root), so by basic "
-                   "composition eps_g(k=2) <= 2 eps_g(k=1, 5e-301) < inf")
+                   "(ApproxTooCostly, bracket [0, inf]: the lattice needs 39M points, and its truncation tails, at "
+                   "least 1e-300 a copy, exceed the target); finite by basic composition: eps_g(k=2) <= 2 eps_g(k=1, "
+                   "5e-301) (fix: the drivers intersect an unbounded bracket with basic composition's)")
 def test_subsampled_gaussian_tiny_sigma_two_copies_finite():
     one = eps_root(lambda x: sg_delta(1e-3, 1e-6, x), 5e-301)
     assert one < mp.inf
