@@ -61,7 +61,8 @@ __all__ = ["FiniteLaw", "finite_law", "Composition", "compositions", "Events", "
 
 PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at this precision)
 SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed (SmallLaw)
-NEGLIGIBLE = 2.0**-1100  # an atom whose count x mass is below this is dropped (charged as slack)
+NEGLIGIBLE = mpmath.ldexp(1, -1100)  # an atom whose count x mass is below this is dropped (charged as slack;
+# an mpmath number: the float 2.0**-1100 is 0, and nothing was ever dropped)
 EXACT_EVENTS = 256  # delta events (copies with a > 0, T != 1, or a black box's delta) evaluated as exact rationals
 
 
@@ -413,7 +414,7 @@ def _negligible(law: FiniteLaw, count: int) -> tuple[FiniteLaw, float]:
     """``law`` without its atoms of mass below NEGLIGIBLE / count (their outcomes, in all of
     probability <= count x their mass, are charged as slack; the rest renormalised, which
     moves every kept mass by that relative amount at most), and the charge."""
-    small = [float(m) * count < NEGLIGIBLE for m in law.mass]
+    small = [m * count < NEGLIGIBLE for m in law.mass]
     if not any(small) or all(small):
         return law, 0.0
     with mpmath.workprec(PREC):
