@@ -111,3 +111,18 @@ def test_epsilon_matches_enumeration(a, s, k, dg):
         assert got == math.inf
     else:
         assert ref * (1 - TINY) <= got <= ref + slack + 1e-300, (got, ref)
+
+
+def test_large_subsampled_compositions_go_to_the_lattice():
+    """Three atoms or more and more than SUBSAMPLED_TUPLES count vectors: optimal refuses
+    (the multinomial rows of irrational atoms ~s apart cost seconds), auto's certified
+    lattice answers; a two-atom law stays exact at any k (binomial rows)."""
+    import pytest
+
+    m = Subsampled(Pair((0.2, 0.3, 0.5), (0.5, 0.3, 0.2)), 0.01)
+    with pytest.raises(ExactTooLarge):
+        optcomp.epsilon_g(m, delta_g=1e-6, k=1000, method="optimal")
+    b = optcomp.epsilon_bounds(m, delta_g=1e-6, k=1000)
+    assert b.lower <= optcomp.epsilon_g(m, delta_g=1e-6, k=1000) <= b.upper < math.inf
+    two = Subsampled(Pair((0.3, 0.7), (0.6, 0.4)), 0.01)
+    assert optcomp.epsilon_g(two, delta_g=1e-6, k=10000, method="optimal") < math.inf

@@ -63,6 +63,12 @@ PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at
 SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed (SmallLaw)
 NEGLIGIBLE = mpmath.ldexp(1, -1100)  # an atom whose count x mass is below this is dropped (charged as slack;
 # an mpmath number: the float 2.0**-1100 is 0, and nothing was ever dropped)
+#: a composition holding a subsampled law of three atoms or more is composed exactly up to this
+#: many count vectors (beyond, ExactTooLarge: auto's lattice answers it within its tolerance).
+#: Its atoms are irrational and ~s apart, so the multinomial rows cost seconds where the lattice
+#: costs milliseconds (Subsampled(Geometric(0.5, 3), 0.01) x 1000, 1.7e8 vectors: 26 s against
+#: 0.07 s); a two-atom law (binomial rows, 0.25 s at k = 10^4) is not capped.
+SUBSAMPLED_TUPLES = 2**14
 EXACT_EVENTS = 256  # delta events (copies with a > 0, T != 1, or a black box's delta) evaluated as exact rationals
 
 
@@ -406,7 +412,12 @@ def _compositions(eps: tuple, delta: tuple, count: tuple, others: tuple) -> list
             slack += drop
             if kept.size:
                 factors.append((kept, n))
-        out.append(Composition(tuple(factors), Events(m, laws), slack))
+        comp = Composition(tuple(factors), Events(m, laws), slack)
+        if any(mech.family == "subsampled" and not mech._whole and finite_law(mech, direction).size > 2
+               for mech, _ in m.others) and comp.tuples(SUBSAMPLED_TUPLES) > SUBSAMPLED_TUPLES:
+            raise ExactTooLarge(f"a subsampled law's composition of more than {SUBSAMPLED_TUPLES:,} count vectors "
+                                "is left to the certified lattice; use method='approx' or 'auto'")
+        out.append(comp)
     return out
 
 
