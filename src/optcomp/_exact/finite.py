@@ -3,7 +3,9 @@ direction, and the small compositions enumerated in high precision.
 
 A mechanism with finitely many outcomes (k-ary randomized response, a geometric with
 sensitivity > 1, the staircase, a :class:`~optcomp.mechanisms.Pair`, a
-:class:`~optcomp.mechanisms.Profile`, and the black boxes beside them) has, in each
+:class:`~optcomp.mechanisms.Profile`, the black boxes beside them, and a Poisson-subsampled
+one of them -- the mixture of a finite pair is a finite pair, Zhu, Dong and Wang, AISTATS
+2022, Thm 11; a Pair's formed in exact rationals, :func:`exact_pair`) has, in each
 direction, a privacy loss L = log(dP/dQ) with finitely many atoms l_a of P-mass p_a, plus
 P-mass at +inf.  k copies have a multinomial law: the count vector (n_a) of outcomes,
 loss sum_a n_a l_a.  Everything below reads a mechanism through one function,

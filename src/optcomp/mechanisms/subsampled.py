@@ -39,7 +39,9 @@ the base's loss atoms exactly); the threshold's own rounding is charged through 
 error (H is nonincreasing).
 
 **Numerics of the laws.**  A finite base: its mpmath atoms mapped through g, each position's
-error carried (g' <= 1) and each mass charged for it.  A base with a continuous part: the
+error carried (g' <= 1) and each mass charged for it; the subsampled law is then finite too,
+and ``method="optimal"`` composes it exactly (:func:`optcomp._exact.finite.finite_law`; a
+:class:`~optcomp.mechanisms.Pair` base's mixture in exact rationals).  A base with a continuous part: the
 cells of the lattice pulled back through g^{-1} and the base's certified interval masses taken
 on the preimages rounded outward (upper ends) and inward (lower ends), its P- and Q-tails
 (the latter by duality, Q[L < a] = P_reverse[L > -a]) charged beyond its support.  The
