@@ -3,7 +3,9 @@ direction, and the small compositions enumerated in high precision.
 
 A mechanism with finitely many outcomes (k-ary randomized response, a geometric with
 sensitivity > 1, the staircase, a :class:`~optcomp.mechanisms.Pair`, a
-:class:`~optcomp.mechanisms.Profile`, and the black boxes beside them) has, in each
+:class:`~optcomp.mechanisms.Profile`, the black boxes beside them, and a Poisson-subsampled
+one of them -- the mixture of a finite pair is a finite pair, Zhu, Dong and Wang, AISTATS
+2022, Thm 11; a Pair's formed in exact rationals, :func:`exact_pair`) has, in each
 direction, a privacy loss L = log(dP/dQ) with finitely many atoms l_a of P-mass p_a, plus
 P-mass at +inf.  k copies have a multinomial law: the count vector (n_a) of outcomes,
 loss sum_a n_a l_a.  Everything below reads a mechanism through one function,
@@ -61,7 +63,14 @@ __all__ = ["FiniteLaw", "finite_law", "Composition", "compositions", "Events", "
 
 PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at this precision)
 SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed (SmallLaw)
-NEGLIGIBLE = 2.0**-1100  # an atom whose count x mass is below this is dropped (charged as slack)
+NEGLIGIBLE = mpmath.ldexp(1, -1100)  # an atom whose count x mass is below this is dropped (charged as slack;
+# an mpmath number: the float 2.0**-1100 is 0, and nothing was ever dropped)
+#: a composition holding a subsampled law of three atoms or more is composed exactly up to this
+#: many count vectors (beyond, ExactTooLarge: auto's lattice answers it within its tolerance).
+#: Its atoms are irrational and ~s apart, so the multinomial rows cost seconds where the lattice
+#: costs milliseconds (Subsampled(Geometric(0.5, 3), 0.01) x 1000, 1.7e8 vectors: 26 s against
+#: 0.07 s); a two-atom law (binomial rows, 0.25 s at k = 10^4) is not capped.
+SUBSAMPLED_TUPLES = 2**14
 EXACT_EVENTS = 256  # delta events (copies with a > 0, T != 1, or a black box's delta) evaluated as exact rationals
 
 
@@ -133,20 +142,82 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0, a_exac
                      t_exact if t_exact is not None else (Fraction(t_lo) if t_lo == t_hi else None))
 
 
+def exact_pair(mech, direction: str):
+    """The two output distributions (P, Q) of ``direction`` as exact rationals outcome by
+    outcome, or None: a :class:`~optcomp.mechanisms.Pair` (its float masses as given), and a
+    Poisson-subsampled mechanism whose base has them: remove ((1 - s) Q + s P, Q), add (Q,
+    (1 - s) Q + s P) with (P, Q) the base's forward pair (Zhu, Dong and Wang, AISTATS 2022,
+    Thm 11) -- the mixture of a finite pair is a finite pair, formed here in exact rationals
+    (s the float q, exactly), so no rounding of it is left to charge."""
+    if mech.family == "pair":
+        p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
+        return [Fraction(a) for a in p], [Fraction(b) for b in q]
+    if mech.family == "subsampled" and mech.scheme == "poisson" and mech.relation == "add_remove":
+        if mech.q == 1.0:
+            return exact_pair(mech.mechanism, direction)
+        base = exact_pair(mech.mechanism, "forward")
+        if base is None:
+            return None
+        s = Fraction(mech.q)
+        P, Q = base
+        mix = [(1 - s) * b + s * a for a, b in zip(P, Q)]
+        return (mix, list(Q)) if direction == "forward" else (list(Q), mix)
+    return None
+
+
+def _pair_law(pair) -> FiniteLaw:
+    """The :class:`FiniteLaw` of exact rational output distributions (P, Q) (:func:`exact_pair`):
+    T = sum P, the +inf mass where Q = 0 < P, outcomes of equal likelihood ratio one atom at
+    log(ratio)."""
+    p, q = pair
+    ratios = {}
+    for a, b in zip(p, q):
+        if a > 0 and b > 0:
+            r = a / b
+            ratios[r] = ratios.get(r, Fraction(0)) + a
+    rows = []
+    with mpmath.workprec(PREC):
+        for r, w in ratios.items():
+            m = mpmath.mpf(w.numerator) / w.denominator
+            if r == 1:
+                rows.append((Fraction(0), mpmath.mpf(0), mpmath.mpf(0), m))
+            else:
+                pos = mpmath.log(mpmath.mpf(r.numerator)) - mpmath.log(mpmath.mpf(r.denominator))
+                rows.append((None, pos, mpmath.ldexp(abs(pos) + 1, 8 - PREC), m))
+    rel = 2.0**-(PREC - 8)  # (the masses: exact rationals, rounded once)
+    T = sum(p, Fraction(0))
+    inf_exact = sum((a for a, b in zip(p, q) if a > 0 and b == 0), Fraction(0))
+    a_exact = inf_exact / T
+    if not rows:
+        return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1), t_exact=Fraction(1))
+    return _law(rows, rel, exact_dir(a_exact, False), exact_dir(a_exact, True),
+                exact_dir(T, False), exact_dir(T, True), a_exact=a_exact, t_exact=T)
+
+
 @lru_cache(maxsize=256)
 def finite_law(mech, direction: str) -> FiniteLaw | None:
     """One copy of ``mech`` in ``direction`` as a :class:`FiniteLaw`, or None when its law has
-    a continuous part (``kind == "cells"``: Laplace, Gaussian).  The one place that reads a
-    mechanism, through the mechanism contract (:mod:`optcomp._laws`): its
-    :class:`~optcomp._laws.AtomLaw` (the +inf mass bracket), its atoms at ``PREC`` bits (an
-    atom mechanism's ``_atoms``: exact rational positions where the family has them, masses
-    with error bounds -- the float brackets of the AtomLaw would cost k ulps at k copies) and,
-    for the family ``"pair"`` (two output distributions used exactly as given), their totals
-    (T = sum p, exactly; every other family is a probability law, T = 1)."""
-    from ..mechanisms import AtomMechanism
+    a continuous part (``kind == "cells"``: Laplace, Gaussian, a subsampled one of them).  The
+    one place that reads a mechanism, through the mechanism contract (:mod:`optcomp._laws`):
+    its :class:`~optcomp._laws.AtomLaw` (the +inf mass bracket), its atoms at ``PREC`` bits (an
+    atom law's ``_atoms``: exact rational positions where the family has them, masses with
+    error bounds -- the float brackets of the AtomLaw would cost k ulps at k copies) and,
+    where the two output distributions are known as exact rationals (:func:`exact_pair`: a
+    :class:`~optcomp.mechanisms.Pair`, used exactly as given, and a Poisson-subsampled one),
+    their totals (T = sum p, exactly; every other family is a probability law, T = 1).  A
+    subsampled finite mechanism is a finite law (module docstring of
+    :mod:`optcomp.mechanisms.subsampled`); one of sampling rate 1, or without replacement,
+    is the mechanism it stands for."""
+    from ..mechanisms import AtomMechanism, Subsampled
 
-    if mech.kind != "atoms" or not isinstance(mech, AtomMechanism):  # (a Laplace beyond the float range
-        return None  # is an atom law without mpmath atoms: the lattice path's frames answer it)
+    if isinstance(mech, Subsampled) and mech._whole:
+        return finite_law(mech._inner, direction)
+    if mech.kind != "atoms" or not isinstance(mech, (AtomMechanism, Subsampled)):
+        return None  # (a Laplace beyond the float range is an atom law without mpmath atoms: the
+        # lattice path's frames answer it)
+    pair = exact_pair(mech, direction)
+    if pair is not None:
+        return _pair_law(pair)
     contract = mech.law(1.0, direction)
     with mpmath.workprec(PREC):
         atoms, inf, inf_err = mech._atoms(direction)
@@ -163,28 +234,6 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
                 rows.append((None, pos, perr + mpmath.ldexp(abs(pos), 2 - PREC), m))
         if not rows:
             return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1), t_exact=Fraction(1))
-        if mech.family == "pair":  # masses as given: T = sum p, F = sum over q > 0
-            p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
-            # the outcomes by their exact likelihood ratio (equal ratios: one atom), loss log(ratio)
-            ratios = {}
-            for a, b in zip(p, q):
-                if a > 0 and b > 0:
-                    r = Fraction(a) / Fraction(b)
-                    ratios[r] = ratios.get(r, Fraction(0)) + Fraction(a)
-            rows = []
-            for r, w in ratios.items():
-                m = mpmath.mpf(w.numerator) / w.denominator
-                if r == 1:
-                    rows.append((Fraction(0), mpmath.mpf(0), mpmath.mpf(0), m))
-                else:
-                    pos = mpmath.log(mpmath.mpf(r.numerator)) - mpmath.log(mpmath.mpf(r.denominator))
-                    rows.append((None, pos, mpmath.ldexp(abs(pos) + 1, 8 - PREC), m))
-            rel = 2.0**-(PREC - 8)  # (the masses: sums of floats, rounded once)
-            T = sum((Fraction(a) for a in p), Fraction(0))
-            inf_exact = sum((Fraction(a) for a, b in zip(p, q) if a > 0 and b == 0), Fraction(0))
-            a_exact = inf_exact / T
-            return _law(rows, rel, exact_dir(a_exact, False), exact_dir(a_exact, True),
-                        exact_dir(T, False), exact_dir(T, True), a_exact=a_exact, t_exact=T)
         a_lo, a_hi = contract.inf_lo, contract.inf_hi
         # the normalised masses p_a / (1 - inf): the computed total stands for 1 - inf (its
         # own error, the masses' and inf's, relative to it)
@@ -365,7 +414,12 @@ def _compositions(eps: tuple, delta: tuple, count: tuple, others: tuple) -> list
             slack += drop
             if kept.size:
                 factors.append((kept, n))
-        out.append(Composition(tuple(factors), Events(m, laws), slack))
+        comp = Composition(tuple(factors), Events(m, laws), slack)
+        if any(mech.family == "subsampled" and not mech._whole and finite_law(mech, direction).size > 2
+               for mech, _ in m.others) and comp.tuples(SUBSAMPLED_TUPLES) > SUBSAMPLED_TUPLES:
+            raise ExactTooLarge(f"a subsampled law's composition of more than {SUBSAMPLED_TUPLES:,} count vectors "
+                                "is left to the certified lattice; use method='approx' or 'auto'")
+        out.append(comp)
     return out
 
 
@@ -373,7 +427,7 @@ def _negligible(law: FiniteLaw, count: int) -> tuple[FiniteLaw, float]:
     """``law`` without its atoms of mass below NEGLIGIBLE / count (their outcomes, in all of
     probability <= count x their mass, are charged as slack; the rest renormalised, which
     moves every kept mass by that relative amount at most), and the charge."""
-    small = [float(m) * count < NEGLIGIBLE for m in law.mass]
+    small = [m * count < NEGLIGIBLE for m in law.mass]
     if not any(small) or all(small):
         return law, 0.0
     with mpmath.workprec(PREC):

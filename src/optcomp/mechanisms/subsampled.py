@@ -39,7 +39,9 @@ the base's loss atoms exactly); the threshold's own rounding is charged through 
 error (H is nonincreasing).
 
 **Numerics of the laws.**  A finite base: its mpmath atoms mapped through g, each position's
-error carried (g' <= 1) and each mass charged for it.  A base with a continuous part: the
+error carried (g' <= 1) and each mass charged for it; the subsampled law is then finite too,
+and ``method="optimal"`` composes it exactly (:func:`optcomp._exact.finite.finite_law`; a
+:class:`~optcomp.mechanisms.Pair` base's mixture in exact rationals).  A base with a continuous part: the
 cells of the lattice pulled back through g^{-1} and the base's certified interval masses taken
 on the preimages rounded outward (upper ends) and inward (lower ends), its P- and Q-tails
 (the latter by duality, Q[L < a] = P_reverse[L > -a]) charged beyond its support.  The
@@ -225,9 +227,23 @@ class Subsampled(_Registered):
             return super().guide(direction, tail=tail, cells=cells)
         loss, p = self.mechanism.guide(FORWARD, tail=tail, cells=cells)
         s = self.q
-        with np.errstate(over="ignore", under="ignore"):
-            y = np.log1p(s * np.expm1(loss))
-            q = np.minimum(p * np.exp(-loss), 1.0)  # the Q-mass of each picture atom (approximately)
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            y = self._g_guide(loss)
+            # the Q-mass of each picture atom p e^{-l} (approximately), in logs: e^{-l} underflows
+            # for every atom of a law whose P-bulk lies beyond 745
+            lq = np.log(p) - loss
+            top = np.max(lq)
+            q = np.exp(lq - top)
+            if top + math.log(np.sum(q)) < math.log(0.5):
+                # P's picture misses most of Q's mass (sigma 1e-3: Q's bulk is 10^6 below P's):
+                # Q's own picture, the base's reverse one (its P is Q, its loss -l)
+                loss_r, p_r = self.mechanism.guide(REVERSE, tail=tail, cells=cells)
+                q = p_r / np.sum(p_r)
+                p = p / np.sum(p)
+                y_q = self._g_guide(-loss_r)
+                if direction == FORWARD:
+                    return np.concatenate([y, y_q]), np.concatenate([s * p, (1.0 - s) * q])
+                return -y_q, q
             # both pictures normalised to one mass: then E_Q'[e^{Y}] - 1 = s (sum p - sum q)
             # vanishes as it does exactly, and the mean of Y (~s^2 chi^2 / 2 a step, which k
             # steps multiply) is not swamped by the picture's first-order error s (sum p - sum q)
@@ -237,22 +253,41 @@ class Subsampled(_Registered):
                 return y, np.minimum((1.0 - s) * q + s * p, 1.0)
             return -y, q
 
+    def _g_guide(self, loss):
+        """g(l) = log(1 - s + s e^l) in floats (estimates): log1p(s expm1(l)) near 0, logaddexp
+        beyond |l| > 30 (e^l overflows past 709: base losses ~5e5 at sigma 1e-3)."""
+        s = self.q
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            far = np.abs(loss) > 30.0
+            return np.where(far, np.logaddexp(math.log1p(-s) if s < 1.0 else -np.inf, math.log(s) + loss),
+                            np.log1p(s * np.expm1(np.where(far, 0.0, loss))))
+
     # -- the profile: closed forms from the base's ---------------------------------------------
     def _delta_mp(self, x, direction):
         """(value, error) of the hockey-stick divergence at x >= 0 of ``direction`` (module
         docstring), from the base's at the transformed threshold (an mpmath number: the
-        base compares it with its loss atoms exactly); the threshold's own rounding is
-        charged through the 1-Lipschitz bound."""
+        base compares it with its loss atoms exactly).  The threshold's own rounding (err)
+        is charged by monotonicity: H is nonincreasing, so the true value lies between the
+        base's at the threshold raised and lowered by err -- a charge ~2 err e^x Q[L > x],
+        where the 1-Lipschitz bound (err itself) would swamp a target of 1e-300 at any
+        working precision."""
         base = self.mechanism
         s = mpmath.mpf(self.q)
+
+        def between(t, t_err, d):
+            """(lo, hi) of the base's H at a threshold within t_err of t (and >= 0: the true
+            ones are, e^{x'} = 1 + (e^x - 1)/s >= 1 and g >= 1 for x >= 0)."""
+            v_hi, e_hi = base._delta_mp(max(t - t_err, mpmath.mpf(0)), d)
+            v_lo, e_lo = base._delta_mp(t + t_err, d)
+            return max(v_lo - e_lo, mpmath.mpf(0)), v_hi + e_hi
+
         if direction == FORWARD:
             xt = mpmath.log1p(mpmath.expm1(x) / s)  # >= x >= 0
-            xt_err = mpf_err(xt, bits=6)
-            v, e = base._delta_mp(xt, FORWARD)
-            if v == 0 and e == 0 and base._delta_mp(xt - xt_err, FORWARD) == (0, 0):
+            lo, hi = between(xt, mpf_err(xt, bits=6), FORWARD)
+            if hi == 0:
                 return mpmath.mpf(0), mpmath.mpf(0)  # H is nonincreasing: 0 at the true threshold
-            total = s * v
-            return total, s * (e + xt_err) + mpf_err(total, bits=2)
+            lo, hi = s * lo, s * hi
+            return (lo + hi) / 2, (hi - lo) / 2 + mpf_err(hi, bits=2)
         # add: c H_g(Q || P), c = 1 - e^x (1 - s) = -expm1(x + log(1 - s)), log g = log s + x - log c
         ls = mpmath.log1p(-s)
         c = -mpmath.expm1(x + ls)
@@ -264,11 +299,11 @@ class Subsampled(_Registered):
         lc = mpmath.log(c)
         lg = max(mpmath.log(s) + x - lc, mpmath.mpf(0))  # g >= 1 for x >= 0
         lg_err = mpf_err(mpmath.log(s), x, lc, lg, bits=6) + 2 * c_err / c  # |d log c| <= err/(c - err)
-        v, e = base._delta_mp(lg, REVERSE)
-        if v == 0 and e == 0 and base._delta_mp(lg - lg_err, REVERSE) == (0, 0):
+        lo, hi = between(lg, lg_err, REVERSE)
+        if hi == 0:
             return mpmath.mpf(0), mpmath.mpf(0)
-        total = c * v
-        return total, c_err * v + c * (e + lg_err) + mpf_err(total, bits=2)
+        lo, hi = (c - c_err) * lo, (c + c_err) * hi
+        return (lo + hi) / 2, (hi - lo) / 2 + mpf_err(hi, bits=2)
 
     # -- finite bases: the atoms -------------------------------------------------------------------
     @lru_cache(maxsize=64)
