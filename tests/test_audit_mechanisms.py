@@ -443,11 +443,10 @@ def test_pair_delta_g_at_the_infinite_mass(p, q, delta_g):
     assert optcomp.epsilon_g(Pair(p, q), delta_g=delta_g, k=1) < math.inf
 
 
-@pytest.mark.xfail(strict=True, reason="delta_bounds stalls at 4.9 %: the self-composition pass aligns every step "
-                   "asked above the law's unit u = 0.005 to u (selfcompose._pass_step), so the passes asked at h = "
-                   "0.059 and 0.0063 are one and the same, and lattice._refine, measuring the asked steps, reads "
-                   "'a step 9x finer left the gap where it was' as a stall (fix: measure the pass's own step lp.h)")
 def test_subsampled_pair_bracket_reaches_tol():
+    """The lattice bracket stalled at 4.9 % here: the self-composition pass aligns every step
+    asked above the law's unit u = 0.005 to u, so the passes asked at h = 0.059 and 0.0063 were
+    one and the same, and the driver read 'a step 9x finer, no progress' as a stall."""
     law = power(subsampled(floats(((0.3, 0.7), (0.6, 0.4))), 0.01), 3)
     ref = hs(law, 0.0)
     b = optcomp.delta_bounds(Subsampled(Pair((0.3, 0.7), (0.6, 0.4)), 0.01), eps_g=0.0, k=3)
@@ -514,15 +513,21 @@ def test_subsampled_pair_infinite_mass_exact():
     assert optcomp.delta_g(m, eps_g=50.0, k=3, method="optimal") >= 1 - (1 - M(0.1) / 2) ** 3
 
 
-@pytest.mark.xfail(strict=True, reason="epsilon_g(Subsampled(Gaussian(1e-3), 1e-6), delta_g=1e-300, k=2) answers inf "
-                   "(ApproxTooCostly, bracket [0, inf]: the lattice needs 39M points, and its truncation tails, at "
-                   "least 1e-300 a copy, exceed the target); finite by basic composition: eps_g(k=2) <= 2 eps_g(k=1, "
-                   "5e-301) (fix: the drivers intersect an unbounded bracket with basic composition's)")
 def test_subsampled_gaussian_tiny_sigma_two_copies_finite():
+    """Beyond the lattice (39M points; truncation tails of 1e-300 a copy above the target):
+    the bracket of basic composition, [eps_g(k=1, delta_g), 2 eps_g(k=1, delta_g/2)]."""
     one = eps_root(lambda x: sg_delta(1e-3, 1e-6, x), 5e-301)
     assert one < mp.inf
     got = optcomp.epsilon_g(Subsampled(Gaussian(1e-3), 1e-6), delta_g=1e-300, k=2)
     assert got <= 2 * float(one) * (1 + 1e-9)
+
+
+def test_subsampled_gaussian_tiny_sigma_delta_basic_bracket():
+    """delta_g of two copies at eps_g = 1 beyond the lattice: [delta(k=1, 1), 2 delta(k=1, 1/2)]
+    by basic composition (the lattice's own bracket was [0, 1])."""
+    lo, hi = sg_delta(1e-3, 1e-6, 1.0), 2 * sg_delta(1e-3, 1e-6, 0.5)
+    got = optcomp.delta_g(Subsampled(Gaussian(1e-3), 1e-6), eps_g=1.0, k=2)
+    assert lo * (1 - SLACK) <= got <= hi * (1 + 1e-9)
 
 
 def test_staircase_huge_eps_no_warning():
