@@ -165,7 +165,33 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
 
     Lower (a garbling): each cell becomes one outcome of P-mass m_lo and Q-mass q_hi, at loss
     log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta), cells with
-    m_lo < 2^-1000 dropped; point masses carry p_lo; tails are dropped."""
+    m_lo < 2^-1000 dropped; point masses carry p_lo; tails are dropped.
+
+    Each side is a function of the law alone (:func:`cells_upper`, :func:`cells_lower`), so
+    the two may come from laws at different steps (:func:`split_cells_leaf`)."""
+    upper, log_inf = cells_upper(h, n0, m_lo, m_hi, q_lo, q_hi, points, below_hi, above_hi)
+    return Leaf(upper, cells_lower(h, n0, m_lo, m_hi, q_lo, q_hi, points), log_inf)
+
+
+def split_cells_leaf(law_up, law_lo) -> Leaf:
+    """The connect-the-dots leaf (:func:`cells_leaf`) with its upper atoms from the
+    :class:`~optcomp._laws.CellLaw` ``law_up`` and its lower atoms from ``law_lo`` -- the
+    same loss law at another step (typically half: a cell garbled to one outcome then sits
+    within h/4 of the lattice point nearest it, not h/2).  Each side is a valid pair on its
+    own (a refinement of the law dominating it, a garbling dominated by it), so any two
+    laws of the same mechanism and direction make a leaf."""
+
+    def pts(law):
+        p = law.points
+        return (p.loss, p.perr, p.p_lo, p.p_hi) if p.loss.size else None
+
+    a = law_up
+    upper, log_inf = cells_upper(a.h, a.n0, a.p_lo, a.p_hi, a.q_lo, a.q_hi, pts(a), a.below_hi, a.above_hi)
+    b = law_lo
+    return Leaf(upper, cells_lower(b.h, b.n0, b.p_lo, b.p_hi, b.q_lo, b.q_hi, pts(b)), log_inf)
+
+
+def _cell_arrays(h: float, n0: int, m_lo, m_hi, q_lo, q_hi):
     m_lo, m_hi = np.asarray(m_lo, float), np.asarray(m_hi, float)
     q_lo, q_hi = np.asarray(q_lo, float), np.asarray(q_hi, float)
     N = m_lo.size
@@ -176,6 +202,20 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
                          "times |n| below 2^53)")
     n = np.arange(n0, n0 + N + 1, dtype=np.int64)
     a = n[:-1].astype(float) * h  # exact
+    return m_lo, m_hi, q_lo, q_hi, N, n, a
+
+
+def _logs(p):
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)
+    return lp, 2.0 * UNIT * (np.abs(np.where(p > 0, lp, 0.0)) + 1.0)
+
+
+def cells_upper(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi: float = 0.0,
+                above_hi: float = 0.0) -> tuple[Atoms, float]:
+    """The upper atoms of :func:`cells_leaf` (the refinement) and the log of their P-mass at
+    +inf."""
+    m_lo, m_hi, q_lo, q_hi, N, n, a = _cell_arrays(h, n0, m_lo, m_hi, q_lo, q_hi)
     den = -math.expm1(-h) * (1.0 - 2.0 * UNIT)  # <= 1 - e^{-h}
     with np.errstate(divide="ignore", under="ignore", over="ignore"):
         lq_lo, lq_hi = np.log(q_lo), np.log(q_hi)
@@ -218,6 +258,19 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     loss_u = n.astype(float) * h
     perr_u = np.zeros(N + 1)
     flags = np.ones(N + 1, dtype=bool)
+    if points is not None:
+        pl, pe, plo, phi = (np.asarray(v, float) for v in points)
+        loss_u = np.concatenate([loss_u, pl])
+        perr_u = np.concatenate([perr_u, pe])
+        pts = np.concatenate([pts, phi])
+        flags = np.concatenate([flags, np.zeros(pl.size, dtype=bool)])
+    lu, eu = _logs(np.minimum(pts, 1.0))
+    return Atoms(loss_u, perr_u, lu, eu, step=h, on_lattice=flags), (math.log(above_hi) if above_hi > 0 else -math.inf)
+
+
+def cells_lower(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None) -> Atoms:
+    """The lower atoms of :func:`cells_leaf` (the garbling)."""
+    m_lo, m_hi, q_lo, q_hi, N, n, a = _cell_arrays(h, n0, m_lo, m_hi, q_lo, q_hi)
     # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
         lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
@@ -232,24 +285,11 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     pl_lo = m_lo[ok]
     if points is not None:
         pl, pe, plo, phi = (np.asarray(v, float) for v in points)
-        loss_u = np.concatenate([loss_u, pl])
-        perr_u = np.concatenate([perr_u, pe])
-        pts = np.concatenate([pts, phi])
-        flags = np.concatenate([flags, np.zeros(pl.size, dtype=bool)])
         loss_l = np.concatenate([loss_l, pl])
         perr_l = np.concatenate([perr_l, pe])
         pl_lo = np.concatenate([pl_lo, plo])
-
-    def logs(p):
-        with np.errstate(divide="ignore"):
-            lp = np.log(p)
-        return lp, 2.0 * UNIT * (np.abs(np.where(p > 0, lp, 0.0)) + 1.0)
-
-    lu, eu = logs(np.minimum(pts, 1.0))
-    ll, el = logs(pl_lo)
-    upper = Atoms(loss_u, perr_u, lu, eu, step=h, on_lattice=flags)
-    lower = Atoms(loss_l, perr_l, ll, el)
-    return Leaf(upper, lower, math.log(above_hi) if above_hi > 0 else -math.inf)
+    ll, el = _logs(pl_lo)
+    return Atoms(loss_l, perr_l, ll, el)
 
 
 @dataclass(frozen=True, eq=False)

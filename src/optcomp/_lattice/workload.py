@@ -154,7 +154,12 @@ def _clear_laws() -> None:
         _LAWS.clear()
 
 
-register_cache(lambda: sum(_law_bytes(v) for v in list(_LAWS.values())), _clear_laws)
+def _laws_bytes() -> int:
+    with _LEAVES_LOCK:  # (a pass's threads add laws while the budget counts them)
+        return sum(_law_bytes(v) for v in _LAWS.values())
+
+
+register_cache(_laws_bytes, _clear_laws)
 
 
 def _cell_law(mech, h: float, direction: str, tail: float, max_atoms: int):
@@ -243,6 +248,29 @@ def _mechanism_leaf(mech, h: float, direction: str, tail: float) -> leaves.Leaf:
     points = (pts.loss, pts.perr, pts.p_lo, pts.p_hi) if pts.loss.size else None
     return leaves.cells_leaf(law.h, law.n0, law.p_lo, law.p_hi, law.q_lo, law.q_hi, points, law.below_hi,
                              law.above_hi)
+
+
+def pass_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL) -> leaves.Leaf:
+    """The leaf a pass of several items composes for copies of a law with a continuous part:
+    upper atoms from its cells at step h, lower atoms from its cells at h/2
+    (:func:`optcomp._lattice.leaves.split_cells_leaf`; what
+    :func:`optcomp._lattice.selfcompose._pass_leaf` assembles from two leaves), from one law
+    built at h/2 and merged in pairs for h (:func:`coarsened`) -- so each cell law is built
+    once a pass and each side once.  Where the law at h/2 does not fit (the memory budget,
+    too many cells), the leaf at h (:func:`mechanism_leaf`).  Memory checks and size
+    limits as :func:`_mechanism_leaf`."""
+    budget = _memory_budget()
+    room = max(int((budget.limit - budget.held - resident()) // CELL_BYTES), 1)
+    max_atoms = min(MAX_ATOMS, room)
+    try:
+        half = mech.law(h / 2.0, direction, tail=tail, max_atoms=max_atoms)
+    except ValueError:  # too many cells at h/2 (or positions not exact): the leaf at h alone
+        return mechanism_leaf(mech, h, direction, tail)
+    if half.p_lo.size <= 2 * max_atoms - 2:
+        law = coarsened(half)
+    else:
+        law = _cell_law(mech, h, direction, tail, max_atoms)
+    return leaves.split_cells_leaf(law, half)
 
 
 def beyond_floats(mech, direction: str = FORWARD, tail: float = 0.0) -> bool:
@@ -363,6 +391,21 @@ class Source:
             except ApproxTooCostly:  # (too many cells at h/2: the pass will use h)
                 pass
         return mechanism_leaf(self.mech, h, self.direction, self.tail)
+
+    def pass_leaf(self, h: float) -> leaves.Leaf:
+        """The leaf of a pass of several items at step h: for copies of a law with a
+        continuous part, :func:`pass_leaf` (upper at h, lower at h/2), kept for the pass (the
+        last step's only: :meth:`Workload.span`, :meth:`Workload.plan` and the pass's
+        stream each read it; built once); else :meth:`leaf`."""
+        if not (self.count > 1 and self.mech.kind == "cells"):
+            return self.leaf(h)
+        kept = getattr(self, "_pass", None)
+        if kept is not None and kept[0] == h:
+            return kept[1]
+        self._pass = None  # (the previous step's leaf is not held while this one is built)
+        leaf = pass_leaf(self.mech, h, self.direction, self.tail)
+        self._pass = (h, leaf)
+        return leaf
 
     def span(self, h: float) -> float:
         return self.leaf(h).span
@@ -504,10 +547,22 @@ class Workload:
         self.cf = cnts.astype(float)
         self.rr_plan = leaves.leaf_plan(vals, cnts)
 
+    def _alone(self) -> bool:
+        """Whether the plan is one :class:`~optcomp._lattice.leaves.Power` alone (a pass of
+        its own, at a step aligned to its law: :func:`optcomp._lattice.selfcompose.power_pass`)."""
+        return not self.rr_plan and len(self.sources) == 1 and self.sources[0].count > 1
+
     def plan(self, h: float) -> list:
+        """The pass's items: randomized-response groups, then each source's leaf (its copies
+        a :class:`~optcomp._lattice.leaves.Power`).  A Power alone can rebuild its leaf at the
+        step of its own pass; among other items it is a node at the pass's step h, with its
+        lower atoms at h/2 (:meth:`Source.pass_leaf`)."""
         out = list(self.rr_plan)
+        if self._alone():
+            s = self.sources[0]
+            return [leaves.Power(s.leaf(h), s.count, s.leaf)]
         for s in self.sources:
-            out.append(leaves.Power(s.leaf(h), s.count, s.leaf) if s.count > 1 else s.leaf(h))
+            out.append(leaves.Power(s.pass_leaf(h), s.count) if s.count > 1 else s.leaf(h))
         return out
 
     def leaves_count(self) -> int:
@@ -515,7 +570,9 @@ class Workload:
 
     def span(self, h: float) -> float:
         """Sum over the leaves of their half-widths (for the 2^49 check of exact positions)."""
-        return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.span(h) for s in self.sources)
+        if self._alone():
+            return self.sources[0].count * self.sources[0].span(h)
+        return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.pass_leaf(h).span for s in self.sources)
 
     def top_bound(self, finite: bool = False) -> float:
         """An upper bound of the largest composed loss (inf when a leaf has an unbounded law):
