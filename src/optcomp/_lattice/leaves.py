@@ -292,17 +292,82 @@ def cells_lower(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None) -> Atoms
     return Atoms(loss_l, perr_l, ll, el)
 
 
-@dataclass(frozen=True, eq=False)
+def cut_top(leaf: Leaf, max_mass: float) -> Leaf:
+    """``leaf`` with its highest upper atoms sent to +inf while their P-mass (upper bounds
+    e^{logp + err}, summed from the top and rounded up: each exp within 2^-40 relative, a
+    running sum of n terms within n u, charged 4 n u) stays <= ``max_mass``, and the lower atoms above the least cut position
+    dropped -- a loss raised to +inf at fixed P-mass only raises delta (the upper pair still
+    dominates; its +inf mass grows by the cut mass, which the pass sends to +inf as slack),
+    and a lower pair may drop outcomes.  The leaf itself when nothing is cut (or it has a
+    lumped mass or a log-MGF of its own, which refer to its atoms)."""
+    up = leaf.upper
+    if not max_mass > 0.0 or leaf.cgf is not None or leaf.log_lump > -math.inf or up.loss.size < 2:
+        return leaf
+    order = np.argsort(up.loss, kind="stable")[::-1]  # highest first
+    with np.errstate(under="ignore", over="ignore"):
+        p = np.exp(up.logp[order] + up.err[order]) * (1.0 + 2.0**-40)
+    cum = np.cumsum(p) * (1.0 + 4.0 * UNIT * p.size)
+    m = int(np.searchsorted(cum, max_mass, side="right"))
+    m = min(m, up.loss.size - 1)
+    if m == 0:
+        return leaf
+    cut_mass = float(cum[m - 1])
+    keep = np.ones(up.loss.size, dtype=bool)
+    keep[order[:m]] = False
+    lowest_cut = float(np.min(up.loss[order[:m]] - up.perr[order[:m]]))
+    upper = Atoms(up.loss[keep], up.perr[keep], up.logp[keep], up.err[keep], up.step,
+                  None if up.on_lattice is None else up.on_lattice[keep])
+    dn = leaf.lower
+    k = dn.loss - dn.perr < lowest_cut
+    if not np.any(k):
+        return leaf
+    lower = dn if np.all(k) else Atoms(dn.loss[k], dn.perr[k], dn.logp[k], dn.err[k], dn.step,
+                                       None if dn.on_lattice is None else dn.on_lattice[k])
+    inf = math.exp(leaf.log_inf) if leaf.log_inf > -math.inf else 0.0
+    log_inf = math.log((inf + cut_mass) * (1.0 + 2.0**-40))
+    return Leaf(upper, lower, log_inf, leaf.lump_index, leaf.log_lump, None)
+
+
 class Power:
     """A plan item: ``count`` independent copies of one :class:`Leaf`: alone in a pass, by one
     FFT (:func:`optcomp._lattice.selfcompose.power_pass`, at a step of its own when
     ``rebuild`` can make the leaf at another step); else by the stream's repeated squaring
     (:func:`optcomp._lattice.grouped._power`): O(log count) windowed convolutions instead of
-    ``count`` leaves."""
+    ``count`` leaves.
 
-    leaf: Leaf
-    count: int
-    rebuild: Callable | None = None  # (h, half_first) -> the same law's Leaf at step h (a pass may choose its own step)
+    ``rebuild``: (h, half_first[, law_tail]) -> the same law's Leaf at step h (a pass may
+    choose its own step).  ``make``: the leaf made when the pass reaches it (``leaf`` given
+    as None): ``make(tail)`` -> the Leaf, its law truncated at P-mass ``tail`` a side (the
+    pass's slack over ``count``: what its windows drop anyway; :meth:`made`), every loss
+    within ``bound`` of 0 (|loss| + perr <= bound: :func:`span` reads it before the leaf
+    exists); read before the pass makes it, ``leaf`` is ``make(0.0)``."""
+
+    __slots__ = ("_leaf", "count", "rebuild", "make", "bound")
+
+    def __init__(self, leaf: Leaf | None, count: int, rebuild: Callable | None = None,
+                 make: Callable | None = None, bound: float = 0.0):
+        if leaf is None and make is None:
+            raise ValueError("a Power needs its leaf or a make")
+        self._leaf, self.count, self.rebuild, self.make, self.bound = leaf, count, rebuild, make, bound
+
+    @property
+    def leaf(self) -> Leaf:
+        if self._leaf is None:
+            self._leaf = self.make(0.0)
+        return self._leaf
+
+    def made(self, log_slack: float) -> "Power":
+        """This Power with its leaf (made at the pass's ``log_slack``: the law's truncation
+        tails and the highest atoms of :func:`cut_top`, each at most e^log_slack / count of
+        P-mass a copy, go to +inf or are lumped: at most 2 e^log_slack more of the node's
+        slack)."""
+        if self._leaf is not None:
+            return self
+        budget = math.exp(log_slack) / self.count
+        if self.rebuild is not None:  # (its pass may rebuild it at another step: at the same tail)
+            rebuild = self.rebuild
+            return Power(self.make(budget), self.count, lambda h, half_first=True: rebuild(h, half_first, budget))
+        return Power(cut_top(self.make(budget), budget), self.count)
 
 
 def exact_positions(h: float, nmax: float) -> bool:
@@ -317,7 +382,7 @@ def exact_positions(h: float, nmax: float) -> bool:
 def span(item) -> float:
     """Half-width of a plan item's loss support: sum c eps for randomized-response groups."""
     if isinstance(item, Power):
-        return item.count * item.leaf.span
+        return item.count * (item.bound if item._leaf is None else item.leaf.span)
     return item.span if isinstance(item, Leaf) else float(sum(c * e for e, c in item))
 
 

@@ -44,6 +44,7 @@ from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, Mechanism, cell_guide, lo
 from .._memory import current as _memory_budget, register_cache, resident
 from .._types import ApproxTooCostly
 from . import leaves
+from .grouped import POWER_COPIES
 
 
 @lru_cache(maxsize=64)
@@ -250,6 +251,32 @@ def _mechanism_leaf(mech, h: float, direction: str, tail: float) -> leaves.Leaf:
                              law.above_hi)
 
 
+def pass_leaf_within(mech, h: float, direction: str, tail: float, law_tail: float, bound: float) -> leaves.Leaf:
+    """:func:`pass_leaf` of the law truncated at ``law_tail`` (>= ``tail``: its cells then
+    cover less; the leaf charges its own truncation, :func:`optcomp._lattice.leaves.cells_leaf`),
+    every atom within ``bound`` of 0 (|loss| + perr): the lower atoms beyond it dropped (a
+    garbled cell lands outside its cell only when its mass bracket is loose: a lower pair
+    may drop outcomes); when an upper atom lies beyond it, the law at ``tail`` instead (whose
+    range ``bound`` was taken from: :meth:`Source.pass_bound`)."""
+    leaf = pass_leaf(mech, h, direction, max(tail, law_tail))
+    ua = leaf.upper
+    if float(np.max(np.abs(ua.loss) + ua.perr)) > bound and law_tail > tail:
+        leaf = pass_leaf(mech, h, direction, tail)
+        ua = leaf.upper
+    if float(np.max(np.abs(ua.loss) + ua.perr)) > bound:
+        raise ValueError(f"{mech!r}: a leaf atom beyond its support's bound {bound!r}")
+    dn = leaf.lower
+    keep = np.abs(dn.loss) + dn.perr <= bound
+    if not np.all(keep):
+        if not np.any(keep):  # (a lower pair may drop every outcome: one atom of mass 0 keeps the shape)
+            keep[0] = True
+            dn = leaves.Atoms(dn.loss[keep] * 0.0, dn.perr[keep] * 0.0, np.full(1, -math.inf), np.zeros(1))
+        else:
+            dn = leaves.Atoms(dn.loss[keep], dn.perr[keep], dn.logp[keep], dn.err[keep])
+        leaf = leaves.Leaf(leaf.upper, dn, leaf.log_inf, leaf.lump_index, leaf.log_lump, leaf.cgf)
+    return leaf
+
+
 def pass_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL) -> leaves.Leaf:
     """The leaf a pass of several items composes for copies of a law with a continuous part:
     upper atoms from its cells at step h, lower atoms from its cells at h/2
@@ -382,15 +409,19 @@ class Source:
         self.loss, self.logp = loss, np.log(p)
         self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
 
-    def leaf(self, h: float, half_first: bool = True) -> leaves.Leaf:
+    def leaf(self, h: float, half_first: bool = True, law_tail: float = 0.0) -> leaves.Leaf:
+        """The leaf at step h (cached: :func:`mechanism_leaf`); a law with a continuous part
+        truncated at the larger of the source's tail and ``law_tail`` (a pass's slack per
+        copy: the leaf charges its truncation, which only shrinks its cells)."""
+        tail = max(self.tail, law_tail) if self.mech.kind == "cells" else self.tail
         if half_first and self.count > 1 and self.mech.kind == "cells" and HALF_FIRST:
             # copies go through one FFT, whose lower leaf is at h/2: that law first, then
             # the one at h from it by pairs of cells (:func:`_cell_law`)
             try:
-                mechanism_leaf(self.mech, h / 2.0, self.direction, self.tail)
+                mechanism_leaf(self.mech, h / 2.0, self.direction, tail)
             except ApproxTooCostly:  # (too many cells at h/2: the pass will use h)
                 pass
-        return mechanism_leaf(self.mech, h, self.direction, self.tail)
+        return mechanism_leaf(self.mech, h, self.direction, tail)
 
     def pass_leaf(self, h: float) -> leaves.Leaf:
         """The leaf of a pass of several items at step h: for copies of a law with a
@@ -406,6 +437,24 @@ class Source:
         leaf = pass_leaf(self.mech, h, self.direction, self.tail)
         self._pass = (h, leaf)
         return leaf
+
+    def pass_bound(self, h: float) -> float:
+        """A bound of |loss| + perr over the atoms of :meth:`lazy_power`'s leaf at step h: the
+        support's (``loss_range`` at the source's tail, rounded outward) plus 2 h (its cells
+        reach the lattice points around it) plus 1 (lower atoms beyond are dropped)."""
+        if not hasattr(self, "_range"):
+            self._range = self.mech.loss_range(self.direction, tail=self.tail)
+        lo, hi = self._range
+        return up(up(max(abs(lo), abs(hi)) + 2.0 * h, 1) + 1.0, 1)
+
+    def lazy_power(self, h: float) -> leaves.Power:
+        """The copies of a law with a continuous part as a Power among other items whose leaf
+        (:func:`pass_leaf_within`) is made when the pass reaches it -- in the pass's thread,
+        its law truncated at the pass's slack -- and dropped after."""
+        bound = self.pass_bound(h)
+        mech, direction, tail = self.mech, self.direction, self.tail
+        return leaves.Power(None, self.count, None,
+                            lambda law_tail: pass_leaf_within(mech, h, direction, tail, law_tail, bound), bound)
 
     def span(self, h: float) -> float:
         return self.leaf(h).span
@@ -560,9 +609,15 @@ class Workload:
         out = list(self.rr_plan)
         if self._alone():
             s = self.sources[0]
+            if s.mech.kind == "cells":  # made when the pass starts, at its slack (Power.made)
+                return [leaves.Power(None, s.count, s.leaf, lambda law_tail: s.leaf(h, True, law_tail),
+                                     s.pass_bound(h))]
             return [leaves.Power(s.leaf(h), s.count, s.leaf)]
         for s in self.sources:
-            out.append(leaves.Power(s.pass_leaf(h), s.count) if s.count > 1 else s.leaf(h))
+            if s.count > POWER_COPIES and s.mech.kind == "cells":
+                out.append(s.lazy_power(h))
+            else:
+                out.append(leaves.Power(s.pass_leaf(h), s.count) if s.count > 1 else s.leaf(h))
         return out
 
     def leaves_count(self) -> int:
@@ -571,8 +626,11 @@ class Workload:
     def span(self, h: float) -> float:
         """Sum over the leaves of their half-widths (for the 2^49 check of exact positions)."""
         if self._alone():
-            return self.sources[0].count * self.sources[0].span(h)
-        return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.pass_leaf(h).span for s in self.sources)
+            s = self.sources[0]
+            return s.count * (s.pass_bound(h) if s.mech.kind == "cells" else s.span(h))
+        return float(np.sum(self.cnts * self.vals)) + sum(
+            s.count * (s.pass_bound(h) if s.count > POWER_COPIES and s.mech.kind == "cells" else s.pass_leaf(h).span)
+            for s in self.sources)
 
     def top_bound(self, finite: bool = False) -> float:
         """An upper bound of the largest composed loss (inf when a leaf has an unbounded law):
