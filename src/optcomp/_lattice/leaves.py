@@ -710,11 +710,17 @@ def _atoms_cgf(a: Atoms, S: np.ndarray, blocks: bool = True) -> np.ndarray:
             cached = (nb, _atom_blocks(lw, lh, ll, nb))
             _BLOCKS[a] = cached
         lw, lh, ll = cached[1]
-    s = S[:, None]
-    w = lw[None, :] + np.where(s >= 0.0, s * lh[None, :], s * ll[None, :])
-    mx = np.max(w, axis=1)
-    K = mx + np.log(np.sum(np.exp(w - mx[:, None]), axis=1))
-    return K + 8.0 * UNIT * (np.max(np.abs(w), axis=1) + n + 4.0)
+    K = np.empty(S.size)
+    for sel, l in ((S >= 0.0, lh), (S < 0.0, ll)):  # (the tilts >= 0 at the upper ends, the others at the lower)
+        if not np.any(sel):
+            continue
+        w = S[sel][:, None] * l[None, :]
+        w += lw[None, :]
+        mx, mn = np.max(w, axis=1), np.min(w, axis=1)
+        w -= mx[:, None]
+        np.exp(w, out=w)
+        K[sel] = mx + np.log(np.sum(w, axis=1)) + 8.0 * UNIT * (np.maximum(np.abs(mx), np.abs(mn)) + n + 4.0)
+    return K
 
 
 def _atom_blocks(lw: np.ndarray, lh: np.ndarray, ll: np.ndarray, nb: int):

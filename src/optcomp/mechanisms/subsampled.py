@@ -418,9 +418,9 @@ class Subsampled(_Registered):
         i1 = np.clip(np.where(np.isfinite(i1), i1, A), i0, B)
         p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
         p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
-        # tails below A and above B
-        pa_below, qa_below = self._p_below(A), self._q_below(A)
-        pa_above, qa_above = self._p_above(B), self._q_above(B)
+        # tails below A and above B (evaluated only where a cell reaches beyond)
+        pa_below, qa_below = (self._p_below(A), self._q_below(A)) if low.any() else (0.0, 0.0)
+        pa_above, qa_above = (self._p_above(B), self._q_above(B)) if high.any() else (0.0, 0.0)
         p_hi_b = np.minimum(p_hi_b + np.where(low, pa_below, 0.0) + np.where(high, pa_above, 0.0), 1.0)
         q_hi_b = np.minimum(q_hi_b + np.where(low, qa_below, 0.0) + np.where(high, qa_above, 0.0), 1.0)
         added = low | high
