@@ -115,3 +115,28 @@ def test_gaussian_cells_in_chunks_match_bitwise(monkeypatch):
     assert ok1.any() and np.array_equal(ok1, ok2)
     for a, b in zip(full1, full2):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("direction", [FORWARD, REVERSE])
+def test_lazy_groups_bracket_what_one_group_brackets(direction):
+    """The same 40 steps as one group (a Power alone: one aligned FFT pass) and as two groups
+    of 20 (two Powers made in the stream, at the pass's slack, convolved): both certified, so
+    their brackets on H(x) overlap, and the split one is as narrow (within 2x + the slack)."""
+    from optcomp._lattice import grouped
+
+    m = Subsampled(Gaussian(1.1), 0.02)
+    whole = workload.Workload(np.zeros(0), np.zeros(0, dtype=np.int64), (workload.Source(m, 40, direction, 1e-30),))
+    split = workload.Workload(np.zeros(0), np.zeros(0, dtype=np.int64),
+                              tuple(workload.Source(m, 20, direction, 1e-30) for _ in range(2)))
+    plan = split.plan(2.0**-11)
+    assert len(plan) == 2 and all(p._leaf is None for p in plan)  # made by the pass
+    h = 2.0**-11
+    theta = whole.tilt_for(whole.chernoff_guess(1e-6))
+    lp_w = grouped.grouped_pass(whole.vals, whole.cnts, h, theta, math.log(1e-40), 1, whole.plan(h))
+    lp_s = grouped.grouped_pass(split.vals, split.cnts, h, theta, math.log(1e-40), 1, split.plan(h))
+    for x in (0.05, 0.15, 0.3):  # (the add direction's loss is at most 40 log(1/0.98) = 0.81; H >= 1e-12 here)
+        a, b = lp_w.excess_bounds(x), lp_s.excess_bounds(x)
+        assert max(a[0], b[0]) <= min(a[1], b[1]), (x, a, b)
+        if x >= 0.15:  # (at 0.05, far below the tilt's aim, the node windows cost 8x in the add direction, as before)
+            assert b[1] - b[0] <= 2.0 * (a[1] - a[0]) + 1e-38, (x, a, b)  # (+ the slack e^log_slack a node)
+        assert b[0] > 0.0
