@@ -26,7 +26,7 @@ Producers of leaves:
 A plan (:func:`leaf_plan`) is a list whose items are either a list of (eps, c) groups (a
 randomized-response leaf, built at the pass's tilt) or a :class:`Leaf`.
 
-Length (~760 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
+Length (~880 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
 twin, must evaluate the same float operations in the same order, so they stay side by side."""
 
 from __future__ import annotations
@@ -701,8 +701,10 @@ def _atoms_cgf(a: Atoms, S: np.ndarray, blocks: bool = True) -> np.ndarray:
     lw = a.logp[ok] + a.err[ok]
     n = lw.size
     if not blocks and n * S.size > CGF_TERMS:
+        if n > CGF_TERMS:  # (one tilt alone exceeds the terms: as before, in blocks)
+            return np.concatenate([_atoms_cgf(a, S[i: i + 1], True) for i in range(S.size)])
         step = max(1, CGF_TERMS // n)
-        return np.concatenate([_atoms_cgf(a, S[i: i + step], True) for i in range(0, S.size, step)])
+        return np.concatenate([_direct_cgf(lw, lh, ll, S[i: i + step], n) for i in range(0, S.size, step)])
     if n * S.size > CGF_TERMS:
         nb = max(CGF_TERMS // S.size, 64)
         cached = _BLOCKS.get(a)
@@ -710,6 +712,13 @@ def _atoms_cgf(a: Atoms, S: np.ndarray, blocks: bool = True) -> np.ndarray:
             cached = (nb, _atom_blocks(lw, lh, ll, nb))
             _BLOCKS[a] = cached
         lw, lh, ll = cached[1]
+    return _direct_cgf(lw, lh, ll, S, n)
+
+
+def _direct_cgf(lw: np.ndarray, lh: np.ndarray, ll: np.ndarray, S: np.ndarray, n: int) -> np.ndarray:
+    """The direct sum of :func:`_atoms_cgf` over terms (log-masses ``lw``, position ends ``lh``
+    >= ``ll``: atoms, or blocks of them) charged for ``n`` atoms (a block's own sum is within
+    the charge of its atoms, :func:`_atom_blocks`)."""
     K = np.empty(S.size)
     for sel, l in ((S >= 0.0, lh), (S < 0.0, ll)):  # (the tilts >= 0 at the upper ends, the others at the lower)
         if not np.any(sel):

@@ -24,8 +24,14 @@ A finite law enters cut at its tail (:func:`atom_law`): its extreme atoms of neg
 go to +inf (upper side) or onto its lowest kept atom, so that an atom of P-mass e^{-10^4}
 neither sets the top nor widens the lattice.
 
-Length (~770 lines): the sources (a mechanism's leaves by step, its guide), the workload's
-frames and its estimates (cumulants, tilts, Chernoff) read the same per-source laws and caches."""
+A pass of several items makes each group of identical steps of a law with a continuous part
+when its stream reaches it (:meth:`Source.lazy_power`, :func:`pass_leaf_within`): one law at
+h/2, its cells merged in pairs for h, upper atoms from the one and lower from the other,
+truncated at the pass's slack -- built once, in the pass's threads, dropped after.
+
+Length (~920 lines): the sources (a mechanism's leaves by step, its guide, its pass leaves),
+the workload's frames and its estimates (cumulants, tilts, Chernoff) read the same per-source
+laws and caches."""
 
 from __future__ import annotations
 
