@@ -289,6 +289,7 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
     for item in powers:  # each Power: one node by repeated squaring, then counted like a chunk
         if ticker.stop:
             raise RuntimeError("lattice pass stopped")
+        item = item.made(log_slack)  # (a leaf made here: in this stream's thread)
         pn = power_node(item, h, theta, log_slack, S, workers) if POWER_FFT else None
         if pn is not None:  # one FFT (:mod:`optcomp._lattice.selfcompose`)
             rows_p, off_p, E_p, lz_p, rho_p, K_p, s_pow = pn
@@ -309,7 +310,7 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
     # a Power of few copies: its leaf built once, its copies leaves of the chunks (one batched
     # tree instead of a few tiny FFTs and cuts per Power; every copy the same leaf either way)
     copies = [item.count if isinstance(item, leaves.Power) else 1 for item in plain]
-    plain = [item.leaf if isinstance(item, leaves.Power) else item for item in plain]
+    plain = [item.made(log_slack).leaf if isinstance(item, leaves.Power) else item for item in plain]
     built = leaves.build(plain, h, theta, log_slack, S)
     for (rows, base, logZ, rho, E2, atoms_k, s_leaf), c in zip(built, copies):
         if ticker.stop:
@@ -400,6 +401,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     if math.fsum(leaves.span(item) for item in plan) * (1.0 + 1e-9) / h + 8.0 >= 2.0**49:
         raise ValueError(f"lattice step {h!r} too small for exact positions (sum eps / h >= 2^49)")
     if POWER_FFT and len(plan) == 1 and isinstance(plan[0], leaves.Power):
+        plan = [plan[0].made(log_slack)]
         lp = power_pass(plan[0], h, theta, log_slack, workers)  # None: repeated squaring instead
         if lp is not None:
             return lp

@@ -26,7 +26,7 @@ Producers of leaves:
 A plan (:func:`leaf_plan`) is a list whose items are either a list of (eps, c) groups (a
 randomized-response leaf, built at the pass's tilt) or a :class:`Leaf`.
 
-Length (~760 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
+Length (~880 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
 twin, must evaluate the same float operations in the same order, so they stay side by side."""
 
 from __future__ import annotations
@@ -165,7 +165,33 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
 
     Lower (a garbling): each cell becomes one outcome of P-mass m_lo and Q-mass q_hi, at loss
     log(m_lo / q_hi) (P-mass lowered and Q-mass raised only lower delta), cells with
-    m_lo < 2^-1000 dropped; point masses carry p_lo; tails are dropped."""
+    m_lo < 2^-1000 dropped; point masses carry p_lo; tails are dropped.
+
+    Each side is a function of the law alone (:func:`cells_upper`, :func:`cells_lower`), so
+    the two may come from laws at different steps (:func:`split_cells_leaf`)."""
+    upper, log_inf = cells_upper(h, n0, m_lo, m_hi, q_lo, q_hi, points, below_hi, above_hi)
+    return Leaf(upper, cells_lower(h, n0, m_lo, m_hi, q_lo, q_hi, points), log_inf)
+
+
+def split_cells_leaf(law_up, law_lo) -> Leaf:
+    """The connect-the-dots leaf (:func:`cells_leaf`) with its upper atoms from the
+    :class:`~optcomp._laws.CellLaw` ``law_up`` and its lower atoms from ``law_lo`` -- the
+    same loss law at another step (typically half: a cell garbled to one outcome then sits
+    within h/4 of the lattice point nearest it, not h/2).  Each side is a valid pair on its
+    own (a refinement of the law dominating it, a garbling dominated by it), so any two
+    laws of the same mechanism and direction make a leaf."""
+
+    def pts(law):
+        p = law.points
+        return (p.loss, p.perr, p.p_lo, p.p_hi) if p.loss.size else None
+
+    a = law_up
+    upper, log_inf = cells_upper(a.h, a.n0, a.p_lo, a.p_hi, a.q_lo, a.q_hi, pts(a), a.below_hi, a.above_hi)
+    b = law_lo
+    return Leaf(upper, cells_lower(b.h, b.n0, b.p_lo, b.p_hi, b.q_lo, b.q_hi, pts(b)), log_inf)
+
+
+def _cell_arrays(h: float, n0: int, m_lo, m_hi, q_lo, q_hi):
     m_lo, m_hi = np.asarray(m_lo, float), np.asarray(m_hi, float)
     q_lo, q_hi = np.asarray(q_lo, float), np.asarray(q_hi, float)
     N = m_lo.size
@@ -176,6 +202,20 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
                          "times |n| below 2^53)")
     n = np.arange(n0, n0 + N + 1, dtype=np.int64)
     a = n[:-1].astype(float) * h  # exact
+    return m_lo, m_hi, q_lo, q_hi, N, n, a
+
+
+def _logs(p):
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)
+    return lp, 2.0 * UNIT * (np.abs(np.where(p > 0, lp, 0.0)) + 1.0)
+
+
+def cells_upper(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi: float = 0.0,
+                above_hi: float = 0.0) -> tuple[Atoms, float]:
+    """The upper atoms of :func:`cells_leaf` (the refinement) and the log of their P-mass at
+    +inf."""
+    m_lo, m_hi, q_lo, q_hi, N, n, a = _cell_arrays(h, n0, m_lo, m_hi, q_lo, q_hi)
     den = -math.expm1(-h) * (1.0 - 2.0 * UNIT)  # <= 1 - e^{-h}
     with np.errstate(divide="ignore", under="ignore", over="ignore"):
         lq_lo, lq_hi = np.log(q_lo), np.log(q_hi)
@@ -218,6 +258,19 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     loss_u = n.astype(float) * h
     perr_u = np.zeros(N + 1)
     flags = np.ones(N + 1, dtype=bool)
+    if points is not None:
+        pl, pe, plo, phi = (np.asarray(v, float) for v in points)
+        loss_u = np.concatenate([loss_u, pl])
+        perr_u = np.concatenate([perr_u, pe])
+        pts = np.concatenate([pts, phi])
+        flags = np.concatenate([flags, np.zeros(pl.size, dtype=bool)])
+    lu, eu = _logs(np.minimum(pts, 1.0))
+    return Atoms(loss_u, perr_u, lu, eu, step=h, on_lattice=flags), (math.log(above_hi) if above_hi > 0 else -math.inf)
+
+
+def cells_lower(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None) -> Atoms:
+    """The lower atoms of :func:`cells_leaf` (the garbling)."""
+    m_lo, m_hi, q_lo, q_hi, N, n, a = _cell_arrays(h, n0, m_lo, m_hi, q_lo, q_hi)
     # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
         lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
@@ -232,37 +285,89 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
     pl_lo = m_lo[ok]
     if points is not None:
         pl, pe, plo, phi = (np.asarray(v, float) for v in points)
-        loss_u = np.concatenate([loss_u, pl])
-        perr_u = np.concatenate([perr_u, pe])
-        pts = np.concatenate([pts, phi])
-        flags = np.concatenate([flags, np.zeros(pl.size, dtype=bool)])
         loss_l = np.concatenate([loss_l, pl])
         perr_l = np.concatenate([perr_l, pe])
         pl_lo = np.concatenate([pl_lo, plo])
-
-    def logs(p):
-        with np.errstate(divide="ignore"):
-            lp = np.log(p)
-        return lp, 2.0 * UNIT * (np.abs(np.where(p > 0, lp, 0.0)) + 1.0)
-
-    lu, eu = logs(np.minimum(pts, 1.0))
-    ll, el = logs(pl_lo)
-    upper = Atoms(loss_u, perr_u, lu, eu, step=h, on_lattice=flags)
-    lower = Atoms(loss_l, perr_l, ll, el)
-    return Leaf(upper, lower, math.log(above_hi) if above_hi > 0 else -math.inf)
+    ll, el = _logs(pl_lo)
+    return Atoms(loss_l, perr_l, ll, el)
 
 
-@dataclass(frozen=True, eq=False)
+def cut_top(leaf: Leaf, max_mass: float) -> Leaf:
+    """``leaf`` with its highest upper atoms sent to +inf while their P-mass (upper bounds
+    e^{logp + err}, summed from the top and rounded up: each exp within 2^-40 relative, a
+    running sum of n terms within n u, charged 4 n u) stays <= ``max_mass``, and the lower atoms above the least cut position
+    dropped -- a loss raised to +inf at fixed P-mass only raises delta (the upper pair still
+    dominates; its +inf mass grows by the cut mass, which the pass sends to +inf as slack),
+    and a lower pair may drop outcomes.  The leaf itself when nothing is cut (or it has a
+    lumped mass or a log-MGF of its own, which refer to its atoms)."""
+    up = leaf.upper
+    if not max_mass > 0.0 or leaf.cgf is not None or leaf.log_lump > -math.inf or up.loss.size < 2:
+        return leaf
+    order = np.argsort(up.loss, kind="stable")[::-1]  # highest first
+    with np.errstate(under="ignore", over="ignore"):
+        p = np.exp(up.logp[order] + up.err[order]) * (1.0 + 2.0**-40)
+    cum = np.cumsum(p) * (1.0 + 4.0 * UNIT * p.size)
+    m = int(np.searchsorted(cum, max_mass, side="right"))
+    m = min(m, up.loss.size - 1)
+    if m == 0:
+        return leaf
+    cut_mass = float(cum[m - 1])
+    keep = np.ones(up.loss.size, dtype=bool)
+    keep[order[:m]] = False
+    lowest_cut = float(np.min(up.loss[order[:m]] - up.perr[order[:m]]))
+    upper = Atoms(up.loss[keep], up.perr[keep], up.logp[keep], up.err[keep], up.step,
+                  None if up.on_lattice is None else up.on_lattice[keep])
+    dn = leaf.lower
+    k = dn.loss - dn.perr < lowest_cut
+    if not np.any(k):
+        return leaf
+    lower = dn if np.all(k) else Atoms(dn.loss[k], dn.perr[k], dn.logp[k], dn.err[k], dn.step,
+                                       None if dn.on_lattice is None else dn.on_lattice[k])
+    inf = math.exp(leaf.log_inf) if leaf.log_inf > -math.inf else 0.0
+    log_inf = math.log((inf + cut_mass) * (1.0 + 2.0**-40))
+    return Leaf(upper, lower, log_inf, leaf.lump_index, leaf.log_lump, None)
+
+
 class Power:
     """A plan item: ``count`` independent copies of one :class:`Leaf`: alone in a pass, by one
     FFT (:func:`optcomp._lattice.selfcompose.power_pass`, at a step of its own when
     ``rebuild`` can make the leaf at another step); else by the stream's repeated squaring
     (:func:`optcomp._lattice.grouped._power`): O(log count) windowed convolutions instead of
-    ``count`` leaves."""
+    ``count`` leaves.
 
-    leaf: Leaf
-    count: int
-    rebuild: Callable | None = None  # (h, half_first) -> the same law's Leaf at step h (a pass may choose its own step)
+    ``rebuild``: (h, half_first[, law_tail]) -> the same law's Leaf at step h (a pass may
+    choose its own step).  ``make``: the leaf made when the pass reaches it (``leaf`` given
+    as None): ``make(tail)`` -> the Leaf, its law truncated at P-mass ``tail`` a side (the
+    pass's slack over ``count``: what its windows drop anyway; :meth:`made`), every loss
+    within ``bound`` of 0 (|loss| + perr <= bound: :func:`span` reads it before the leaf
+    exists); read before the pass makes it, ``leaf`` is ``make(0.0)``."""
+
+    __slots__ = ("_leaf", "count", "rebuild", "make", "bound")
+
+    def __init__(self, leaf: Leaf | None, count: int, rebuild: Callable | None = None,
+                 make: Callable | None = None, bound: float = 0.0):
+        if leaf is None and make is None:
+            raise ValueError("a Power needs its leaf or a make")
+        self._leaf, self.count, self.rebuild, self.make, self.bound = leaf, count, rebuild, make, bound
+
+    @property
+    def leaf(self) -> Leaf:
+        if self._leaf is None:
+            self._leaf = self.make(0.0)
+        return self._leaf
+
+    def made(self, log_slack: float) -> "Power":
+        """This Power with its leaf (made at the pass's ``log_slack``: the law's truncation
+        tails and the highest atoms of :func:`cut_top`, each at most e^log_slack / count of
+        P-mass a copy, go to +inf or are lumped: at most 2 e^log_slack more of the node's
+        slack)."""
+        if self._leaf is not None:
+            return self
+        budget = math.exp(log_slack) / self.count
+        if self.rebuild is not None:  # (its pass may rebuild it at another step: at the same tail)
+            rebuild = self.rebuild
+            return Power(self.make(budget), self.count, lambda h, half_first=True: rebuild(h, half_first, budget))
+        return Power(cut_top(self.make(budget), budget), self.count)
 
 
 def exact_positions(h: float, nmax: float) -> bool:
@@ -277,7 +382,7 @@ def exact_positions(h: float, nmax: float) -> bool:
 def span(item) -> float:
     """Half-width of a plan item's loss support: sum c eps for randomized-response groups."""
     if isinstance(item, Power):
-        return item.count * item.leaf.span
+        return item.count * (item.bound if item._leaf is None else item.leaf.span)
     return item.span if isinstance(item, Leaf) else float(sum(c * e for e, c in item))
 
 
@@ -596,8 +701,10 @@ def _atoms_cgf(a: Atoms, S: np.ndarray, blocks: bool = True) -> np.ndarray:
     lw = a.logp[ok] + a.err[ok]
     n = lw.size
     if not blocks and n * S.size > CGF_TERMS:
+        if n > CGF_TERMS:  # (one tilt alone exceeds the terms: as before, in blocks)
+            return np.concatenate([_atoms_cgf(a, S[i: i + 1], True) for i in range(S.size)])
         step = max(1, CGF_TERMS // n)
-        return np.concatenate([_atoms_cgf(a, S[i: i + step], True) for i in range(0, S.size, step)])
+        return np.concatenate([_direct_cgf(lw, lh, ll, S[i: i + step], n) for i in range(0, S.size, step)])
     if n * S.size > CGF_TERMS:
         nb = max(CGF_TERMS // S.size, 64)
         cached = _BLOCKS.get(a)
@@ -605,11 +712,24 @@ def _atoms_cgf(a: Atoms, S: np.ndarray, blocks: bool = True) -> np.ndarray:
             cached = (nb, _atom_blocks(lw, lh, ll, nb))
             _BLOCKS[a] = cached
         lw, lh, ll = cached[1]
-    s = S[:, None]
-    w = lw[None, :] + np.where(s >= 0.0, s * lh[None, :], s * ll[None, :])
-    mx = np.max(w, axis=1)
-    K = mx + np.log(np.sum(np.exp(w - mx[:, None]), axis=1))
-    return K + 8.0 * UNIT * (np.max(np.abs(w), axis=1) + n + 4.0)
+    return _direct_cgf(lw, lh, ll, S, n)
+
+
+def _direct_cgf(lw: np.ndarray, lh: np.ndarray, ll: np.ndarray, S: np.ndarray, n: int) -> np.ndarray:
+    """The direct sum of :func:`_atoms_cgf` over terms (log-masses ``lw``, position ends ``lh``
+    >= ``ll``: atoms, or blocks of them) charged for ``n`` atoms (a block's own sum is within
+    the charge of its atoms, :func:`_atom_blocks`)."""
+    K = np.empty(S.size)
+    for sel, l in ((S >= 0.0, lh), (S < 0.0, ll)):  # (the tilts >= 0 at the upper ends, the others at the lower)
+        if not np.any(sel):
+            continue
+        w = S[sel][:, None] * l[None, :]
+        w += lw[None, :]
+        mx, mn = np.max(w, axis=1), np.min(w, axis=1)
+        w -= mx[:, None]
+        np.exp(w, out=w)
+        K[sel] = mx + np.log(np.sum(w, axis=1)) + 8.0 * UNIT * (np.maximum(np.abs(mx), np.abs(mn)) + n + 4.0)
+    return K
 
 
 def _atom_blocks(lw: np.ndarray, lh: np.ndarray, ll: np.ndarray, nb: int):

@@ -24,8 +24,14 @@ A finite law enters cut at its tail (:func:`atom_law`): its extreme atoms of neg
 go to +inf (upper side) or onto its lowest kept atom, so that an atom of P-mass e^{-10^4}
 neither sets the top nor widens the lattice.
 
-Length (~770 lines): the sources (a mechanism's leaves by step, its guide), the workload's
-frames and its estimates (cumulants, tilts, Chernoff) read the same per-source laws and caches."""
+A pass of several items makes each group of identical steps of a law with a continuous part
+when its stream reaches it (:meth:`Source.lazy_power`, :func:`pass_leaf_within`): one law at
+h/2, its cells merged in pairs for h, upper atoms from the one and lower from the other,
+truncated at the pass's slack -- built once, in the pass's threads, dropped after.
+
+Length (~920 lines): the sources (a mechanism's leaves by step, its guide, its pass leaves),
+the workload's frames and its estimates (cumulants, tilts, Chernoff) read the same per-source
+laws and caches."""
 
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, Mechanism, cell_guide, lo
 from .._memory import current as _memory_budget, register_cache, resident
 from .._types import ApproxTooCostly
 from . import leaves
+from .grouped import POWER_COPIES
 
 
 @lru_cache(maxsize=64)
@@ -154,7 +161,12 @@ def _clear_laws() -> None:
         _LAWS.clear()
 
 
-register_cache(lambda: sum(_law_bytes(v) for v in list(_LAWS.values())), _clear_laws)
+def _laws_bytes() -> int:
+    with _LEAVES_LOCK:  # (a pass's threads add laws while the budget counts them)
+        return sum(_law_bytes(v) for v in _LAWS.values())
+
+
+register_cache(_laws_bytes, _clear_laws)
 
 
 def _cell_law(mech, h: float, direction: str, tail: float, max_atoms: int):
@@ -245,6 +257,55 @@ def _mechanism_leaf(mech, h: float, direction: str, tail: float) -> leaves.Leaf:
                              law.above_hi)
 
 
+def pass_leaf_within(mech, h: float, direction: str, tail: float, law_tail: float, bound: float) -> leaves.Leaf:
+    """:func:`pass_leaf` of the law truncated at ``law_tail`` (>= ``tail``: its cells then
+    cover less; the leaf charges its own truncation, :func:`optcomp._lattice.leaves.cells_leaf`),
+    every atom within ``bound`` of 0 (|loss| + perr): the lower atoms beyond it dropped (a
+    garbled cell lands outside its cell only when its mass bracket is loose: a lower pair
+    may drop outcomes); when an upper atom lies beyond it, the law at ``tail`` instead (whose
+    range ``bound`` was taken from: :meth:`Source.pass_bound`)."""
+    leaf = pass_leaf(mech, h, direction, max(tail, law_tail))
+    ua = leaf.upper
+    if float(np.max(np.abs(ua.loss) + ua.perr)) > bound and law_tail > tail:
+        leaf = pass_leaf(mech, h, direction, tail)
+        ua = leaf.upper
+    if float(np.max(np.abs(ua.loss) + ua.perr)) > bound:
+        raise ValueError(f"{mech!r}: a leaf atom beyond its support's bound {bound!r}")
+    dn = leaf.lower
+    keep = np.abs(dn.loss) + dn.perr <= bound
+    if not np.all(keep):
+        if not np.any(keep):  # (a lower pair may drop every outcome: one atom of mass 0 keeps the shape)
+            keep[0] = True
+            dn = leaves.Atoms(dn.loss[keep] * 0.0, dn.perr[keep] * 0.0, np.full(1, -math.inf), np.zeros(1))
+        else:
+            dn = leaves.Atoms(dn.loss[keep], dn.perr[keep], dn.logp[keep], dn.err[keep])
+        leaf = leaves.Leaf(leaf.upper, dn, leaf.log_inf, leaf.lump_index, leaf.log_lump, leaf.cgf)
+    return leaf
+
+
+def pass_leaf(mech, h: float, direction: str = FORWARD, tail: float = TAIL) -> leaves.Leaf:
+    """The leaf a pass of several items composes for copies of a law with a continuous part:
+    upper atoms from its cells at step h, lower atoms from its cells at h/2
+    (:func:`optcomp._lattice.leaves.split_cells_leaf`; what
+    :func:`optcomp._lattice.selfcompose._pass_leaf` assembles from two leaves), from one law
+    built at h/2 and merged in pairs for h (:func:`coarsened`) -- so each cell law is built
+    once a pass and each side once.  Where the law at h/2 does not fit (the memory budget,
+    too many cells), the leaf at h (:func:`mechanism_leaf`).  Memory checks and size
+    limits as :func:`_mechanism_leaf`."""
+    budget = _memory_budget()
+    room = max(int((budget.limit - budget.held - resident()) // CELL_BYTES), 1)
+    max_atoms = min(MAX_ATOMS, room)
+    try:
+        half = mech.law(h / 2.0, direction, tail=tail, max_atoms=max_atoms)
+    except ValueError:  # too many cells at h/2 (or positions not exact): the leaf at h alone
+        return mechanism_leaf(mech, h, direction, tail)
+    if half.p_lo.size <= 2 * max_atoms - 2:
+        law = coarsened(half)
+    else:
+        law = _cell_law(mech, h, direction, tail, max_atoms)
+    return leaves.split_cells_leaf(law, half)
+
+
 def beyond_floats(mech, direction: str = FORWARD, tail: float = 0.0) -> bool:
     """Whether part of the +inf mass of :func:`inf_mass` is held by finite losses beyond the
     float range (``AtomLaw.beyond_lo``)."""
@@ -286,12 +347,44 @@ def _guide_step(lo_loss: float, hi_loss: float) -> float:
     return 2.0 ** math.floor(math.log2(max((hi_loss - lo_loss) / GUIDE_CELLS, 2.0**-40)))
 
 
+SUMMARIES = 256  # Source descriptions kept (the last used): a call's rough pass and its refinement share them
+
+
+@lru_cache(maxsize=SUMMARIES)
+def _source_summary(mech, direction: str, tail: float) -> dict:
+    """What :meth:`Source._describe` sets (its coarse law and guide: ~10 ms for a subsampled
+    Gaussian), by (mechanism, direction, tail): every workload of a call -- and the calls of
+    a calibration or of an accountant's queries -- describe the same sources; arrays
+    read-only."""
+    s = Source.__new__(Source)
+    s.mech, s.count, s.direction, s.tail = mech, 1, direction, tail
+    s._describe()
+    out = {k: v for k, v in s.__dict__.items() if k not in ("mech", "count", "direction", "tail")}
+    for v in out.values():
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
+    return out
+
+
 class Source:
     """``count`` copies of one mechanism in one direction: its leaves by step (cached) and a
     coarse float picture of its loss law (atoms, P-masses) for the estimates."""
 
     def __init__(self, mech, count: int, direction: str = FORWARD, tail: float = TAIL):
         self.mech, self.count, self.direction, self.tail = mech, int(count), direction, tail
+        try:
+            summary = _source_summary(mech, direction, tail)
+        except TypeError:  # (a mechanism that does not hash: described afresh)
+            summary = None
+        if summary is None:
+            self._describe()
+        else:
+            self.__dict__.update(summary)
+
+    def _describe(self):
+        """The law's frames (top and floor atoms, ends, +inf mass) and coarse guide: functions
+        of (mechanism, direction, tail) alone (:func:`_source_summary` keeps them)."""
+        mech, direction, tail = self.mech, self.direction, self.tail
         #: (position, mass): P[L >= position] >= mass for one copy (lower-side certified; mass 0
         #: when unknown) -- the top atom, for the brackets near the top (Workload.top_mass)
         self.top_atom = (-math.inf, 0.0)
@@ -354,15 +447,52 @@ class Source:
         self.loss, self.logp = loss, np.log(p)
         self.width = float(np.max(np.abs(self.loss))) if self.loss.size else 0.0
 
-    def leaf(self, h: float, half_first: bool = True) -> leaves.Leaf:
+    def leaf(self, h: float, half_first: bool = True, law_tail: float = 0.0) -> leaves.Leaf:
+        """The leaf at step h (cached: :func:`mechanism_leaf`); a law with a continuous part
+        truncated at the larger of the source's tail and ``law_tail`` (a pass's slack per
+        copy: the leaf charges its truncation, which only shrinks its cells)."""
+        tail = max(self.tail, law_tail) if self.mech.kind == "cells" else self.tail
         if half_first and self.count > 1 and self.mech.kind == "cells" and HALF_FIRST:
             # copies go through one FFT, whose lower leaf is at h/2: that law first, then
             # the one at h from it by pairs of cells (:func:`_cell_law`)
             try:
-                mechanism_leaf(self.mech, h / 2.0, self.direction, self.tail)
+                mechanism_leaf(self.mech, h / 2.0, self.direction, tail)
             except ApproxTooCostly:  # (too many cells at h/2: the pass will use h)
                 pass
-        return mechanism_leaf(self.mech, h, self.direction, self.tail)
+        return mechanism_leaf(self.mech, h, self.direction, tail)
+
+    def pass_leaf(self, h: float) -> leaves.Leaf:
+        """The leaf of a pass of several items at step h: for copies of a law with a
+        continuous part, :func:`pass_leaf` (upper at h, lower at h/2), kept for the pass (the
+        last step's only: :meth:`Workload.span`, :meth:`Workload.plan` and the pass's
+        stream each read it; built once); else :meth:`leaf`."""
+        if not (self.count > 1 and self.mech.kind == "cells"):
+            return self.leaf(h)
+        kept = getattr(self, "_pass", None)
+        if kept is not None and kept[0] == h:
+            return kept[1]
+        self._pass = None  # (the previous step's leaf is not held while this one is built)
+        leaf = pass_leaf(self.mech, h, self.direction, self.tail)
+        self._pass = (h, leaf)
+        return leaf
+
+    def pass_bound(self, h: float) -> float:
+        """A bound of |loss| + perr over the atoms of :meth:`lazy_power`'s leaf at step h: the
+        support's (``loss_range`` at the source's tail, rounded outward) plus 2 h (its cells
+        reach the lattice points around it) plus 1 (lower atoms beyond are dropped)."""
+        if not hasattr(self, "_range"):
+            self._range = self.mech.loss_range(self.direction, tail=self.tail)
+        lo, hi = self._range
+        return up(up(max(abs(lo), abs(hi)) + 2.0 * h, 1) + 1.0, 1)
+
+    def lazy_power(self, h: float) -> leaves.Power:
+        """The copies of a law with a continuous part as a Power among other items whose leaf
+        (:func:`pass_leaf_within`) is made when the pass reaches it -- in the pass's thread,
+        its law truncated at the pass's slack -- and dropped after."""
+        bound = self.pass_bound(h)
+        mech, direction, tail = self.mech, self.direction, self.tail
+        return leaves.Power(None, self.count, None,
+                            lambda law_tail: pass_leaf_within(mech, h, direction, tail, law_tail, bound), bound)
 
     def span(self, h: float) -> float:
         return self.leaf(h).span
@@ -504,10 +634,28 @@ class Workload:
         self.cf = cnts.astype(float)
         self.rr_plan = leaves.leaf_plan(vals, cnts)
 
+    def _alone(self) -> bool:
+        """Whether the plan is one :class:`~optcomp._lattice.leaves.Power` alone (a pass of
+        its own, at a step aligned to its law: :func:`optcomp._lattice.selfcompose.power_pass`)."""
+        return not self.rr_plan and len(self.sources) == 1 and self.sources[0].count > 1
+
     def plan(self, h: float) -> list:
+        """The pass's items: randomized-response groups, then each source's leaf (its copies
+        a :class:`~optcomp._lattice.leaves.Power`).  A Power alone can rebuild its leaf at the
+        step of its own pass; among other items it is a node at the pass's step h, with its
+        lower atoms at h/2 (:meth:`Source.pass_leaf`)."""
         out = list(self.rr_plan)
+        if self._alone():
+            s = self.sources[0]
+            if s.mech.kind == "cells":  # made when the pass starts, at its slack (Power.made)
+                return [leaves.Power(None, s.count, s.leaf, lambda law_tail: s.leaf(h, True, law_tail),
+                                     s.pass_bound(h))]
+            return [leaves.Power(s.leaf(h), s.count, s.leaf)]
         for s in self.sources:
-            out.append(leaves.Power(s.leaf(h), s.count, s.leaf) if s.count > 1 else s.leaf(h))
+            if s.count > POWER_COPIES and s.mech.kind == "cells":
+                out.append(s.lazy_power(h))
+            else:
+                out.append(leaves.Power(s.pass_leaf(h), s.count) if s.count > 1 else s.leaf(h))
         return out
 
     def leaves_count(self) -> int:
@@ -515,7 +663,12 @@ class Workload:
 
     def span(self, h: float) -> float:
         """Sum over the leaves of their half-widths (for the 2^49 check of exact positions)."""
-        return float(np.sum(self.cnts * self.vals)) + sum(s.count * s.span(h) for s in self.sources)
+        if self._alone():
+            s = self.sources[0]
+            return s.count * (s.pass_bound(h) if s.mech.kind == "cells" else s.span(h))
+        return float(np.sum(self.cnts * self.vals)) + sum(
+            s.count * (s.pass_bound(h) if s.count > POWER_COPIES and s.mech.kind == "cells" else s.pass_leaf(h).span)
+            for s in self.sources)
 
     def top_bound(self, finite: bool = False) -> float:
         """An upper bound of the largest composed loss (inf when a leaf has an unbounded law):

@@ -101,6 +101,7 @@ from ._base import AtomMechanism, CellMechanism, _Registered, _real
 __all__ = ["Subsampled", "SCHEMES", "RELATIONS"]
 
 SCHEMES = ("poisson", "without_replacement")
+CELL_CHUNK = 2**14  # cells of :meth:`Subsampled._gaussian_cells` evaluated at once (elementwise; its temporaries stay in cache)
 RELATIONS = ("add_remove", "replace_one")
 
 
@@ -358,6 +359,7 @@ class Subsampled(_Registered):
         return neg, neg_e
 
     # -- bases with a continuous part: cells mapped back through g^{-1} ---------------------------
+    @lru_cache(maxsize=1024)  # (pure in (self, tail): every law and loss range of a pass asks)
     def _base_box(self, tail):
         """Floats (A, B): the base loss lies in [A, B] except for at most ``tail`` of P-mass
         and of Q-mass on each side (Q[L < a] = P_rev[L > -a] by duality)."""
@@ -379,6 +381,7 @@ class Subsampled(_Registered):
 
         return mpf_dir(val, up)
 
+    @lru_cache(maxsize=1024)
     def _support(self, direction, tail):
         A, B = self._base_box(tail)
         if direction == FORWARD:
@@ -450,9 +453,9 @@ class Subsampled(_Registered):
         i1 = np.clip(np.where(np.isfinite(i1), i1, A), i0, B)
         p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
         p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
-        # tails below A and above B
-        pa_below, qa_below = self._p_below(A), self._q_below(A)
-        pa_above, qa_above = self._p_above(B), self._q_above(B)
+        # tails below A and above B (evaluated only where a cell reaches beyond)
+        pa_below, qa_below = (self._p_below(A), self._q_below(A)) if low.any() else (0.0, 0.0)
+        pa_above, qa_above = (self._p_above(B), self._q_above(B)) if high.any() else (0.0, 0.0)
         p_hi_b = np.minimum(p_hi_b + np.where(low, pa_below, 0.0) + np.where(high, pa_above, 0.0), 1.0)
         q_hi_b = np.minimum(q_hi_b + np.where(low, qa_below, 0.0) + np.where(high, qa_above, 0.0), 1.0)
         added = low | high
@@ -518,78 +521,80 @@ class Subsampled(_Registered):
         if not idx.size:
             return full_ok, full
         s = ld(self.q)
-        y0 = y0f[idx].astype(ld)
-        y1 = y1f[idx].astype(ld)
-        wg = y1 - y0
-        exact = ((y0 + wg) == y1) & ((y1 - wg) == y0) & (wg > 0)
-        em = np.expm1(y0)
-        D = s + em
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            dD = (2 * L * np.abs(em) + np.abs(D)) * u / D
-            ok = exact & (D > 0) & (dD < 2.0**-20) & np.isfinite(em)
-            Dk = np.where(ok, D, ld(1))
-            logD = np.log(Dk)
-            logs = np.log(s)
-            va = logD - logs
-            ev = dD * (1 + 2 * dD) + 2 * L * u * (np.abs(logD) + abs(logs)) + u * np.abs(va)
-            A = np.exp(np.where(ok, y0, ld(0))) * np.expm1(np.where(ok, wg, ld(0))) / Dk
-            w = np.log1p(A)
-            dw = dD * (1 + 2 * dD) + (6 * L + 3) * u
-            mu = ld(sens) / ld(sigma)
-            cP = (va + w / 2 - mu * mu / 2) / mu
-            cQ = cP + mu
-            r = w / (2 * mu)
-            vmax = np.maximum(np.abs(va), np.abs(va + w))
-            ec = (ev + w * dw + 4 * u * (np.abs(va) + w + mu * mu)) / mu + 4 * u * (np.abs(cP) + r)
-            cmax = np.maximum(np.abs(cP), np.abs(cQ))
-            ok &= np.isfinite(r) & (r * (cmax + r + 6) <= 1.5) & (np.minimum(np.abs(cP), np.abs(cQ)) <= 40)
-            r = np.where(ok, r, ld(0))
+        for start in range(0, idx.size, CELL_CHUNK):  # (elementwise: chunks that stay in cache)
+            sub = idx[start: start + CELL_CHUNK]
+            y0 = y0f[sub].astype(ld)
+            y1 = y1f[sub].astype(ld)
+            wg = y1 - y0
+            exact = ((y0 + wg) == y1) & ((y1 - wg) == y0) & (wg > 0)
+            em = np.expm1(y0)
+            D = s + em
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+                dD = (2 * L * np.abs(em) + np.abs(D)) * u / D
+                ok = exact & (D > 0) & (dD < 2.0**-20) & np.isfinite(em)
+                Dk = np.where(ok, D, ld(1))
+                logD = np.log(Dk)
+                logs = np.log(s)
+                va = logD - logs
+                ev = dD * (1 + 2 * dD) + 2 * L * u * (np.abs(logD) + abs(logs)) + u * np.abs(va)
+                A = np.exp(np.where(ok, y0, ld(0))) * np.expm1(np.where(ok, wg, ld(0))) / Dk
+                w = np.log1p(A)
+                dw = dD * (1 + 2 * dD) + (6 * L + 3) * u
+                mu = ld(sens) / ld(sigma)
+                cP = (va + w / 2 - mu * mu / 2) / mu
+                cQ = cP + mu
+                r = w / (2 * mu)
+                vmax = np.maximum(np.abs(va), np.abs(va + w))
+                ec = (ev + w * dw + 4 * u * (np.abs(va) + w + mu * mu)) / mu + 4 * u * (np.abs(cP) + r)
+                cmax = np.maximum(np.abs(cP), np.abs(cQ))
+                ok &= np.isfinite(r) & (r * (cmax + r + 6) <= 1.5) & (np.minimum(np.abs(cP), np.abs(cQ)) <= 40)
+                r = np.where(ok, r, ld(0))
 
-            def series(c, r, top):
-                """E(c, r) = sum_{m <= top/2} He_2m(c) r^2m/(2m + 1)! (``top`` even)."""
-                r2 = r * r
-                he_prev, he = np.ones_like(c), c  # He_0, He_1
-                total = np.ones_like(c)
-                term_scale = np.ones_like(c)
-                for n in range(1, top):  # He_{n+1} = c He_n - n He_{n-1}
-                    he_prev, he = he, c * he - n * he_prev
-                    if (n + 1) % 2 == 0:
-                        term_scale = term_scale * r2 / ((n + 1) * (n + 2))
-                        total = total + he * term_scale
-                return total
+                def series(c, r, top):
+                    """E(c, r) = sum_{m <= top/2} He_2m(c) r^2m/(2m + 1)! (``top`` even)."""
+                    r2 = r * r
+                    he_prev, he = np.ones_like(c), c  # He_0, He_1
+                    total = np.ones_like(c)
+                    term_scale = np.ones_like(c)
+                    for n in range(1, top):  # He_{n+1} = c He_n - n He_{n-1}
+                        he_prev, he = he, c * he - n * he_prev
+                        if (n + 1) % 2 == 0:
+                            term_scale = term_scale * r2 / ((n + 1) * (n + 2))
+                            total = total + he * term_scale
+                    return total
 
-            def mass(c):
-                c = np.where(ok, c, ld(0))
-                ac = np.abs(c)
-                x = r * (ac + r + 6)
-                # the order of the series: He up to 10 where x <= 1/10 (most cells of a fine
-                # step), up to 24 elsewhere; the remainder starts at n = top + 2
-                wide = x > 0.1
-                total = series(c, r, 10)
-                top = np.where(wide, 24, 10)
-                if wide.any():
-                    total[wide] = series(c[wide], r[wide], 24)
-                grow = np.exp(ac * r + r * r / 2)  # 1/E at most
-                n_rem = top + 2
-                fact = np.where(wide, float(math.factorial(26)), float(math.factorial(12)))
-                trunc = x**n_rem / ((n_rem + 1) * fact) * grow * grow
-                rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
-                       + (2 * L + 2) * u + 2 * u * c * c
-                       + u * (1 + (ac + r) * (vmax / mu + mu)) + 4 * u)
-                m = np.exp(-c * c / 2) * (2 * r) * total / np.sqrt(2 * pi)
-                return m, rel
+                def mass(c):
+                    c = np.where(ok, c, ld(0))
+                    ac = np.abs(c)
+                    x = r * (ac + r + 6)
+                    # the order of the series: He up to 10 where x <= 1/10 (most cells of a fine
+                    # step), up to 24 elsewhere; the remainder starts at n = top + 2
+                    wide = x > 0.1
+                    total = series(c, r, 10)
+                    top = np.where(wide, 24, 10)
+                    if wide.any():
+                        total[wide] = series(c[wide], r[wide], 24)
+                    grow = np.exp(ac * r + r * r / 2)  # 1/E at most
+                    n_rem = top + 2
+                    fact = np.where(wide, float(math.factorial(26)), float(math.factorial(12)))
+                    trunc = x**n_rem / ((n_rem + 1) * fact) * grow * grow
+                    rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
+                           + (2 * L + 2) * u + 2 * u * c * c
+                           + u * (1 + (ac + r) * (vmax / mu + mu)) + 4 * u)
+                    m = np.exp(-c * c / 2) * (2 * r) * total / np.sqrt(2 * pi)
+                    return m, rel
 
-            mP, rP = mass(cP)
-            mQ, rQ = mass(cQ)
-            mix = (1 - s) * mQ + s * mP
-            rmix = np.maximum(rP, rQ) + 4 * u
-            ok &= (rP < 2.0**-30) & (rQ < 2.0**-30) & (mQ >= 2.0**-960) & (mP >= 2.0**-960) & (mix >= 2.0**-960)
-        for j, (m, rel) in enumerate(((mQ, rQ), (mix, rmix))):
-            lo = np.nextafter((m * (1 - rel)).astype(float), -np.inf)
-            hi = np.nextafter((m * (1 + rel)).astype(float), np.inf)
-            full[2 * j][idx] = np.where(ok, np.clip(lo, 0.0, 1.0), 0.0)
-            full[2 * j + 1][idx] = np.where(ok, np.clip(hi, 0.0, 1.0), 1.0)
-        full_ok[idx] = ok
+                mP, rP = mass(cP)
+                mQ, rQ = mass(cQ)
+                mix = (1 - s) * mQ + s * mP
+                rmix = np.maximum(rP, rQ) + 4 * u
+                ok &= (rP < 2.0**-30) & (rQ < 2.0**-30) & (mQ >= 2.0**-960) & (mP >= 2.0**-960) & (mix >= 2.0**-960)
+            for j, (m, rel) in enumerate(((mQ, rQ), (mix, rmix))):
+                lo = np.nextafter((m * (1 - rel)).astype(float), -np.inf)
+                hi = np.nextafter((m * (1 + rel)).astype(float), np.inf)
+                full[2 * j][sub] = np.where(ok, np.clip(lo, 0.0, 1.0), 0.0)
+                full[2 * j + 1][sub] = np.where(ok, np.clip(hi, 0.0, 1.0), 1.0)
+            full_ok[sub] = ok
         return full_ok, full
 
     def _points(self, direction):
