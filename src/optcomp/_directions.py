@@ -62,7 +62,10 @@ def direction_workloads(m: Mechanisms, others, tail: float = 1e-300,
         def cut(mech):
             return atom_tail if mech.kind == "atoms" else tail
 
-        sources = tuple(s for s in (Source(mech, c, d, cut(mech)) for mech, c in rest) if s.loss.size)
+        # (only a finite law with no finite atom is left out: a law with a continuous part
+        # always has finite mass, whatever its guide shows)
+        sources = tuple(s for s in (Source(mech, c, d, cut(mech)) for mech, c in rest)
+                        if s.loss.size or s.mech.kind != "atoms")
         work = Workload(vals, cnts, merged + sources)
         # losses beyond the float range count at +inf on both sides: an eps_g they decide is
         # finite (above the largest float), not unattainable (mu_hi = inf: mu^2 overflowed)

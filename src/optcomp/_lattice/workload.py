@@ -395,7 +395,7 @@ class Source:
         self.finite_top = math.inf
         #: whether the leaf is a law conditioned on no +inf event (P-mass a > 0 at +inf): its
         #: E[e^{-L}] = Q(finite)/(1 - a) may exceed 1, so adding it may *lower* H -- such a
-        #: source is never left out on the lower side (lattice._split_negligible_sources)
+        #: source is never left out on the lower side (optcomp._splits.split_negligible_sources)
         self.conditional = False
         if mech.kind == "atoms":
             law = atom_law(mech, direction, tail)
@@ -437,6 +437,12 @@ class Source:
             self.floor_atom = (b, down(math.fsum(law.p_lo.tolist() + pts.p_lo.tolist()), 1))
         keep = p > 0
         loss, p = loss[keep], p[keep]
+        if not loss.size and mech.kind != "atoms":
+            # a law with a continuous part always has finite mass: a guide that shows none (an
+            # estimate whose masses underflowed) must not drop it from the composition (the
+            # drivers leave out sources with an empty picture) -- the range's ends instead
+            lo_loss, hi_loss = mech.loss_range(direction, tail=tail)
+            loss, p = np.array([lo_loss, hi_loss]), np.array([0.5, 0.5])
         if loss.size > GUIDE_ATOMS:  # a coarse guide: the masses binned by position (estimates only)
             edges = np.linspace(float(np.min(loss)), float(np.max(loss)), GUIDE_ATOMS + 1)
             idx = np.clip(np.searchsorted(edges, loss, side="right") - 1, 0, GUIDE_ATOMS - 1)
