@@ -641,6 +641,8 @@ def _fold_rows(atoms, R_lo: int, R_hi: int):
     cur[-off] = 1  # F_0: all mass at index 0
     rows = []
     shifts = [(i, m) for i, m in atoms]
+    i_min, i_max = min(i for i, _ in atoms), max(i for i, _ in atoms)
+    lo = hi = -off  # F_R is 0 outside [lo, hi] (R i_min .. R i_max): only that slice is folded
     for R in range(R_hi + 1):
         if R >= R_lo:
             rows.append(cur.copy())
@@ -648,11 +650,9 @@ def _fold_rows(atoms, R_lo: int, R_hi: int):
             break
         nxt = np.zeros(width, dtype=_LD)
         for i, m in shifts:
-            if i >= 0:
-                nxt[i:] += cur[:width - i] * m
-            else:
-                nxt[:width + i] += cur[-i:] * m
+            nxt[lo + i:hi + i + 1] += cur[lo:hi + 1] * m
         cur = nxt
+        lo, hi = lo + i_min, hi + i_max
     m = len(atoms)
     frel = np.array([R * (m + 2) * 2.0 * _U for R in range(R_lo, R_hi + 1)])
     return off, np.stack(rows), frel
