@@ -213,15 +213,14 @@ class _Binom:
             self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(qm))  # within 2^-64 relative
             self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log(qm))
         try:
-            if q is not None and qm < mpmath.ldexp(1, -800):
-                raise ValueError("q below 2^-800")  # (binomial_parameter would take it as 1 - p)
-            self.par = binomial_parameter(p if isinstance(p, Fraction) else pm)
+            self.par = binomial_parameter(p if isinstance(p, Fraction) else pm, None if q is None else qm)
             self.tiny = None
         except ValueError:  # p or q below 2^-800 (a double-double cannot carry k p): 60 digits
             self.par = None
             self.tiny = pm
             with mpmath.workdps(60):
-                self._mp_logs = (mpmath.log(pm), mpmath.log(qm) if q is not None else mpmath.log1p(-pm))
+                self._mp_logs = ((mpmath.log1p(-qm), mpmath.log(qm)) if q is not None and qm < 0.5
+                                 else (mpmath.log(pm), mpmath.log1p(-pm)))
         self._mp_memo = {}  # (N, n) -> (log pmf, error) of the 60-digit path
 
     def pmf(self, N: np.ndarray, n: np.ndarray, precise: bool = False) -> tuple[np.ndarray, np.ndarray]:
