@@ -170,11 +170,12 @@ class Geometric(AtomMechanism):
                 for _ in range(last):
                     masses.append(m)
                     m = m * rr
-            unit = mpmath.ldexp(1, 2 - prec)
+            unit, unit8 = mpmath.ldexp(1, 2 - prec), mpmath.ldexp(1, 8 - prec)  # (mpf_err's charges)
             for j, m in enumerate(masses, 1):
                 p = eps * (dlt - 2 * j)  # exact: a float times an integer below 2^21
                 mass = +m
-                atoms.append(((dlt - 2 * j) * e, p, abs(p) * unit, mass, mpf_err(mass)))
+                atoms.append((Fraction(e.numerator * (dlt - 2 * j), e.denominator), p, abs(p) * unit, mass,
+                              mass * unit8))
             return atoms, mpmath.mpf(0), cut
 
     def _atoms(self, direction):
