@@ -289,10 +289,21 @@ class _Binom:
         pad = (-L) % PATH_ANCHOR
         blocks = np.concatenate([r, np.ones(pad, dtype=_LD)]).reshape(-1, PATH_ANCHOR)
         blocks[:, 0] = 1
-        P = np.cumprod(blocks, axis=1).ravel()[:L]
         a = path.start[f]
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            P = np.cumprod(blocks, axis=1).ravel()[:L]
             ratio = P[f] / P[a]
+        # a block whose products leave long double's range (ratios of 1e-20 a step, 256 steps:
+        # Pair((1e-20, 1), (1, 1e-20)) x 10^6): those masses directly, certified one by one
+        # (or whose products go subnormal, losing the relative accuracy of one rounding a step)
+        normal = _LD(np.finfo(_LD).tiny)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(ratio) | ~(ratio > 0) | ~(np.abs(P[f]) >= normal) | ~(np.abs(P[a]) >= normal) \
+                | ~np.isfinite(P[f]) | ~np.isfinite(P[a])
+        if np.any(bad):
+            fb = f[bad]
+            lo[fb], hi[fb] = self.pmf(path.N[fb], path.n[fb], precise=True)
+            f, a, ratio = f[~bad], a[~bad], ratio[~bad]
         lo[f] = lo[a] * ratio / path.grow
         hi[f] = hi[a] * ratio * path.grow
         return lo, hi
