@@ -210,6 +210,7 @@ class _Binom:
                 pm = mpmath.mpf(p)
                 qm = 1 - pm if q is None else mpmath.mpf(q)
             self.p, self.q = float(pm), float(qm)
+            self.odds, self.inv_odds = float(pm / qm), float(qm / pm)  # (no 1/0 for a q below the floats)
             self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(qm))  # within 2^-64 relative
             self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log(qm))
         try:
@@ -349,8 +350,7 @@ class _Binom:
                 break
             # the pmf ratio after the last term (beyond the mean it only falls further): a
             # geometric bound on the rest (the ratio from floats, raised by 1e-12)
-            r = (N - last) / (last + 1.0) * (self.p / self.q) if upper else \
-                last / (N - last + 1.0) * (self.q / self.p)
+            r = (N - last) / (last + 1.0) * self.odds if upper else last / (N - last + 1.0) * self.inv_odds
             r = r * (1.0 + 1e-12) + 1e-300
             if r < 1.0:
                 rest = hi[-1] * _LD(r / (1.0 - r)) * _LD(1.0 + 1e-12)
@@ -385,7 +385,7 @@ class _Binom:
             last = int(idx[-1])
             if last >= N:
                 break
-            r = (N - last) / (last + 1.0) * (self.p / self.q) * float(disc)
+            r = (N - last) / (last + 1.0) * self.odds * float(disc)
             r = r * (1.0 + 1e-12) + 1e-300
             if r < 1.0:
                 rest = hi[-1] * w[-1] * _LD(r / (1.0 - r)) * _LD(1.0 + 1e-12)
