@@ -23,7 +23,8 @@ whose difference is at least (1 - e^{-M beta}) A: a relative error grows by at m
 1/(1 - e^{-1/4}) < 4.6.
 
 **Tails.**  A and B obey A(N + 1, n) = A(N, n) + pi b(N, n - 1), A(N, n - 1) = A(N, n) +
-b(N, n - 1), B(N + 1, n) = rho B(N, n) + pi b(N, n - 1) (rho = 1 - pi + pi e^-beta) and
+b(N, n - 1), B(N + 1, n) = rho B(N, n) + pi b(N, n - 1) (rho = 1 - pi + pi e^-beta, formed as
+p_a/(p_a + p_b) + pi e^-beta: pi may round to 1) and
 B(N, n - 1) = b(N, n - 1) + e^-beta B(N, n): positive combinations only, while N grows and
 n falls.  With the pivot pair above the main factor's lowest atom the rows' thresholds fall
 as N grows (one copy fewer at the lowest atom raises the row), so one chain over the
@@ -418,7 +419,7 @@ def _chain(binom: _Binom, disc, N: np.ndarray, f: np.ndarray, q=None):
     tails B_i = sum_{j >= f_i} b(N_i, j) disc^(j - f_i) for all i, by the chain of the module
     docstring: over the distinct N ascending, with thresholds made non-increasing (a suffix
     maximum), A(N + 1, n) = A(N, n) + p b(N, n - 1), A(N, n - 1) = A(N, n) + b(N, n - 1),
-    and B(N + 1, n) = rho B(N, n) + p b(N, n - 1) (rho = 1 - p + p disc), B(N, n - 1) =
+    and B(N + 1, n) = rho B(N, n) + p b(N, n - 1) (rho = q + p disc), B(N, n - 1) =
     b(N, n - 1) + disc B(N, n): positive combinations only, in long double (one path of
     masses for all steps); then each atom from its N's threshold down to its own f.
     Returns (A_lo, A_hi, B_lo, B_hi)."""
