@@ -328,10 +328,11 @@ def _log_pmf(dt, u, m, k, kk, lk, st_k, kq, kp, lq, lp, c_log, c_err):
     return out, err
 
 
-def binomial_parameter(p) -> tuple:
+def binomial_parameter(p, q=None) -> tuple:
     """The constants of :func:`binomial_log_pmf_rows` for Bin(k, p) with any p in (0, 1) given
     exactly (a Fraction, or an mpmath number; p and q = 1 - p at least 2^-800): p, q, log p,
-    log q and log(p q) as double-doubles from 60-digit arithmetic (hashable: cache it)."""
+    log q and log(p q) as double-doubles from 60-digit arithmetic (hashable: cache it).
+    ``q``: 1 - p computed apart (an mpmath number), for a p within 60 digits of 1."""
     import mpmath as mp
 
     with mp.workdps(60):
@@ -340,10 +341,11 @@ def binomial_parameter(p) -> tuple:
             qm = mp.mpf(p.denominator - p.numerator) / p.denominator
         else:
             pm = mp.mpf(p)
-            qm = 1 - pm
+            qm = 1 - pm if q is None else mp.mpf(q)
         if not (pm >= mp.ldexp(1, -800) and qm >= mp.ldexp(1, -800)):
             raise ValueError(f"binomial parameter p={float(pm)!r} too close to 0 or 1")
-        return (_split(pm), _split(qm), _split(mp.log(pm)), _split(mp.log(qm)), _split(mp.log(pm) + mp.log(qm)))
+        lp = mp.log1p(-qm) if q is not None and qm < 0.5 else mp.log(pm)
+        return (_split(pm), _split(qm), _split(lp), _split(mp.log(qm)), _split(lp + mp.log(qm)))
 
 
 def _two_product(a: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:

@@ -465,9 +465,16 @@ def _int_ld(n: int):
 
 
 def _mp_ld(x):
-    """An mpmath number as the nearest long double (two doubles: relative error <= 2^-64)."""
+    """An mpmath number as the nearest long double (two doubles: relative error <= 2^-64);
+    beyond the doubles' range (a log mass -2e308 of Geometric(1e308, 2)) by its exponent,
+    +-inf beyond the long doubles'."""
     hi = float(x)
-    return _LD(hi) + _LD(float(x - hi))
+    if math.isfinite(hi):
+        return _LD(hi) + _LD(float(x - hi))
+    m, e = mpmath.frexp(x)  # x = m 2^e, 1/2 <= |m| < 1
+    mh = float(m)
+    with np.errstate(over="ignore"):
+        return np.ldexp(_LD(mh) + _LD(float(m - mh)), e)
 
 
 class SmallLaw:

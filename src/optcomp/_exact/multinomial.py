@@ -23,7 +23,8 @@ whose difference is at least (1 - e^{-M beta}) A: a relative error grows by at m
 1/(1 - e^{-1/4}) < 4.6.
 
 **Tails.**  A and B obey A(N + 1, n) = A(N, n) + pi b(N, n - 1), A(N, n - 1) = A(N, n) +
-b(N, n - 1), B(N + 1, n) = rho B(N, n) + pi b(N, n - 1) (rho = 1 - pi + pi e^-beta) and
+b(N, n - 1), B(N + 1, n) = rho B(N, n) + pi b(N, n - 1) (rho = 1 - pi + pi e^-beta, formed as
+p_a/(p_a + p_b) + pi e^-beta: pi may round to 1) and
 B(N, n - 1) = b(N, n - 1) + e^-beta B(N, n): positive combinations only, while N grows and
 n falls.  With the pivot pair above the main factor's lowest atom the rows' thresholds fall
 as N grows (one copy fewer at the lowest atom raises the row), so one chain over the
@@ -197,25 +198,32 @@ class _Path:
 
 
 class _Binom:
-    """Bin(N, p) for one exactly given p: masses of (N, n) pairs in long double, with bounds."""
+    """Bin(N, p) for one exactly given p: masses of (N, n) pairs in long double, with bounds.
+    ``q``: 1 - p computed apart (a quotient of masses), when p may lie within 2^-256 of 1 (the
+    pivot of Pair((1e-300, 1), (1, 1e-300)): 1 - p would be 0, every mass below N NaN)."""
 
-    def __init__(self, p):
+    def __init__(self, p, q=None):
         with mpmath.workdps(60):
             if isinstance(p, Fraction):  # q from the exact 1 - p (1 - the 60-digit p loses q's digits near 1)
                 pm = mpmath.mpf(p.numerator) / p.denominator
                 qm = mpmath.mpf(p.denominator - p.numerator) / p.denominator
             else:
                 pm = mpmath.mpf(p)
-                qm = 1 - pm
-            self.p = float(pm)
+                qm = 1 - pm if q is None else mpmath.mpf(q)
+            self.p, self.q = float(pm), float(qm)
+            self.odds, self.inv_odds = float(pm / qm), float(qm / pm)  # (no 1/0 for a q below the floats)
             self.p_ld, self.q_ld = _ld(*_split_dd(pm)), _ld(*_split_dd(qm))  # within 2^-64 relative
             self.lp, self.lq = float(mpmath.log(pm)), float(mpmath.log(qm))
         try:
-            self.par = binomial_parameter(p if isinstance(p, Fraction) else pm)
+            self.par = binomial_parameter(p if isinstance(p, Fraction) else pm, None if q is None else qm)
             self.tiny = None
         except ValueError:  # p or q below 2^-800 (a double-double cannot carry k p): 60 digits
             self.par = None
             self.tiny = pm
+            with mpmath.workdps(60):
+                self._mp_logs = ((mpmath.log1p(-qm), mpmath.log(qm)) if q is not None and qm < 0.5
+                                 else (mpmath.log(pm), mpmath.log1p(-pm)))
+        self._mp_memo = {}  # (N, n) -> (log pmf, error) of the 60-digit path
 
     def pmf(self, N: np.ndarray, n: np.ndarray, precise: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) long double bounds on P[Bin(N, p) = n] (0 outside 0..N); ``precise``:
@@ -249,13 +257,18 @@ class _Binom:
         n = np.asarray(n, dtype=np.int64)
         y = np.empty(n.shape, dtype=_LD)
         err = np.empty(n.shape, dtype=_LD)
+        memo = self._mp_memo  # (the same pairs recur at every evaluation of H: 280x at 1000 copies)
         with mpmath.workdps(60):
-            lp, lq = mpmath.log(self.tiny), mpmath.log1p(-self.tiny)
             for i, (kk, m) in enumerate(zip(N.ravel().tolist(), n.ravel().tolist())):
-                v = mpmath.loggamma(kk + 1) - mpmath.loggamma(m + 1) - mpmath.loggamma(kk - m + 1) + m * lp + (kk - m) * lq
-                y.ravel()[i] = _ld(*_split_dd(v))
-                err.ravel()[i] = _LD(float(abs(v) + abs(m * lp) + abs((kk - m) * lq) + 10 * (abs(mpmath.loggamma(kk + 1)) + 1))
-                                     * 1e-50 + 2.0**-62 * (float(abs(v)) + 1))
+                if (kk, m) not in memo:
+                    lp, lq = self._mp_logs
+                    v = mpmath.loggamma(kk + 1) - mpmath.loggamma(m + 1) - mpmath.loggamma(kk - m + 1) + m * lp \
+                        + (kk - m) * lq
+                    memo[(kk, m)] = (_ld(*_split_dd(v)),
+                                     _LD(float(abs(v) + abs(m * lp) + abs((kk - m) * lq)
+                                               + 10 * (abs(mpmath.loggamma(kk + 1)) + 1)) * 1e-50
+                                         + 2.0**-62 * (float(abs(v)) + 1)))
+                y.ravel()[i], err.ravel()[i] = memo[(kk, m)]
         return y, err
 
     def on_path(self, path: "_Path") -> tuple[np.ndarray, np.ndarray]:
@@ -278,10 +291,21 @@ class _Binom:
         pad = (-L) % PATH_ANCHOR
         blocks = np.concatenate([r, np.ones(pad, dtype=_LD)]).reshape(-1, PATH_ANCHOR)
         blocks[:, 0] = 1
-        P = np.cumprod(blocks, axis=1).ravel()[:L]
         a = path.start[f]
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            P = np.cumprod(blocks, axis=1).ravel()[:L]
             ratio = P[f] / P[a]
+        # a block whose products leave long double's range (ratios of 1e-20 a step, 256 steps:
+        # Pair((1e-20, 1), (1, 1e-20)) x 10^6): those masses directly, certified one by one
+        # (or whose products go subnormal, losing the relative accuracy of one rounding a step)
+        normal = _LD(np.finfo(_LD).tiny)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(ratio) | ~(ratio > 0) | ~(np.abs(P[f]) >= normal) | ~(np.abs(P[a]) >= normal) \
+                | ~np.isfinite(P[f]) | ~np.isfinite(P[a])
+        if np.any(bad):
+            fb = f[bad]
+            lo[fb], hi[fb] = self.pmf(path.N[fb], path.n[fb], precise=True)
+            f, a, ratio = f[~bad], a[~bad], ratio[~bad]
         lo[f] = lo[a] * ratio / path.grow
         hi[f] = hi[a] * ratio * path.grow
         return lo, hi
@@ -327,8 +351,7 @@ class _Binom:
                 break
             # the pmf ratio after the last term (beyond the mean it only falls further): a
             # geometric bound on the rest (the ratio from floats, raised by 1e-12)
-            r = (N - last) / (last + 1.0) * self.p / (1.0 - self.p) if upper else \
-                last / (N - last + 1.0) * (1.0 - self.p) / self.p
+            r = (N - last) / (last + 1.0) * self.odds if upper else last / (N - last + 1.0) * self.inv_odds
             r = r * (1.0 + 1e-12) + 1e-300
             if r < 1.0:
                 rest = hi[-1] * _LD(r / (1.0 - r)) * _LD(1.0 + 1e-12)
@@ -363,7 +386,7 @@ class _Binom:
             last = int(idx[-1])
             if last >= N:
                 break
-            r = (N - last) / (last + 1.0) * self.p / (1.0 - self.p) * float(disc)
+            r = (N - last) / (last + 1.0) * self.odds * float(disc)
             r = r * (1.0 + 1e-12) + 1e-300
             if r < 1.0:
                 rest = hi[-1] * w[-1] * _LD(r / (1.0 - r)) * _LD(1.0 + 1e-12)
@@ -396,7 +419,7 @@ def _chain(binom: _Binom, disc, N: np.ndarray, f: np.ndarray, q=None):
     tails B_i = sum_{j >= f_i} b(N_i, j) disc^(j - f_i) for all i, by the chain of the module
     docstring: over the distinct N ascending, with thresholds made non-increasing (a suffix
     maximum), A(N + 1, n) = A(N, n) + p b(N, n - 1), A(N, n - 1) = A(N, n) + b(N, n - 1),
-    and B(N + 1, n) = rho B(N, n) + p b(N, n - 1) (rho = 1 - p + p disc), B(N, n - 1) =
+    and B(N + 1, n) = rho B(N, n) + p b(N, n - 1) (rho = q + p disc), B(N, n - 1) =
     b(N, n - 1) + disc B(N, n): positive combinations only, in long double (one path of
     masses for all steps); then each atom from its N's threshold down to its own f.
     Returns (A_lo, A_hi, B_lo, B_hi)."""
@@ -412,7 +435,7 @@ def _chain(binom: _Binom, disc, N: np.ndarray, f: np.ndarray, q=None):
     nt = np.maximum.accumulate(F[::-1])[::-1]  # suffix maximum: non-increasing as N grows
     K = keys.size
     p_ld = binom.p_ld
-    rho = 1 - p_ld + p_ld * disc
+    rho = binom.q_ld + p_ld * disc
     # the chain's operations, in order: per step k, N' = keys[k] .. keys[k+1] - 1 at n = nt[k]
     # (term p b(N', nt[k] - 1); B multiplied by rho), then n' = nt[k] - 1 down to nt[k+1] at
     # N = keys[k+1] (term b(N, n'); B multiplied by disc) -- consecutive ops one unit apart
@@ -514,7 +537,7 @@ def _window(c: int, binom: _Binom, log_tail: float) -> tuple[int, int, float]:
     out = 0.0
     edges = []
     for upper in (True, False):
-        aim = log_tail - math.log(math.sqrt(c * binom.p * (1.0 - binom.p)) + 2.0)
+        aim = log_tail - math.log(math.sqrt(c * binom.p * binom.q) + 2.0)
         m, bound = (c, 0.0) if upper else (0, 0.0)
         for _ in range(12):
             m = min(c, binomial_quantile(c, lp, lq, aim)) if upper else max(0, c - binomial_quantile(c, lq, lp, aim))
@@ -556,6 +579,22 @@ def _log_geometric(c: int, binom: _Binom, m: int, upper: bool) -> float:
 
 LATTICE_R_MAX = 4096  # the most copies of the outer law convolved one by one (lattice mode)
 LATTICE_POINTS = 2**20  # lattice points of the outer law at most
+
+
+def _suffix_sums(masses) -> list:
+    """The sums masses[j] + masses[j + 1] + ... for every j, in one pass from the end (a sum
+    per j would be quadratic: 2^20 atoms of a Geometric with sensitivity 2^20).  Positive
+    terms added at PREC + 64 bits, each addition rounded once: relative error at most
+    len(masses) 2^-(PREC + 64) (< 2^-(PREC + 20) up to 2^44 terms), rounded to PREC bits
+    once -- within the 2^-PREC relative of one rounded sum, as the callers assume."""
+    out = [None] * len(masses)
+    with mpmath.workprec(PREC + 64):
+        acc = mpmath.mpf(0)
+        for j in range(len(masses) - 1, -1, -1):
+            acc = acc + masses[j]
+            out[j] = acc
+    with mpmath.workprec(PREC):
+        return [+a for a in out]
 
 
 def _common_unit(values) -> Fraction | None:
@@ -613,6 +652,8 @@ def _fold_rows(atoms, R_lo: int, R_hi: int):
     cur[-off] = 1  # F_0: all mass at index 0
     rows = []
     shifts = [(i, m) for i, m in atoms]
+    i_min, i_max = min(i for i, _ in atoms), max(i for i, _ in atoms)
+    lo = hi = -off  # F_R is 0 outside [lo, hi] (R i_min .. R i_max): only that slice is folded
     for R in range(R_hi + 1):
         if R >= R_lo:
             rows.append(cur.copy())
@@ -620,11 +661,9 @@ def _fold_rows(atoms, R_lo: int, R_hi: int):
             break
         nxt = np.zeros(width, dtype=_LD)
         for i, m in shifts:
-            if i >= 0:
-                nxt[i:] += cur[:width - i] * m
-            else:
-                nxt[:width + i] += cur[-i:] * m
+            nxt[lo + i:hi + i + 1] += cur[lo:hi + 1] * m
         cur = nxt
+        lo, hi = lo + i_min, hi + i_max
     m = len(atoms)
     frel = np.array([R * (m + 2) * 2.0 * _U for R in range(R_lo, R_hi + 1)])
     return off, np.stack(rows), frel
@@ -681,12 +720,13 @@ class RowLaw:
             pa, pb = law.mass[a], law.mass[b]
             self.pivot_mass = pa + pb
             pi = pb / (pa + pb)
+            qi = pa / (pa + pb)  # (not 1 - pi: pi may round to 1)
             beta = law.pos[b] - law.pos[a]
             self.beta_err = float(law.perr[a] + law.perr[b]) * (1.0 + 1e-9) + float(abs(beta)) * 2.0**-200
             # e^-beta in long double (2^-64), its position error: e^-beta beta_err
             self.disc = _ld(*_split_dd(mpmath.exp(-beta)))
-            rho = 1 - pi + pi * mpmath.exp(-beta)
-            self.Q = (_Binom(pi * mpmath.exp(-beta) / rho), _ld(*_split_dd(mpmath.log(rho))),
+            rho = qi + pi * mpmath.exp(-beta)
+            self.Q = (_Binom(pi * mpmath.exp(-beta) / rho, qi / rho), _ld(*_split_dd(mpmath.log(rho))),
                       _ld(*_split_dd(beta)), self.beta_err * 2.0 + 2.0**-100 * (float(beta) + 1.0))
             # B's relative sensitivity to disc: a term j - f steps on moves by (j - f) dd/d,
             # and B's weight beyond ~ 80 / beta steps is below 2^-100: (80/beta + 2) (beta_err + 2^-62)
@@ -696,7 +736,7 @@ class RowLaw:
             self.beta_exact = law.exact[b] - law.exact[a] if law.exact[a] is not None and law.exact[b] is not None \
                 else None
         self.la = _Atom(law.exact[a], law.pos[a], law.perr[a], law.mass[a])
-        self.P = _Binom(pi)
+        self.P = _Binom(pi, qi)
         # M near atoms per row: M beta >= 1/4 (the far remainder then loses at most a factor 4.6)
         self.M = max(1, min(4096, math.ceil(0.25 / float(beta))))
         self.main_outer = [_Atom(law.exact[i], law.pos[i], law.perr[i], law.mass[i]) for i in idx if i not in (a, b)]
@@ -719,12 +759,13 @@ class RowLaw:
                 order = sorted(range(law.size), key=lambda i: law.mass[i], reverse=True)
                 atoms = [_Atom(law.exact[i], law.pos[i], law.perr[i], law.mass[i]) for i in order]
                 # conditional masses from the sums of the masses left (never by subtraction)
-                st = [(at, at.mass / mpmath.fsum(a.mass for a in atoms[j:]) if j < len(atoms) - 1 else mpmath.mpf(1),
-                       at.mass) for j, at in enumerate(atoms)]
+                left = _suffix_sums([a.mass for a in atoms])
+                st = [(at, at.mass / left[j] if j < len(atoms) - 1 else mpmath.mpf(1), at.mass)
+                      for j, at in enumerate(atoms)]
                 out.append((c, st, True))
             atoms = sorted(self.main_outer, key=lambda t: t.mass, reverse=True)
-            st = [(at, at.mass / (mpmath.fsum(a.mass for a in atoms[j:]) + self.pivot_mass), at.mass)
-                  for j, at in enumerate(atoms)]
+            left = _suffix_sums([a.mass for a in atoms])
+            st = [(at, at.mass / (left[j] + self.pivot_mass), at.mass) for j, at in enumerate(atoms)]
             out.append((self.c, st, False))
         return out
 

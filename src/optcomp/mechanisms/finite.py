@@ -102,6 +102,9 @@ class RandomizedResponse(AtomMechanism):
         return (self.eps, 0.0) if self.values == 2 else None
 
 
+_TRUNCATE_FROM = 4096  # sensitivities up to this list every atom of Geometric (exact laws)
+
+
 @dataclass(frozen=True)
 class Geometric(AtomMechanism):
     """The two-sided geometric mechanism (discrete Laplace; Ghosh–Roughgarden–Sundararajan
@@ -136,14 +139,44 @@ class Geometric(AtomMechanism):
 
     @lru_cache(maxsize=64)
     def _atoms_at(self, prec, direction):
+        """The atoms j = 0 .. Δ (y ≤ 0, 0 < y < Δ, y ≥ Δ).  With Δ > ``_TRUNCATE_FROM`` the
+        atoms j > J of negligible mass are cut: their total is exactly r^{J+1}/(1 + r) (the
+        masses (1 − r)/(1 + r) r^j, j = J+1 .. Δ−1, telescope with the bottom atom's
+        r^Δ/(1 + r)), below 2^-1200 by the choice of J, and it is put at +∞ as an error
+        bracket [0, that bound]: P-mass moved up (or dropped, for lower bounds) only.  A
+        Geometric(1000, sensitivity=2^20) then has one atom, not 2^20 + 1."""
         with mpmath.workprec(prec):
             e = Fraction(self.eps)
             dlt = self.sensitivity
-            r = mpmath.exp(-mpmath.mpf(self.eps))
-            c = -mpmath.expm1(-mpmath.mpf(self.eps)) / (1 + r)
-            atoms = [_atom(dlt * e, 1 / (1 + r)), _atom(-dlt * e, r**dlt / (1 + r))]
-            atoms += [_atom((dlt - 2 * j) * e, c * r**j) for j in range(1, dlt)]
-            return atoms, mpmath.mpf(0), mpmath.mpf(0)
+            eps = mpmath.mpf(self.eps)
+            r = mpmath.exp(-eps)
+            c = -mpmath.expm1(-eps) / (1 + r)
+            last = dlt - 1  # the last middle atom listed
+            cut = mpmath.mpf(0)
+            bound = 1200.0 * math.log(2.0) * (1.0 + 2.0**-40)  # (covers the float roundings here)
+            if dlt > _TRUNCATE_FROM and self.eps * dlt > bound:
+                # r^(J+1) <= 2^-1200 once (J + 1) eps >= 1200 log 2 (J + 1 < dlt here)
+                last = math.ceil(bound / self.eps) - 1
+                cut = mpmath.ldexp(1, -1200)  # >= r^(last + 1)/(1 + r), exactly the mass cut
+            atoms = [_atom(dlt * e, 1 / (1 + r))]
+            if cut == 0:
+                atoms.append(_atom(-dlt * e, r**dlt / (1 + r)))
+            # the middle masses c r^j by successive products at 32 more bits: relative error
+            # at most j 2^-(prec + 30) < 2^-(prec - 8) (the charge of mpf_err) for j < 2^36
+            masses = []
+            with mpmath.workprec(prec + 32):
+                rr = mpmath.exp(-eps)
+                m = c * rr
+                for _ in range(last):
+                    masses.append(m)
+                    m = m * rr
+            unit, unit8 = mpmath.ldexp(1, 2 - prec), mpmath.ldexp(1, 8 - prec)  # (mpf_err's charges)
+            for j, m in enumerate(masses, 1):
+                p = eps * (dlt - 2 * j)  # exact: a float times an integer below 2^21
+                mass = +m
+                atoms.append((Fraction(e.numerator * (dlt - 2 * j), e.denominator), p, abs(p) * unit, mass,
+                              mass * unit8))
+            return atoms, mpmath.mpf(0), cut
 
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
