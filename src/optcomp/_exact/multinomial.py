@@ -79,6 +79,11 @@ __all__ = ["RowLaw", "OUTER_MAX"]
 
 OUTER_MAX = 2**18  # outer atoms (enumerated tuples) of one composition at most
 MAX_ELEMENTS = 2**22  # the largest array of one evaluation (long doubles: 64 MiB), else ExactTooLarge
+#: the most (row, near atom) pairs one evaluation of H walks (~1 us each: ~0.5 s an evaluation,
+#: a root takes ~10), else ExactTooLarge -- beyond it the certified lattice is the faster answer
+#: (a 10-atom Profile x 30: 38 s here against 20 ms for a bracket 4e-11 wide; Geometric(1e-3,
+#: sensitivity 4096) x 2: 38 s)
+MAX_ROW_ATOMS = 2**19
 REFINE_ERR = 2.0**-43  # log-pmf bounds above this are recomputed in long double
 TAIL_REL = 2.0**-56  # mass cut by the windows, relative to the target (or to H)
 _LD = np.longdouble
@@ -1008,8 +1013,8 @@ class RowLaw:
             tau = tau + move
         n1 = np.maximum(tau + 1.0, 0.0).astype(np.int64)
         M = self.M
-        if N.size * M > MAX_ELEMENTS:
-            raise ExactTooLarge(f"the multinomial rows need {N.size:,} rows x {M} near atoms (> {MAX_ELEMENTS:,}); "
+        if N.size * M > MAX_ROW_ATOMS:
+            raise ExactTooLarge(f"the multinomial rows need {N.size:,} rows x {M} near atoms (> {MAX_ROW_ATOMS:,}); "
                                 "use method='approx' or 'auto'")
         nn = n1[:, None] + np.arange(M)[None, :]
         live = nn <= N[:, None]
