@@ -21,6 +21,7 @@ Only the cost depends on these choices, never the bounds.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 
@@ -215,6 +216,10 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
             memory = getattr(exc, "memory", None)
             if memory is not None:
                 refused = max(refused, h)
+                # the refused pass's arrays are held by a reference cycle (its exception's
+                # traceback, through the pass's frames and futures) until the cyclic collector
+                # runs: freed now, before a coarser pass allocates its own
+                gc.collect()
             if not gaps and memory is not None and coarser < MEMORY_RETRIES:
                 # no bracket yet: a coarser pass that fits the budget gives one (the memory of a
                 # pass grows like 1/h; the levels after the one refused are larger still)
