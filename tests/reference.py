@@ -776,3 +776,22 @@ def ref_ternary_delta(eps, law, x, *, dps: int = 60):
     with mp.workdps(dps):
         E, X = _exact_mpf(eps), _exact_mpf(x)
         return mp.fsum(p * -mp.expm1(X - d * E) for d, p in law if d * Fraction(eps) > Fraction(x))
+
+
+def tuples_hockey_stick(a, b, k: int, x) -> mp.mpf:
+    """sum over the k-tuples of outcomes of (A - e^x B)_+ for the product of the pair (a, b)
+    (exact rational masses, one list each): the products exact, compared with e^x at 60 digits."""
+    from itertools import product
+
+    with mp.workdps(60):
+        ex = mp.exp(mp.mpf(x))
+        total = mp.mpf(0)
+        for tup in product(range(len(a)), repeat=k):
+            pa, pb = Fraction(1), Fraction(1)
+            for i in tup:
+                pa *= a[i]
+                pb *= b[i]
+            v = mp.mpf(pa.numerator) / pa.denominator - ex * (mp.mpf(pb.numerator) / pb.denominator)
+            if v > 0:
+                total += v
+        return total

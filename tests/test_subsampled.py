@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import optcomp
+import reference as ref
 from optcomp._laws import FORWARD, REVERSE
 from optcomp.mechanisms import BlackBox, Gaussian, Laplace, Pair, RandomizedResponse, Subsampled
 
@@ -179,18 +180,7 @@ def finite_h(p, q, s, k, x, direction):
     b = list(q)
     if direction == REVERSE:
         a, b = b, a
-    with mpmath.workdps(60):
-        ex = mpmath.exp(mpmath.mpf(x))
-        total = mpmath.mpf(0)
-        for tup in itertools.product(range(len(a)), repeat=k):
-            pa, pb = Fraction(1), Fraction(1)
-            for i in tup:
-                pa *= a[i]
-                pb *= b[i]
-            v = mpmath.mpf(pa.numerator) / pa.denominator - ex * mpmath.mpf(pb.numerator) / pb.denominator
-            if v > 0:
-                total += v
-        return total
+    return ref.tuples_hockey_stick(a, b, k, x)
 
 
 def black_box_pair(eps, delta):

@@ -12,7 +12,6 @@ here reads optcomp's formulas."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from fractions import Fraction
 
@@ -21,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import optcomp
+import reference as ref
 from optcomp import ExactTooLarge
 from optcomp.mechanisms import Pair, Subsampled
 
@@ -36,19 +36,7 @@ def _pairs(p, q, s):
 
 def _hs(pair, k, x):
     """sum over k-tuples of outcomes of (A - e^x B)_+, masses exact, e^x at 60 digits."""
-    A, B = pair
-    with mpmath.workdps(60):
-        ex = mpmath.exp(mpmath.mpf(x))
-        total = mpmath.mpf(0)
-        for tup in itertools.product(range(len(A)), repeat=k):
-            a, b = Fraction(1), Fraction(1)
-            for i in tup:
-                a *= A[i]
-                b *= B[i]
-            v = mpmath.mpf(a.numerator) / a.denominator - ex * (mpmath.mpf(b.numerator) / b.denominator)
-            if v > 0:
-                total += v
-        return total
+    return ref.tuples_hockey_stick(*pair, k, x)
 
 
 def _delta(p, q, s, k, x):
