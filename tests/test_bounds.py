@@ -552,3 +552,28 @@ def test_random_cases_against_mpmath(method, args, dg, frac):
     ref = REF_DELTA[method](case, eg)
     a = float(-mp.log(ref)) if ref > 0 else 0.0
     assert_safe_close(value, ref, rtol=1e-12 * (1 + a))
+
+
+def test_a_tie_of_finite_mechanisms_is_decided_exactly():
+    """delta_g equal to the optimum's value on a flat stretch: no float approximation decides
+    delta(x) <= delta_g there, so the lattice alone answered [0, inf]; the exact finite
+    composition decides it (references in rationals, from the definition of the pair)."""
+    from fractions import Fraction
+
+    import mpmath
+
+    from optcomp.mechanisms import Pair, Subsampled
+
+    m = Subsampled(Pair((0.1, 0.9), (0.0, 1.0)), 0.5)
+    # remove direction ((1-q)Q + qP, Q): P-mass q*p_0 at +inf, the other outcome's loss < 0
+    tie = Fraction(1, 2) * Fraction(0.1)
+    assert Fraction(0.05) == tie  # the float 0.05 is the mass at +inf exactly
+    # add direction (Q, (1-q)Q + qP): delta(0) = 1 - (1/2 + 0.9/2) < the tie
+    assert 1 - (Fraction(1, 2) + Fraction(1, 2) * Fraction(0.9)) < tie
+    assert optcomp.epsilon_bounds(m, k=1, delta_g=0.05) == (0.0, 0.0)
+    assert optcomp.epsilon_bounds(m, k=1, delta_g=math.nextafter(0.05, 0.0)) == (math.inf, math.inf)
+    # Pair((0.05, 0.95), (0, 1)) reversed: delta(x) = 1 - 0.95 e^x, so eps_g = log((1 - d)/0.95)
+    b = optcomp.epsilon_bounds(Pair((0.05, 0.95), (0.0, 1.0)), k=1, delta_g=0.05, tol=1e-9)
+    with mpmath.workdps(60):
+        truth = mpmath.log((1 - mpmath.mpf(0.05)) / mpmath.mpf(0.95))
+    assert b.lower <= truth <= b.upper and b.upper - b.lower <= 1e-9, (b, truth)

@@ -53,9 +53,10 @@ from fractions import Fraction
 import numpy as np
 from scipy.special import log_expit
 
-from . import _memory, _progress
+from . import _memory, _progress, optimal
 from ._inputs import Mechanisms, check_delta_g, check_eps_g, check_unit_open, mechanisms
 from ._rounding import UNIT, up
+from ._types import ExactTooLarge
 from .lattice import MAX_POINTS, ApproxTooCostly, Bounds, lattice_bounds, lattice_delta_bounds
 from .loss import delta_from_excess, residual_target
 
@@ -409,12 +410,45 @@ def bracket_epsilon(m: Mechanisms, delta_g: float, *, eta=None, tol=None, max_po
                     max_memory=None, progress=None) -> Bounds:
     """:func:`epsilon_bounds` of a validated multiset ``m`` (``delta_g`` checked)."""
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return _run(lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb), progress, max_memory)
+    return _with_exact(m, lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb),
+                       lambda: optimal.mechanism_epsilon_bounds(m, delta_g), lambda b: b.gap <= tol,
+                       progress, max_memory)
 
 
 def bracket_delta(m: Mechanisms, eps_g: float, *, eta=None, tol=None, max_points: int = MAX_POINTS,
                   max_memory=None, progress=None) -> Bounds:
     """:func:`delta_bounds` of a validated multiset ``m`` (``eps_g`` checked)."""
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
-    return _run(lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb), progress,
-                max_memory)
+    return _with_exact(m, lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb),
+                       lambda: optimal.mechanism_delta_bounds(m, eps_g),
+                       lambda b: b.upper - b.lower <= tol * b.upper + 2.0**-1000, progress, max_memory)
+
+
+def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory) -> Bounds:
+    """The lattice's bracket; where it misses its tolerance on finite mechanisms (and black
+    boxes) -- a tie (delta_g equal to the optimum's value on a flat stretch, which no float
+    approximation can decide) or a size limit -- intersected with the exact finite
+    composition's bracket (:mod:`optcomp._exact.finite`, the ``optimal`` method's), within
+    that method's own size limits.  Both brackets are certified, so is their intersection;
+    a size limit stands only if the intersection still misses the tolerance."""
+    try:
+        b, limit = _run(lattice, progress, max_memory), None
+    except ApproxTooCostly as exc:
+        b, limit = exc.bounds, exc
+    if (b is not None and met(b)) or not m.others or any(mech.kind != "atoms" for mech, _ in m.others):
+        if limit is not None:
+            raise limit
+        return b
+    try:
+        with _memory.limit(max_memory):
+            lo, hi = exact()
+    except (ExactTooLarge, ApproxTooCostly):
+        if limit is not None:
+            raise limit from None
+        return b
+    if b is not None:
+        lo, hi = max(lo, b.lower), min(hi, b.upper)
+    out = Bounds(lo, hi)
+    if limit is not None and not met(out):
+        raise ApproxTooCostly(str(limit), out) from None
+    return out

@@ -556,11 +556,9 @@ def _unattainable(acc, delta_g: float, method: str | None = None) -> str | None:
     help), or (with ``method``) that method certifies nothing although the optimum is finite;
     with mechanism objects in the ledger, that their loss is unbounded or infinite beyond
     delta_g.  None when the budget is attainable and no method was named."""
-    from ._inputs import mechanisms
     from .loss import delta_event_bounds
 
-    e, d, c = _multiset(acc)
-    a_lo, a_hi = delta_event_bounds(mechanisms(e, d, counts=c))  # certified bounds on 1 - prod(1 - delta_i)
+    a_lo, a_hi = delta_event_bounds(acc._multiset)  # certified bounds on 1 - prod(1 - delta_i)
     if delta_g < a_lo:
         return (f"unattainable: delta_g = {delta_g!r} < 1 - prod(1 - delta_i) = {_decimal_down(a_lo, delta_g)} "
                 f"(the chance of some mechanism's delta event): no eps_g is certified")
@@ -607,10 +605,9 @@ def _auto(acc, direction: str, target: float, opts: dict) -> tuple[float, str]:
     """(value, which method answered) of method auto at ``target`` (delta_g for ``"eps"``,
     eps_g for ``"delta"``)."""
     from . import auto
-    from ._inputs import check_delta_g, check_eps_g, mechanisms
+    from ._inputs import check_delta_g, check_eps_g
 
-    e, d, c = _multiset(acc)
-    m = mechanisms(e, d, None, c)
+    m = acc._multiset  # the ledger's validated multiset
     if direction == "eps":
         return auto.resolve_epsilon(m, check_delta_g(target), **opts)
     return auto.resolve_delta(m, check_eps_g(target), **opts)
