@@ -702,3 +702,17 @@ def test_misaimed_first_tilt_is_reaimed_not_refined(monkeypatch):
         assert b.gap <= 1e-4
         assert_brackets(b, exact(m, 1e-2), 1e-4)
         assert len(info.passes) == 2 and info.passes[0]["h"] == info.passes[1]["h"]
+
+
+def test_a_size_limit_met_before_any_pass_carries_a_coarse_pass_bracket():
+    """A tolerance whose first step needs more than max_points: one pass at a coarser step
+    within the budget still runs, and the size limit carries its certified bracket (not
+    [0, a Chernoff bound]); cross-checked against the exact optimum (MV Thm 1.5 by the
+    exact method, itself checked against the 60-digit reference in test_optimal.py)."""
+    eps, counts = [0.05, 0.0713], [400, 400]
+    with pytest.raises(optcomp.ApproxTooCostly, match="a pass at h=") as info:
+        optcomp.epsilon_bounds(eps, counts=counts, delta_g=1e-6, tol=1e-9, max_points=2**12)
+    b = info.value.bounds
+    exact = optcomp.epsilon_g(eps, counts=counts, delta_g=1e-6, method="optimal")
+    assert b.lower <= exact <= b.upper, (b, exact)
+    assert b.lower > 0.9 * b.upper, b  # an informative bracket

@@ -193,19 +193,31 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
     gaps: list[float] = []
     steps: list[float] = []
     coarser, refused = 0, 0.0
+    limit = None  # the size limit met before any pass: raised after one coarse pass, with its bracket
+
+    def too_fine(h: float, theta: float) -> bool:
+        # (the second: lattice positions h n are exact only for |n| < 2^49 -- a step this
+        # fine against sum c eps is the same size limit, never an internal error)
+        return work.points(theta, h) > max_points or work.span(h) / h + 8.0 >= 2.0**49
+
     while True:
         theta = theta_for()
         points = work.points(theta, h)
-        if points > max_points or work.span(h) / h + 8.0 >= 2.0**49:
-            # (the second: lattice positions h n are exact only for |n| < 2^49 -- a step this
-            # fine against sum c eps is the same size limit, never an internal error)
+        if too_fine(h, theta):
             gap, quantity = names
-            raise ApproxTooCostly(
-                f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
-                f"(> max_points={max_points:,}, or positions beyond 2^49 steps); best bounds so far "
-                f"{best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or eta) or max_points.",
-                best,
-            )
+            limit = (f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
+                     f"(> max_points={max_points:,}, or positions beyond 2^49 steps)")
+            coarse = h
+            for _ in range(64):  # no bracket yet: one pass at ~1/16 of the budget gives one
+                if not gaps and work.points(theta, coarse) <= max_points / 16 and not too_fine(coarse, theta):
+                    break
+                coarse = step_below(coarse * 2.0)
+            else:
+                coarse = None
+            if gaps or coarse is None:
+                raise ApproxTooCostly(f"{limit}; best bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. "
+                                      "Raise tol (or eta) or max_points.", best)
+            h = coarse
         t0 = time.perf_counter()
         lp = None  # (the previous pass's arrays are not kept during this one)
         try:
@@ -240,6 +252,10 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
         verdict = finished(b, lp)
         if verdict is True:
             return b
+        if limit is not None:  # the coarse pass's bracket: the best the size limit allows
+            gap, quantity = names
+            raise ApproxTooCostly(f"{limit}; best bounds (a pass at h={h:g}) {b.lower!r} <= {quantity} <= "
+                                  f"{b.upper!r}. Raise tol (or eta) or max_points.", b)
         if verdict == "again":
             continue
         gap = measure(b)
