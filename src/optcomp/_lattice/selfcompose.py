@@ -149,6 +149,40 @@ def _row_log_mgf(row: np.ndarray, sig: np.ndarray) -> np.ndarray:
     return out
 
 
+ESTIMATE_BINS = 1024  # bins of a row in :func:`_row_mgf_estimate`
+
+
+def _row_mgf_estimate(row: np.ndarray, sig: np.ndarray) -> np.ndarray:
+    """Float estimates (never bounds: they only choose tilts) of log sum_q row_q e^{s q} at
+    each s of ``sig``: the row binned into at most ESTIMATE_BINS runs of consecutive entries,
+    each run's mass at its mean position (off by ~s^2 (run width)^2 / 24, not s width)."""
+    W = row.size
+    b = max(1, -(-W // ESTIMATE_BINS))
+    nb = -(-W // b)
+    r = np.zeros(nb * b)
+    r[:W] = np.maximum(row, 0.0)
+    q = np.arange(nb * b, dtype=float)
+    mass = r.reshape(nb, b).sum(axis=1)
+    ok = mass > 0.0
+    if not np.any(ok):
+        return np.full(sig.size, -math.inf)
+    pos = (r * q).reshape(nb, b).sum(axis=1)[ok] / mass[ok]
+    with np.errstate(under="ignore", over="ignore", divide="ignore", invalid="ignore"):
+        w = sig[:, None] * pos[None, :]
+        mx = np.max(w, axis=1)
+        return mx + np.log(np.sum(mass[ok][None, :] * np.exp(w - mx[:, None]), axis=1))
+
+
+def _near_best(objective: np.ndarray, spread: int = 1) -> np.ndarray:
+    """Indices of the least finite entry of ``objective`` and of its ``spread`` neighbours
+    on each side (every index when none is finite)."""
+    ok = np.isfinite(objective)
+    if not np.any(ok):
+        return np.arange(objective.size)
+    i = int(np.argmin(np.where(ok, objective, np.inf)))
+    return np.arange(max(0, i - spread), min(objective.size, i + spread + 1))
+
+
 def _pow_sum_up(mag: np.ndarray, e: float, weight: np.ndarray) -> float:
     """An upper bound of sum_j weight_j mag_j^e (mag_j >= 0 floats, e >= 1): each term as
     exp(e log mag) with the log within 2 L u |log mag|, the product by e within u, the
@@ -485,21 +519,40 @@ def _power_window(item: leaves.Power, h: float, theta: float, log_slack: float, 
         return None
     # (a choice: every grid gives certified charges; a node among many, of fewer copies, coarser)
     sig = 2.0 ** (np.arange(-12, 41, 2 if align else 4) / 4.0) / sd
-    lm_p, lm_n = _row_log_mgf(rows[1], sig), _row_log_mgf(rows[1], -sig)
+    # the certified sums at the few tilts an estimate puts nearest the best window edge
+    # (:func:`_row_mgf_estimate`; the charges below take the least over the tilts evaluated)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        sig_p = sig[_near_best((k * _row_mgf_estimate(rows[1], sig) - ALIAS_LOG) / sig)]
+        sig_n = sig[_near_best((k * _row_mgf_estimate(rows[1], -sig) - ALIAS_LOG) / sig)]
+    lm_p, lm_n = _row_log_mgf(rows[1], sig_p), _row_log_mgf(rows[1], -sig_n)
     with np.errstate(invalid="ignore", over="ignore"):
-        q_top = _index(np.min((k * lm_p - ALIAS_LOG) / sig), True, full)
-        q_lo = _index(np.max((ALIAS_LOG - k * lm_n) / sig), False, 0)
+        q_top = _index(np.min((k * lm_p - ALIAS_LOG) / sig_p), True, full)
+        q_lo = _index(np.max((ALIAS_LOG - k * lm_n) / sig_n), False, 0)
     # the true upper law (loss units): untilted mass above the top, tilted lump below the bottom
     sk = sig[::2]  # (the true law's bound sums every atom: a coarser grid)
     S = np.unique(np.concatenate([theta + sk / h, np.minimum(theta - sk / h, 0.0), -sk / h, [0.0]]))
+    lz0 = float(k * float(logZ[0]))
     # times k: atoms summed in blocks (:func:`optcomp._lattice.leaves._atoms_cgf`) only where their
-    # looseness e^{|s| width}, raised to the k-th power, stays below e^{1/16}
+    # looseness e^{|s| width}, raised to the k-th power, stays below e^{1/16} -- and then every
+    # atom only at the few tilts an estimate from the refined row puts nearest the best edges
     up_l = leaf.upper.loss
     width = float(np.max(up_l) - np.min(up_l)) / max(leaves.CGF_TERMS // S.size, 64)
-    K = leaves.upper_row_mgf(leaf, S, h, float(rho[0]), blocks=k * float(np.max(np.abs(S))) * width <= 1.0 / 16)
+    blocks = k * float(np.max(np.abs(S))) * width <= 1.0 / 16
+    if not blocks:
+        # log E_P0[e^{sL}] of the refined row ~ logZ_0 + log sum_q rows0_q e^{(s - theta) h (base + q)}
+        t = (S - theta) * h
+        est = k * (float(logZ[0]) + t * base + _row_mgf_estimate(rows[0], t))
+        pos, neg = S > 0.0, (S <= 0.0) & (theta - S > 0.0)
+        pick = np.zeros(S.size, dtype=bool)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if np.any(pos):
+                pick[np.flatnonzero(pos)[_near_best((est[pos] - log_slack) / S[pos])]] = True
+            if np.any(neg):
+                pick[np.flatnonzero(neg)[_near_best((est[neg] - ALIAS_LOG - lz0) / (theta - S[neg]))]] = True
+        S = S[pick]
+    K = leaves.upper_row_mgf(leaf, S, h, float(rho[0]), blocks=blocks)
     kK = k * K  # (its rounding: charged with the exponents' below)
     pos = S > 0.0
-    lz0 = float(k * float(logZ[0]))
     neg = (S <= 0.0) & (theta - S > 0.0)
     with np.errstate(invalid="ignore", over="ignore"):
         q_top = max(q_top, _index(np.min((kK[pos] - log_slack) / S[pos]) / h - kb, True, full))
@@ -519,9 +572,9 @@ def _power_window(item: leaves.Power, h: float, theta: float, log_slack: float, 
     # ---- certified charges of the window
     alias1 = 0.0
     if q_lo > 0:
-        alias1 += _min_exp(k * lm_n + sig * q_lo, np.abs(k * lm_n) + sig * q_lo)
+        alias1 += _min_exp(k * lm_n + sig_n * q_lo, np.abs(k * lm_n) + sig_n * q_lo)
     if q_top < full:
-        alias1 += _min_exp(k * lm_p - sig * q_top, np.abs(k * lm_p) + sig * q_top)
+        alias1 += _min_exp(k * lm_p - sig_p * q_top, np.abs(k * lm_p) + sig_p * q_top)
     lump = 0.0
     l0 = h * off
     if q_lo > 0 and l0 > 0.0:

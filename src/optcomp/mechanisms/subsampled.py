@@ -486,10 +486,11 @@ class Subsampled(_Registered):
         The base loss is N(mu^2/2, mu^2) under P and N(-mu^2/2, mu^2) under Q (mu = Delta/sigma):
         in z units an interval [c - r, c + r] (c_P = (v_a + w/2 - mu^2/2)/mu, c_Q = c_P + mu,
         r = w/(2 mu)) has mass phi(c) 2r E(c, r), E = sum_m He_2m(c) r^2m/(2m + 1)! (the
-        Hermite expansion of phi(c + t)/phi(c) integrated over [-r, r]), kept to m = 5 where
-        x = r (|c| + r + 6) <= 1/10 and to m = 12 where x <= 3/2: the Taylor remainder is at
-        most x^n/((n + 1) n!) e^{2|c| r + r^2/2} relative, n = 12 or 26 (|He_n(y)| <= (|y| +
-        sqrt n)^n; E >= e^{-|c| r - r^2/2}).  Relative errors charged: the remainder; 64 u e^{|c| r + r^2/2} for the
+        Hermite expansion of phi(c + t)/phi(c) integrated over [-r, r]), kept to m = 2 where
+        x = r (|c| + r + 6) <= 1/200 (most cells of a fine step), to m = 5 where x <= 1/10 and
+        to m = 12 where x <= 3/2: the Taylor remainder is at most x^n/((n + 1) n!)
+        e^{2|c| r + r^2/2} relative, n = 6, 12 or 26 (|He_n(y)| <= (|y| + sqrt n)^n;
+        E >= e^{-|c| r - r^2/2}).  Relative errors charged: the remainder; 64 u e^{|c| r + r^2/2} for the
         series (the He recurrence and the sum, terms decreasing at least 4-fold); the
         position of c, (|c| + r) e_c
         (|d log M/dc| <= |c| + r), e_c = (e_v + w delta_w + u (|v_a| + w + mu^2))/mu + ...;
@@ -567,17 +568,20 @@ class Subsampled(_Registered):
                     c = np.where(ok, c, ld(0))
                     ac = np.abs(c)
                     x = r * (ac + r + 6)
-                    # the order of the series: He up to 10 where x <= 1/10 (most cells of a fine
-                    # step), up to 24 elsewhere; the remainder starts at n = top + 2
-                    wide = x > 0.1
-                    total = series(c, r, 10)
-                    top = np.where(wide, 24, 10)
-                    if wide.any():
-                        total[wide] = series(c[wide], r[wide], 24)
+                    # the order of the series: He up to 4 where x <= 1/200 (most cells of a fine
+                    # step), up to 10 where x <= 1/10, up to 24 elsewhere; the remainder starts at
+                    # n = top + 2
                     grow = np.exp(ac * r + r * r / 2)  # 1/E at most
-                    n_rem = top + 2
-                    fact = np.where(wide, float(math.factorial(26)), float(math.factorial(12)))
-                    trunc = x**n_rem / ((n_rem + 1) * fact) * grow * grow
+                    total = series(c, r, 4)
+                    x2 = x * x
+                    trunc = x2 * x2 * x2 / ld(7 * 720)
+                    for top, lim in ((10, 0.005), (24, 0.1)):
+                        more = x > lim
+                        if more.any():
+                            total[more] = series(c[more], r[more], top)
+                            n = top + 2
+                            trunc[more] = x[more] ** n / ld((n + 1) * math.factorial(n))
+                    trunc = trunc * grow * grow
                     rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
                            + (2 * L + 2) * u + 2 * u * c * c
                            + u * (1 + (ac + r) * (vmax / mu + mu)) + 4 * u)
