@@ -149,7 +149,7 @@ def _row_log_mgf(row: np.ndarray, sig: np.ndarray) -> np.ndarray:
     return out
 
 
-ESTIMATE_BINS = 1024  # bins of a row in :func:`_row_mgf_estimate`
+ESTIMATE_BINS = 256  # bins of a row in :func:`_row_mgf_estimate`
 
 
 def _row_mgf_estimate(row: np.ndarray, sig: np.ndarray) -> np.ndarray:

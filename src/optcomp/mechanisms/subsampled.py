@@ -511,11 +511,14 @@ class Subsampled(_Registered):
         # cells with |z| > 40 under both P and Q (a float estimate with margin) hold masses
         # below 1e-348, beneath float's range: their generic brackets cost nothing.  (A cut
         # nearer the bulk would be faster, but a target delta_g of 1e-300 lives out there.)
+        # (z_P = (v - mu^2/2)/mu in [-40.5 - mu, 40.5], i.e. the mid-point y between g of
+        # those two ends: g is increasing, so two evaluations, not two per cell)
         mu_f = sens / sigma
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            v_est = np.log1p(np.expm1(0.5 * (y0f + y1f)) / self.q)
-        zp = (v_est - mu_f * mu_f / 2) / mu_f
-        near = np.isfinite(zp) & (np.minimum(np.abs(zp), np.abs(zp + mu_f)) <= 40.5)
+            y_ends = np.log1p(self.q * np.expm1(np.array([mu_f * mu_f / 2 - (40.5 + mu_f) * mu_f,
+                                                          mu_f * mu_f / 2 + 40.5 * mu_f])))
+            mid = 0.5 * (y0f + y1f)
+            near = (mid > math.log1p(-self.q)) & (mid >= y_ends[0]) & (mid <= y_ends[1])
         idx = np.flatnonzero(near)
         full_ok = np.zeros(n_all, dtype=bool)
         full = [np.zeros(n_all), np.ones(n_all), np.zeros(n_all), np.ones(n_all)]
@@ -564,6 +567,11 @@ class Subsampled(_Registered):
                             total = total + he * term_scale
                     return total
 
+                # (the terms of the relative charge common to P and Q; 2r/sqrt(2 pi))
+                rel0 = dw + (2 * L + 8) * u
+                vm = vmax / mu + mu
+                width = (2 * r) / np.sqrt(2 * pi)
+
                 def mass(c):
                     c = np.where(ok, c, ld(0))
                     ac = np.abs(c)
@@ -582,10 +590,11 @@ class Subsampled(_Registered):
                             n = top + 2
                             trunc[more] = x[more] ** n / ld((n + 1) * math.factorial(n))
                     trunc = trunc * grow * grow
-                    rel = (trunc + 64 * u * grow + (ac + r) * ec + dw + u
-                           + (2 * L + 2) * u + 2 * u * c * c
-                           + u * (1 + (ac + r) * (vmax / mu + mu)) + 4 * u)
-                    m = np.exp(-c * c / 2) * (2 * r) * total / np.sqrt(2 * pi)
+                    c2 = c * c
+                    # trunc + 64 u grow + (|c| + r) e_c + dw + u + (2 L + 2) u + 2 u c^2
+                    # + u (1 + (|c| + r)(vmax / mu + mu)) + 4 u, regrouped
+                    rel = trunc + 64 * u * grow + (ac + r) * (ec + u * vm) + 2 * u * c2 + rel0
+                    m = np.exp(-c2 / 2) * width * total
                     return m, rel
 
                 mP, rP = mass(cP)
