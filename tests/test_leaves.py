@@ -146,6 +146,45 @@ def test_atoms_cgf_bounds_the_log_mgf():
         assert true <= mp.mpf(float(k)) <= true + 1e-12 * (1 + abs(true))
 
 
+@pytest.mark.parametrize("N, off", [(50, -20), (600, 10), (40000, -17000)])
+def test_lattice_cgf_bounds_the_log_mgf(N, off):
+    """lattice_cgf of atoms at h (off + i) (a bell-shaped law with empty points) is an upper
+    bound of log sum_i p_i e^{s l_i} -- 50-digit sums for the direct path (few terms: within
+    the charge 8 u (n + max |w| + 4), w = log p + s l); long double sums, 1e-12 relative, for the runs of
+    consecutive points (many terms: within the runs' width |s| h b) -- and the runs never
+    undercut the per-atom bound of _atoms_cgf on the same atoms."""
+    h = 2.0**-10
+    i = np.arange(N)
+    with np.errstate(divide="ignore"):
+        logp = -0.5 * ((i - 0.4 * N) / (0.05 * N + 1.0)) ** 2 + np.where(i % 7 == 3, -np.inf, 0.0)
+    err = np.full(N, 1e-14)
+    S = np.concatenate([[-40.0, -2.0, 0.0, 0.5, 3.0, 25.0], np.linspace(-1.0, 1.0, 24)])
+    K = leaves.lattice_cgf(logp, err, h, off, S)
+    ok = np.isfinite(logp)
+    n = int(ok.sum())
+    pos = h * (i[ok] + off)
+    blocked = n * S.size > leaves.CGF_TERMS
+    b = -(-N // max(leaves.CGF_TERMS // S.size, 64)) if blocked else 1
+    assert blocked == (N == 40000)
+    for s, k in zip(S, K):
+        if not blocked:
+            with mp.workdps(40):
+                ms = mp.mpf(float(s))
+                w = [mp.mpf(float(lp)) + mp.mpf(1e-14) + ms * mp.mpf(float(l)) for lp, l in zip(logp[ok], pos)]
+                top = max(w)
+                true = top + mp.log(mp.fsum(mp.e ** (v - top) for v in w))
+                mag = float(max(abs(v) for v in w))
+            assert true <= mp.mpf(float(k)), (s, true, k)
+            assert mp.mpf(float(k)) <= true + 8.0 * 2.0**-53 * (n + mag + 4.0) + 1e-15 * (1 + abs(true))
+        else:
+            w = (logp[ok] + 1e-14).astype(np.longdouble) + np.longdouble(s) * pos.astype(np.longdouble)
+            top = np.max(w)
+            true = float(top + np.log(np.sum(np.exp(w - top))))
+            assert true * (1.0 - 1e-12 * np.sign(true)) - 1e-12 <= k <= true + abs(s) * h * b + 1e-9 * (1 + abs(true))
+    atoms = leaves.Atoms(h * (i + off).astype(float), np.zeros(N), logp, err)
+    assert np.all(K >= leaves._atoms_cgf(atoms, S, blocks=False) - 1e-12 * (1 + np.abs(K)))
+
+
 def test_from_masses_rejects_bad_input():
     with pytest.raises(ValueError, match="p_lo <= p_hi"):
         leaves.Leaf.from_masses([0.0, 1.0], 0.0, [0.6, 0.1], [0.5, 0.2])

@@ -715,6 +715,37 @@ def _atoms_cgf(a: Atoms, S: np.ndarray, blocks: bool = True) -> np.ndarray:
     return _direct_cgf(lw, lh, ll, S, n)
 
 
+def lattice_cgf(logp: np.ndarray, err: np.ndarray, h: float, off: int, S: np.ndarray) -> np.ndarray:
+    """:func:`_atoms_cgf` of atoms at the lattice points h (off + i), i = 0 .. N - 1 (exact
+    float positions: perr 0), log P-masses ``logp[i]`` within ``err[i]``: beyond CGF_TERMS
+    atoms x tilts, in at most CGF_TERMS / |S| runs of consecutive points (each run's mass at
+    its last point for s >= 0, its first for s < 0: the blocks of :func:`_atom_blocks`,
+    which are of equal width in position, formed by a reshape instead of scatters)."""
+    N = logp.size
+    lw = logp + err
+    ok = np.isfinite(lw)
+    n = int(np.count_nonzero(ok))
+    if n == 0:
+        return np.full(S.size, -math.inf)
+    if n * S.size <= CGF_TERMS:
+        pos = h * (np.flatnonzero(ok).astype(float) + off)  # exact
+        return _direct_cgf(lw[ok], pos, pos, S, n)
+    nb = max(CGF_TERMS // S.size, 64)
+    b = -(-N // nb)
+    nb = -(-N // b)
+    w = np.full(nb * b, -math.inf)
+    w[:N] = np.where(ok, lw, -math.inf)
+    w = w.reshape(nb, b)
+    mx = np.max(w, axis=1)
+    used = mx > -math.inf
+    with np.errstate(under="ignore"):
+        total = np.sum(np.exp(w[used] - mx[used, None]), axis=1)
+    first = np.arange(nb, dtype=np.int64)[used] * b
+    last = np.minimum(first + b - 1, N - 1)
+    return _direct_cgf(mx[used] + np.log(total), h * (last.astype(float) + off), h * (first.astype(float) + off),
+                       S, n)
+
+
 def _direct_cgf(lw: np.ndarray, lh: np.ndarray, ll: np.ndarray, S: np.ndarray, n: int) -> np.ndarray:
     """The direct sum of :func:`_atoms_cgf` over terms (log-masses ``lw``, position ends ``lh``
     >= ``ll``: atoms, or blocks of them) charged for ``n`` atoms (a block's own sum is within

@@ -479,7 +479,7 @@ def power_node(item: leaves.Power, h: float, theta: float, log_slack: float, S: 
     aliasing charges included) over the N entries.  K bounds the log-MGF of the node's true
     upper row at the tilts S from its entries: that row lies entrywise within E_inf of the
     computed one (the lumped mass included), so E_P0[e^{sL}] <= e^{lz} sum_i (c_i + E_inf)
-    e^{(s - theta) h idx_i} (:func:`optcomp._lattice.leaves._atoms_cgf` of those atoms, the
+    e^{(s - theta) h idx_i} (:func:`optcomp._lattice.leaves.lattice_cgf` of those atoms, the
     log-masses' rounding charged 8 u of their terms)."""
     w = _power_window(item, h, theta, log_slack, workers, False)
     if w is None:
@@ -493,8 +493,7 @@ def power_node(item: leaves.Power, h: float, theta: float, log_slack: float, S: 
         lc = np.log(c[0] + E[0])
     lm = lc - theta * loss + lz0
     err = 8.0 * UNIT * (np.abs(lc) + np.abs(theta * loss) + abs(lz0) + 4.0) + 1e-300
-    atoms = leaves.Atoms(loss, np.zeros(N), lm, err)
-    K = leaves._atoms_cgf(atoms, S) * (1.0 + 1e-12) + 1e-12
+    K = leaves.lattice_cgf(lm, err, h, int(off), S) * (1.0 + 1e-12) + 1e-12
     E2 = E * math.sqrt(N) * (1.0 + 4.0 * UNIT)
     return c, int(off), E2, np.array(lz, dtype=float), np.array(rho_k, dtype=float), K, slack
 
