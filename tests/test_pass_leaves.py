@@ -83,6 +83,36 @@ def test_split_cells_leaf_takes_each_side_from_its_law():
         assert same.log_inf == la.log_inf == mixed.log_inf
 
 
+def test_cells_leaf_builds_each_side_on_use(monkeypatch):
+    """cells_leaf builds a side only when it is read (counted), each once, array-equal to
+    cells_upper / cells_lower of the law; its nbytes, fixed when made, covers the sides'
+    arrays; bad cell arrays are refused when the leaf is made."""
+    m = Subsampled(Gaussian(1.0), 0.02)
+    law = m.law(2.0**-8, FORWARD, tail=1e-20)
+    calls = []
+    for name in ("cells_upper", "cells_lower"):
+        real = getattr(leaves, name)
+        monkeypatch.setattr(leaves, name, lambda *a, _r=real, _n=name, **k: (calls.append(_n), _r(*a, **k))[1])
+    args = (law.h, law.n0, law.p_lo, law.p_hi, law.q_lo, law.q_hi)
+    leaf = leaves.cells_leaf(*args, None, law.below_hi, law.above_hi)
+    n0 = leaf.nbytes
+    assert calls == []
+    lower = leaf.lower
+    assert calls == ["cells_lower"] and leaf.lower is lower
+    upper = leaf.upper
+    assert calls == ["cells_lower", "cells_upper"] and leaf.upper is upper
+    want_u, log_inf = leaves.cells_upper(*args, None, law.below_hi, law.above_hi)
+    want_l = leaves.cells_lower(*args)
+    for got, want in ((upper, want_u), (lower, want_l)):
+        for f in ("loss", "perr", "logp", "err"):
+            assert np.array_equal(getattr(got, f), getattr(want, f))
+    assert leaf.log_inf == log_inf and leaf.nbytes == n0
+    assert n0 >= sum(int(v.nbytes) for a in (upper, lower) for v in (a.loss, a.perr, a.logp, a.err, a.on_lattice)
+                     if v is not None)
+    with pytest.raises(ValueError, match="one length"):
+        leaves.cells_leaf(law.h, law.n0, law.p_lo[:-1], law.p_hi, law.q_lo, law.q_hi)
+
+
 @pytest.mark.parametrize("mech", [Subsampled(Gaussian(0.8), 0.01), Subsampled(Laplace(2.0), 0.1)])
 @pytest.mark.parametrize("direction", [FORWARD, REVERSE])
 def test_pass_leaf_within_its_bound_and_mass(mech, direction):

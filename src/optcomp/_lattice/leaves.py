@@ -83,6 +83,12 @@ class Leaf:
     cgf: Callable | None = None
 
     @property
+    def nbytes(self) -> int:
+        """The bytes of the leaf's arrays (what a cache of leaves counts)."""
+        return sum(int(v.nbytes) for a in (self.upper, self.lower)
+                   for v in (a.loss, a.perr, a.logp, a.err, a.on_lattice) if v is not None)
+
+    @property
     def span(self) -> float:
         """An upper bound of |loss| over both atom sets (the leaf's half-width)."""
         return max(float(np.max(np.abs(a.loss) + a.perr, initial=0.0)) for a in (self.upper, self.lower))
@@ -169,8 +175,47 @@ def cells_leaf(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi:
 
     Each side is a function of the law alone (:func:`cells_upper`, :func:`cells_lower`), so
     the two may come from laws at different steps (:func:`split_cells_leaf`)."""
-    upper, log_inf = cells_upper(h, n0, m_lo, m_hi, q_lo, q_hi, points, below_hi, above_hi)
-    return Leaf(upper, cells_lower(h, n0, m_lo, m_hi, q_lo, q_hi, points), log_inf)
+    _cell_arrays(h, n0, m_lo, m_hi, q_lo, q_hi)  # (bad input refused here, not when a side is built)
+    npts = 0 if points is None else int(np.asarray(points[0]).size)
+    N = int(np.asarray(m_lo).size)
+    return LazyLeaf(lambda: cells_upper(h, n0, m_lo, m_hi, q_lo, q_hi, points, below_hi, above_hi)[0],
+                    lambda: cells_lower(h, n0, m_lo, m_hi, q_lo, q_hi, points),
+                    math.log(above_hi) if above_hi > 0 else -math.inf,
+                    (4 * 8 + 1) * (N + 1 + npts) + 4 * 8 * (N + npts) + 4 * 8 * N)
+
+
+class LazyLeaf(Leaf):
+    """A :class:`Leaf` whose two sides are built on first use, each by a function of the law
+    alone (:func:`cells_leaf`): a self-composition pass reads only the lower side of the law
+    at h/2 and the upper side of the law at h (:func:`optcomp._lattice.selfcompose._pass_leaf`),
+    so neither of the other two is built.  ``nbytes`` is fixed when it is made: both sides
+    and the law's arrays the builders hold (an upper bound, whatever has been built)."""
+
+    def __init__(self, make_upper: Callable, make_lower: Callable, log_inf: float, nbytes: int):
+        object.__setattr__(self, "_make", [make_upper, make_lower])
+        object.__setattr__(self, "_sides", [None, None])
+        object.__setattr__(self, "log_inf", log_inf)
+        object.__setattr__(self, "_nbytes", int(nbytes))
+
+    def _side(self, i: int) -> Atoms:
+        side = self._sides[i]
+        if side is None:
+            side = self._make[i]()
+            self._sides[i] = side
+            self._make[i] = None  # (the law's arrays are released once both sides are built)
+        return side
+
+    @property
+    def upper(self) -> Atoms:  # type: ignore[override]
+        return self._side(0)
+
+    @property
+    def lower(self) -> Atoms:  # type: ignore[override]
+        return self._side(1)
+
+    @property
+    def nbytes(self) -> int:
+        return self._nbytes
 
 
 def split_cells_leaf(law_up, law_lo) -> Leaf:

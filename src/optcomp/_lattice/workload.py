@@ -112,8 +112,7 @@ _LEAVES_LOCK = threading.Lock()
 
 
 def _leaf_bytes(leaf: leaves.Leaf) -> int:
-    return sum(int(v.nbytes) for a in (leaf.upper, leaf.lower) for v in (a.loss, a.perr, a.logp, a.err, a.on_lattice)
-               if v is not None)
+    return leaf.nbytes  # (a lazy cells leaf's sides are not built for it: leaves.LazyLeaf)
 
 
 def _clear_leaves() -> None:
