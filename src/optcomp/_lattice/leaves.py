@@ -567,26 +567,27 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
                           f"a leaf's lattice rows at step h={h:g}")
     exact = up.on_lattice if (up.on_lattice is not None and up.step == h) else None
     lo, hi, _ = _lattice_interval(loss, perr, h, exact)
-    tg = _lattice_interval(dn.loss, dn.perr, h)[2]
+    tg = np.rint(dn.loss / h)  # (the garbling of :func:`_lattice_interval`)
     # upper: the lumped mass joins atom li (P0 only: a loss raised at fixed P0 only raises H)
     logp0 = logp.copy()
     err0 = err.copy()
     if log_lump > -math.inf:
         logp0[li] = float(np.logaddexp(logp0[li], log_lump))
         err0[li] = err0[li] + 4.0 * UNIT * (abs(logp0[li]) + 1.0)
-    D = (hi - lo) * h  # exact
+    D = h  # (hi - lo) h, exact: hi = lo + 1 for every atom
     d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))  # >= hi h - l
     d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))  # >= l - lo h
     d_hi = np.minimum(d_hi, D)  # beyond D: the atom may lie below lo, all its mass there
     d_lo = np.minimum(np.maximum(d_lo, 0.0), D)  # <= 0: below lo, nothing at hi
+    lD1, lD2 = float(_log_expm1(D)), float(np.log(-np.expm1(-D)))  # (once: the same values per atom)
     with np.errstate(divide="ignore"):
         # P0 mass at lo: P0 (e^{hi - l} - 1)/(e^D - 1), at hi: P0 (1 - e^{-(l - lo)})/(1 - e^{-D});
         # each increases in its distance, so the widened distances give upper bounds
-        l_lo = _log_expm1(d_hi) - _log_expm1(D)
-        l_hi = np.log(-np.expm1(-d_lo)) - np.log(-np.expm1(-D))
+        l_lo = _log_expm1(d_hi) - lD1
+        l_hi = np.log(-np.expm1(-d_lo)) - lD2
     fin_lo, fin_hi = np.isfinite(l_lo), np.isfinite(l_hi)
-    e_lo = err0 + 8.0 * UNIT * (np.abs(np.where(fin_lo, l_lo, 0.0)) + np.abs(_log_expm1(D)) + 4.0)
-    e_hi = err0 + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + np.abs(np.log(-np.expm1(-D))) + 4.0)
+    e_lo = err0 + 8.0 * UNIT * (np.abs(np.where(fin_lo, l_lo, 0.0)) + abs(lD1) + 4.0)
+    e_hi = err0 + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + abs(lD2) + 4.0)
     th = theta * h
     base = int(min(lo.min(), tg.min()))
     W = int(max(hi.max(), tg.max())) - base + 1
