@@ -534,7 +534,7 @@ def _lattice_interval(loss: np.ndarray, perr, h: float, exact=None):
     whose interval [l - perr, l + perr] reaches below lo h is raised to it by the refinement
     (a loss raised at fixed P0 only raises H), so an atom on or next to a lattice point
     costs nothing.  Atoms flagged in ``exact`` sit exactly at l = n h: lo = n, hi = n + 1
-    (the split then puts the whole mass at lo, up to the rounding charge of the distances)."""
+    (:func:`leaf_rows` then puts the whole mass at lo: the distance is exactly 0)."""
     pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
     y = loss + pe
     lo = np.floor(y / h)
@@ -575,24 +575,29 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
         logp0[li] = float(np.logaddexp(logp0[li], log_lump))
         err0[li] = err0[li] + 4.0 * UNIT * (abs(logp0[li]) + 1.0)
     D = h  # (hi - lo) h, exact: hi = lo + 1 for every atom
-    d_hi = (hi * h - loss) + perr + 4.0 * UNIT * (np.abs(hi * h) + np.abs(loss))  # >= hi h - l
-    d_lo = (loss - lo * h) + perr + 4.0 * UNIT * (np.abs(lo * h) + np.abs(loss))  # >= l - lo h
+    # an atom exactly at its lattice point (perr 0 and l == lo h, both floats exact: a cell's
+    # end) keeps its whole mass at lo -- the split's distance is 0 -- and puts nothing at hi
+    sp = ~((perr == 0.0) & (loss == lo * h))
+    ls, ps, los, his = loss[sp], perr[sp], lo[sp], hi[sp]
+    d_hi = (his * h - ls) + ps + 4.0 * UNIT * (np.abs(his * h) + np.abs(ls))  # >= hi h - l
+    d_lo = (ls - los * h) + ps + 4.0 * UNIT * (np.abs(los * h) + np.abs(ls))  # >= l - lo h
     d_hi = np.minimum(d_hi, D)  # beyond D: the atom may lie below lo, all its mass there
     d_lo = np.minimum(np.maximum(d_lo, 0.0), D)  # <= 0: below lo, nothing at hi
     lD1, lD2 = float(_log_expm1(D)), float(np.log(-np.expm1(-D)))  # (once: the same values per atom)
+    l_lo = np.zeros(loss.size)
     with np.errstate(divide="ignore"):
         # P0 mass at lo: P0 (e^{hi - l} - 1)/(e^D - 1), at hi: P0 (1 - e^{-(l - lo)})/(1 - e^{-D});
         # each increases in its distance, so the widened distances give upper bounds
-        l_lo = _log_expm1(d_hi) - lD1
+        l_lo[sp] = _log_expm1(d_hi) - lD1
         l_hi = np.log(-np.expm1(-d_lo)) - lD2
     fin_lo, fin_hi = np.isfinite(l_lo), np.isfinite(l_hi)
     e_lo = err0 + 8.0 * UNIT * (np.abs(np.where(fin_lo, l_lo, 0.0)) + abs(lD1) + 4.0)
-    e_hi = err0 + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + abs(lD2) + 4.0)
+    e_hi = err0[sp] + 8.0 * UNIT * (np.abs(np.where(fin_hi, l_hi, 0.0)) + abs(lD2) + 4.0)
     th = theta * h
     base = int(min(lo.min(), tg.min()))
     W = int(max(hi.max(), tg.max())) - base + 1
     batches = [
-        ([lo, hi], [logp0 + l_lo, logp0 + l_hi], [e_lo, e_hi], th),
+        ([lo, his], [logp0 + l_lo, logp0[sp] + l_hi], [e_lo, e_hi], th),
         ([tg], [dn.logp], [dn.err], th),
         ([tg], [dn.logp - dn.loss], [dn.err + dn.perr + 4.0 * UNIT * (np.abs(dn.loss) + np.abs(dn.logp))], th + h),
     ]
