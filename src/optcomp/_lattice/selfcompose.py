@@ -63,7 +63,9 @@ to +inf), from Chernoff bounds: on the stored garbled-P0 row, log sum_q r_q e^{s
 (:func:`_row_log_mgf`), so t has mass <= e^{k LM(s) - s Q} at q >= Q (s > 0) and
 <= e^{k LM(-s) + s Q} at q < Q (s > 0); on the true upper law, the leaf's log-MGF bound K
 (:func:`optcomp._lattice.leaves.upper_row_mgf`), P0[L >= l] <= e^{k K(s) - s l} (s > 0) and
-P0[L < l] <= e^{k K(s) - s l} (s <= 0).  The rows' true values are the stored k-fold times
+P0[L < l] <= e^{k K(s) - s l} (s <= 0).  Each bound holds at every s; LM and K are
+computed (every term, charged) only at the few tilts of a grid that a float estimate puts
+nearest the best edge (:func:`_row_mgf_estimate`, :func:`_near_best`).  The rows' true values are the stored k-fold times
 e^{+-k rho} (:func:`optcomp._lattice.passes.extract` applies the factor), and the leaf's
 underflow bound E2 (2-norm, hence 1-norm <= sqrt(W) E2) adds at most
 k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry.
