@@ -193,6 +193,26 @@ def test_an_atom_on_the_lattice_is_not_split():
     up = rows[0] * math.exp(logZ[0])
     assert up[3 - base] == pytest.approx(0.6, rel=1e-12) and up[4 - base] < 1e-12
     assert up[-5 - base] == pytest.approx(0.4, rel=1e-12) and up[-4 - base] < 1e-12
+    assert up[-4 - base] == 0.0  # exactly on the lattice (perr 0): no sliver at all
+
+
+def test_window_tilts_near_the_best_edge():
+    """The window's certified sums are taken at the tilts _near_best picks from the estimate
+    _row_mgf_estimate: the estimate follows the exact log-MGF of a row (to 1e-3 of its
+    spread here), the pick holds the grid's best tilt of the exact objective or a neighbour
+    of it, and every index when no objective is finite."""
+    rng = np.random.default_rng(3)
+    q = np.arange(20000, dtype=float)
+    row = np.exp(-0.5 * ((q - 7000.0) / 900.0) ** 2) * (1.0 + 0.1 * rng.random(q.size))
+    k, A = 50, math.log(2.0**-60)
+    sig = 2.0 ** (np.arange(-12, 41, 2) / 4.0) / (900.0 * math.sqrt(k))
+    est = selfcompose._row_mgf_estimate(row, sig)
+    exact = selfcompose._row_log_mgf(row, sig)
+    assert np.all(np.abs(est - exact) <= 1e-3 * (1.0 + np.abs(exact)))
+    pick = selfcompose._near_best((k * est - A) / sig)
+    assert int(np.argmin((k * exact - A) / sig)) in pick and pick.size <= 3
+    assert list(selfcompose._near_best(np.array([np.nan, np.inf]))) == [0, 1]
+    assert list(selfcompose._near_best(np.array([3.0, 1.0, 2.0, 5.0]), 1)) == [0, 1, 2]
 
 
 # ----------------------------------------------------------------------------- the whole pass
