@@ -65,9 +65,10 @@ to +inf), from Chernoff bounds: on the stored garbled-P0 row, log sum_q r_q e^{s
 (:func:`optcomp._lattice.leaves.upper_row_mgf`), P0[L >= l] <= e^{k K(s) - s l} (s > 0) and
 P0[L < l] <= e^{k K(s) - s l} (s <= 0).  Each bound holds at every s; LM and K are
 computed (every term, charged) only at the few tilts of a grid that a float estimate puts
-nearest the best edge (:func:`_row_mgf_estimate`, :func:`_near_best`).  The rows' true values are the stored k-fold times
-e^{+-k rho} (:func:`optcomp._lattice.passes.extract` applies the factor), and the leaf's
-underflow bound E2 (2-norm, hence 1-norm <= sqrt(W) E2) adds at most
+nearest the best edge (:func:`_row_mgf_estimate`, :func:`_near_best`).  The rows' true
+values are the stored k-fold times e^{+-k rho} (:func:`optcomp._lattice.passes.extract`
+applies the factor), and the leaf's underflow bound E2 (2-norm, hence 1-norm <= sqrt(W) E2)
+adds at most
 k sqrt(W) E2 (|r|_1 + sqrt(W) E2)^(k-1) to every entry.
 
 * upper row (refined P0): aliasing only adds mass (the upper side may add P0 mass); mass
