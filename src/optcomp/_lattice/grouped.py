@@ -201,13 +201,29 @@ def _merge(a: _Node, b: _Node, workers: int, final: bool, dtype=np.float64) -> _
 PARALLEL_LEAVES = 64  # passes with at least this many leaves run as two halves (two threads)
 
 
-def _halves(plan) -> list:
-    """``plan`` cut in two at half its total width (sum of leaf spans) when it has at least
-    PARALLEL_LEAVES leaves, else whole: the tree's shape depends on the plan only, never
-    on the number of threads that run it."""
+POWER_WORK = 6500.0  # the fixed cost of one Power node, in lattice points of a leaf (measured, :func:`_work`)
+
+
+def _work(item, h: float) -> float:
+    """A plan item's weight in :func:`_halves` (a cost estimate, never a bound): its span in
+    lattice steps; for a Power composed as one node, (span per copy)^1.5 / h + POWER_WORK
+    (measured on groups of 100 subsampled Gaussian steps: its window grows faster than its
+    law's width, by the law's heavy tail, and its transforms, log-MGF sums and windows cost
+    as much as a leaf of ~6500 points)."""
+    sp = leaves.span(item)
+    if isinstance(item, leaves.Power) and item.count > POWER_COPIES:
+        s = sp / item.count
+        return s * math.sqrt(max(s, 0.0)) / h + POWER_WORK
+    return sp / h
+
+
+def _halves(plan, h: float) -> list:
+    """``plan`` cut in two at half its total work (:func:`_work`: leaf spans, Power nodes'
+    costs) when it has at least PARALLEL_LEAVES leaves, else whole: the tree's shape depends
+    on the plan and the step only, never on the number of threads that run it."""
     if len(plan) < PARALLEL_LEAVES:
         return [plan]
-    w = np.cumsum([leaves.span(item) for item in plan])
+    w = np.cumsum([_work(item, h) for item in plan])
     cut = int(np.searchsorted(w, 0.5 * w[-1]))
     cut = min(max(cut, 1), len(plan) - 1)
     return [plan[:cut], plan[cut:]]
@@ -381,7 +397,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     that only carries an odd leaf), each chunk composed by :func:`_fft_tree` (2-norm bounds)
     and cut; chunk roots are merged pairwise as in a binary counter (equal levels first),
     each merge cut again, the last merge with the max-norm bound.  A plan of at least
-    PARALLEL_LEAVES leaves is streamed as two halves of equal width (leaf spans), run in
+    PARALLEL_LEAVES leaves is streamed as two halves of equal work (:func:`_work`), run in
     two threads when ``workers != 1`` (NumPy and scipy.fft release the GIL; ~1.7x on two
     cores), their roots merged last: the tree, hence every bit of the result, is the same
     either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.  A plan
@@ -406,7 +422,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         if lp is not None:
             return lp
     S = _mgf_grid(theta)
-    parts = _halves(plan)
+    parts = _halves(plan, h)
     ticker = _Ticker(progress, h, len(plan))
     if len(parts) == 2 and workers != 1 and (os.cpu_count() or 1) >= 2:
         # the two halves' streams in two threads (NumPy and scipy.fft release the GIL in
