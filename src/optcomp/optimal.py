@@ -388,9 +388,11 @@ def _finite_solver(comp):
         if comp.tuples(SMALL_ATOMS) <= SMALL_ATOMS:
             comp.cache["solver"] = SmallLaw(comp)
         else:
+            from ._exact.convolution import lattice_law
             from ._exact.multinomial import RowLaw
 
-            comp.cache["solver"] = RowLaw(comp)
+            law = lattice_law(comp) if any(f.size >= 3 for f, _ in comp.factors) else None
+            comp.cache["solver"] = law if law is not None else RowLaw(comp)
     return comp.cache["solver"]
 
 

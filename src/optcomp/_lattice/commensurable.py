@@ -53,31 +53,44 @@ class CommonUnit:
         return 2 * sum(int(a) * int(b) for a, b in zip(self.count.tolist(), self.n.tolist())) + 1
 
 
-def common_unit(eps: np.ndarray, count: np.ndarray, max_points: int = MAX_POINTS) -> CommonUnit | None:
-    """A common unit u of the positive ``eps`` (distinct, with multiplicities ``count``):
-    each eps_i is within 2^-46 relative of a rational a_i/b_i with b_i <= 10^6 (the
-    nearest such by continued fractions), u = gcd of the a_i/b_i, n_i = eps_i/u.  None
-    when some eps_i is not of that form, the common denominator exceeds 10^12, or the
-    composed lattice would exceed ``max_points`` points.  Only a *choice* of lattice: the
-    bounds built on it (:func:`commensurable_pass`) are certified whatever u is."""
+def rational_unit(values) -> tuple[Fraction, list[int]] | None:
+    """A common unit u of the nonzero rationals ``values`` (Fractions, either sign): each
+    within 2^-46 relative of a rational a_i/b_i with b_i <= 10^6 (the nearest such by
+    continued fractions), u = gcd of the a_i/b_i > 0, and the integers n_i = (a_i/b_i)/u (signed).
+    None when some value is not of that form or the common denominator exceeds 10^12.  The
+    values are multiples of u only up to |v_i - n_i u| (callers charge it, exactly)."""
     nums, dens = [], []
-    for v in eps.tolist():
-        fv = Fraction(v)
+    for fv in values:
         f = fv.limit_denominator(COMMENSURABLE_MAX_DEN)
-        if f <= 0 or abs(fv - f) > fv * Fraction(COMMENSURABLE_REL):
+        if f == 0 or abs(fv - f) > abs(fv) * Fraction(COMMENSURABLE_REL):
             return None
         nums.append(f.numerator)
         dens.append(f.denominator)
+    if not nums:
+        return None
     L = math.lcm(*dens)
     if L > COMMENSURABLE_MAX_LCM:
         return None
     scaled = [a * (L // b) for a, b in zip(nums, dens)]
     g = math.gcd(*scaled)
-    n = [s // g for s in scaled]
+    return Fraction(g, L), [s // g for s in scaled]
+
+
+def common_unit(eps: np.ndarray, count: np.ndarray, max_points: int = MAX_POINTS) -> CommonUnit | None:
+    """A common unit u of the positive ``eps`` (distinct, with multiplicities ``count``):
+    :func:`rational_unit` of the floats, n_i = eps_i/u.  None when there is none or the
+    composed lattice would exceed ``max_points`` points.  Only a *choice* of lattice: the
+    bounds built on it (:func:`commensurable_pass`) are certified whatever u is."""
+    if np.any(eps <= 0.0):
+        return None
+    ru = rational_unit([Fraction(v) for v in eps.tolist()])
+    if ru is None:
+        return None
+    unit, n = ru
     total = 2 * sum(int(c) * ni for c, ni in zip(count.tolist(), n)) + 1
     if total > max_points:
         return None
-    return CommonUnit(Fraction(g, L), np.array(n, dtype=np.int64), eps, count)
+    return CommonUnit(unit, np.array(n, dtype=np.int64), eps, count)
 
 
 def _binomial_leaf(eps: float, c: int, n: int, u_inst: float, theta_u: float):

@@ -1,0 +1,390 @@
+r"""Finite laws on one lattice (layer L3): the exact composition of finite mechanisms whose
+loss atoms are, up to float rounding, integer multiples of one rational unit, by direct
+convolution of nonnegative rows in long double.
+
+**The lattice.**  Every atom of every factor has an exact rational position l_a (black
+boxes, randomized response, geometric, staircase, profiles); :func:`rational_unit` finds a
+unit u (a rational with denominator <= 10^12) and integers n_a with |l_a - n_a u| <= 2^-46
+|l_a|.  Composing the laws with every atom moved to n_a u (masses unchanged) moves the
+composed loss of each outcome tuple by at most D = sum_f c_f max_a |l_a - n_a u| (exact
+rationals), and H(x) = E[(1 - e^{x - L})_+] is nondecreasing in L, so
+
+    H_lat(x + D) <= H(x) <= H_lat(x - D),
+
+H_lat the excess of the lattice law (the composition's own positions are exact lattice
+points: no rounding of sums of positions).  For floats like 0.01 and 0.05, D is ~1e-18
+times the number of copies.
+
+**Tilting.**  Each factor's masses are tilted to p_a e^{theta n_a u} / Z_f (in ``PREC``-bit
+arithmetic, then rounded to long double), theta >= 0 aimed at x (the saddle point K'(theta)
+= x of the composed law), so the region that decides H(x) carries the bulk of the tilted
+mass; the composed lattice law is G(l) = G~(l) e^{K - theta l}, K = sum_f c_f log Z_f.
+
+**Rows.**  A factor's c_f copies by binary powering (squarings and products), then the
+factors' rows convolved together, every convolution a direct sum of nonnegative products
+(:func:`numpy.convolve`): an entry of n terms is within gamma_{n+1} = (n+1) u / (1 - (n+1)
+u) relative of the exact convolution of the rows as stored (Higham, *Accuracy and Stability
+of Numerical Algorithms*, 2nd ed., eq. 3.5: for nonnegative terms the absolute bound is a
+relative one, whatever the summation order).  A row carries (i) its relative error bound r
+(entries within (1 +- r) of G~'s kept part; r composes as (1 + r_a)(1 + r_b)(1 + gamma) - 1),
+(ii) the tilted mass m it has lost (the kept part G~ plus a nonnegative rest of mass <= m:
+a product's rest is at most m_a + m_b, both rows being sub-probabilities), and (iii) a
+power-of-two scale (each row is normalised to its largest entry, exactly; entries below
+2^-8000 of it are cut and charged, so no product underflows).  After each convolution the
+two ends whose tilted mass is within the window budget are cut and charged to m.
+
+**H.**  H(x) = sum_{l > x} G(l) (1 - e^{x - l}): the distances d = l - y (y = x -+ D) from
+the exact rational y / u (the nearest atom's from an exact Fraction), -expm1 within
+``LIBM_ULPS``, e^{K - theta l} with its argument's rounding charged, summed as nonnegative
+terms.  The rest of mass <= m contributes at most m e^{K - theta y} to the upper bound (it
+lies above y: only there is (1 - e^{y - l})_+ > 0, where e^{-theta l} <= e^{-theta y});
+the lower bound drops it.  Roots (eps_g) as in :class:`optcomp._exact.finite.SmallLaw`: a
+closed form on the lattice segment, then checked (and moved by ulps) against the certified
+bounds, never assumed.
+
+Cost: the last squarings dominate, (window width)^2 multiply-adds; :func:`lattice_law` takes
+a composition only when its estimate is at most ``LATTICE_MACS`` (~0.3 s), and every
+convolution is checked against ``CONV_MAX`` and the memory budget before it is allocated.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from .._lattice.commensurable import rational_unit
+from .._memory import current as _memory_budget
+from .._rounding import LIBM_ULPS, down, up
+from .._types import ExactTooLarge
+from .finite import PREC, Composition, _mp_ld
+
+__all__ = ["LatticeLaw", "lattice_law"]
+
+_LD = np.longdouble
+_U = float(np.finfo(_LD).epsneg) if np.finfo(_LD).nmant > 52 else 2.0**-53  # long double unit roundoff
+LATTICE_MACS = 2**26  # estimated multiply-adds up to which a composition is taken by the lattice
+CONV_MAX = 2**27  # multiply-adds of one convolution at most (~1 s in long double), else ExactTooLarge
+CUT = 2.0**-72  # tilted mass the windows cut in all
+FLOOR_BITS = 8000  # entries below 2^-8000 of a row's largest are cut (charged): no product underflows
+SIGMAS = 16.0  # the window estimate: this many standard deviations each side
+
+
+def _gamma(n: int) -> float:
+    """gamma_n = n u / (1 - n u) for long double's u, rounded up."""
+    return up(n * _U / (1.0 - n * _U), 1)
+
+
+def _ld_fraction(f: Fraction):
+    """A Fraction as a long double (two doubles): relative error <= 2^-63."""
+    hi = float(f)
+    return _LD(hi) + _LD(float(f - Fraction(hi)))
+
+
+class _Row:
+    """A tilted law on the lattice: entries ``vals`` 2^``scale`` at indices off, off + 1, ...,
+    within relative ``rel`` of the kept part of the exact tilted law, whose rest has mass
+    <= ``miss``."""
+
+    __slots__ = ("vals", "off", "scale", "rel", "miss")
+
+    def __init__(self, vals, off: int, scale: int, rel: float, miss: float):
+        self.vals, self.off, self.scale, self.rel, self.miss = vals, off, scale, rel, miss
+
+
+def _trim(v, off: int, scale: int, rel: float, miss: float, budget: float) -> _Row:
+    """Normalise ``v`` to its largest entry (exactly), cut entries below 2^-FLOOR_BITS of it
+    and the two ends of mass within ``budget`` (tilted, at most half each), charging what was
+    cut (at most sum / (1 - rel) of the exact law, the sums' own rounding included)."""
+    mx = v.max()
+    if not mx > 0:
+        raise ExactTooLarge("the lattice composition lost all its mass (underflow); use method='approx' or 'auto'")
+    e = int(np.frexp(mx)[1])
+    v = np.ldexp(v, -e)
+    scale += e
+    charged = _LD(0)
+    tiny = (v > 0) & (v < np.ldexp(_LD(1), -FLOOR_BITS))
+    if np.any(tiny):
+        charged += np.sum(v[tiny])
+        v[tiny] = 0
+    allowed = _LD(budget * 0.5 * (1.0 - rel) / (1.0 + _gamma(v.size))) * np.ldexp(_LD(1), -scale) \
+        if scale < 16000 else _LD(0)
+    cs = np.cumsum(v)
+    left = int(np.searchsorted(cs, allowed, side="right"))
+    rs = np.cumsum(v[::-1])
+    right = int(np.searchsorted(rs, allowed, side="right"))
+    left = min(left, int(np.argmax(v)))
+    right = min(right, v.size - 1 - int(np.argmax(v)))
+    if left:
+        charged += cs[left - 1]
+    if right:
+        charged += rs[right - 1]
+    if charged > 0:
+        c = float(np.ldexp(charged, scale)) * (1.0 + _gamma(v.size)) / (1.0 - rel) * (1.0 + 4.0 * 2.0**-52)
+        miss = up(miss + max(c, 5e-324), 1)
+    return _Row(v[left:v.size - right], off + left, scale, rel, miss)
+
+
+def _convolve(a: _Row, b: _Row, budget: float) -> _Row:
+    na, nb = a.vals.size, b.vals.size
+    if na * nb > CONV_MAX:
+        raise ExactTooLarge(f"the lattice composition needs a convolution of {na:,} x {nb:,} entries (> "
+                            f"{CONV_MAX:,}); use method='approx' or 'auto'")
+    _memory_budget().need(4.0 * 16.0 * (na + nb), f"a lattice convolution of {na + nb:,} entries", ExactTooLarge)
+    v = np.convolve(a.vals, b.vals)
+    rel = up((1.0 + a.rel) * (1.0 + b.rel) * (1.0 + _gamma(min(na, nb) + 1)) - 1.0, 2)
+    return _trim(v, a.off + b.off, a.scale + b.scale, rel, up(a.miss + b.miss, 1), budget)
+
+
+class LatticeLaw:
+    """The composition on the lattice u Z (see the module docstring): ``excess_bounds`` and
+    ``epsilon_bounds`` as :class:`optcomp._exact.finite.SmallLaw`'s."""
+
+    def __init__(self, comp: Composition, unit: Fraction, factors: list, shift: Fraction):
+        self.unit = unit
+        self.u_ld = _ld_fraction(unit)
+        self.u = float(unit)
+        self.factors = factors  # (index array, mpmath masses, count)
+        self.shift = shift  # D: exact
+        self.slack = comp.slack
+        # the laws' relative errors, c copies each: (1 + rel)^c - 1 <= e^{c rel} - 1
+        self.law_rel = up(math.expm1(sum(c * law.rel for law, c in comp.factors)) * (1.0 + 1e-9), 2)
+        self.copies = sum(c for _, _, c in factors)
+        self._rows = {}
+        self._cgf_laws = [(idx.astype(float) * self.u, np.array([float(mpmath.log(m)) for m in ms]), c)
+                          for idx, ms, c in factors]
+
+    # ------------------------------------------------------------------ the tilted rows
+    def _row(self, theta: float):
+        """(row, K) for the tilt theta (cached)."""
+        if theta in self._rows:
+            return self._rows[theta]
+        n_conv = sum(2 * max(1, int(c).bit_length()) for _, _, c in self.factors) + len(self.factors)
+        budget = CUT / (n_conv * self.copies)
+        total = None
+        K = mpmath.mpf(0)
+        with mpmath.workprec(PREC):
+            th = mpmath.mpf(theta) * (mpmath.mpf(self.unit.numerator) / self.unit.denominator)
+            for idx, ms, c in self.factors:
+                w = [m * mpmath.exp(th * int(i)) for i, m in zip(idx.tolist(), ms)]
+                Z = mpmath.fsum(w)
+                K += c * mpmath.log(Z)
+                lo = int(idx.min())
+                vals = np.zeros(int(idx.max()) - lo + 1, dtype=_LD)
+                for i, x in zip(idx.tolist(), w):
+                    vals[i - lo] = _mp_ld(x / Z)
+                base = _trim(vals, lo, 0, 2.0**-62, 0.0, 0.0)
+                power = None
+                p, k = base, int(c)
+                while True:
+                    if k & 1:
+                        power = p if power is None else _convolve(power, p, budget)
+                    k >>= 1
+                    if not k:
+                        break
+                    p = _convolve(p, p, budget)
+                total = power if total is None else _convolve(total, power, budget)
+            self._rows[theta] = (total, K)
+        return self._rows[theta]
+
+    def _cgf(self, theta: float) -> tuple[float, float, float]:
+        """(K, K', K'') of the composed lattice law at the tilt theta (floats: estimates only)."""
+        K = K1 = K2 = 0.0
+        for pos, lm, cc in self._cgf_laws:
+            w = lm + theta * pos
+            mx = float(np.max(w))
+            e = np.exp(w - mx)
+            z = float(np.sum(e))
+            m1 = float(np.sum(e * pos)) / z
+            m2 = float(np.sum(e * pos * pos)) / z
+            K += cc * (mx + math.log(z))
+            K1 += cc * m1
+            K2 += cc * max(m2 - m1 * m1, 0.0)
+        return K, K1, K2
+
+    def _tilt(self, x: float) -> float:
+        """theta >= 0 with K'(theta) = x (bisection; 0 below the mean), to three digits (an
+        estimate: any theta >= 0 is certified, and the rows are cached per theta)."""
+        if x <= self._cgf(0.0)[1]:
+            return 0.0
+        lo, hi = 0.0, 1.0
+        while self._cgf(hi)[1] < x and hi < 1e6:
+            lo, hi = hi, hi * 4.0
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if self._cgf(mid)[1] < x:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-4 * hi:
+                break
+        return float(f"{0.5 * (lo + hi):.3g}")
+
+    # ------------------------------------------------------------------ H
+    def _one_side(self, x: float, upper: bool) -> float:
+        """A certified bound on H(x): upper at y = x - D with the lost mass charged, lower at
+        y = x + D without it."""
+        theta = self._tilt(x)
+        row, K = self._row(theta)
+        y = Fraction(x) - self.shift if upper else Fraction(x) + self.shift
+        z = y / self.unit
+        j0 = math.floor(z)
+        frac = z - j0
+        s = max(0, j0 + 1 - row.off)
+        h = _LD(0)
+        n = row.vals.size - s
+        ulp = _U
+        if n > 0:
+            idx = np.arange(row.off + s, row.off + row.vals.size, dtype=np.int64)
+            k = (idx - j0).astype(_LD)  # >= 1, exact
+            dk = k - _ld_fraction(frac)
+            if idx[0] - j0 == 1:
+                dk[0] = _ld_fraction(1 - frac)
+            d = dk * self.u_ld  # relative error <= 6 u (k >= 2: |frac error| <= u, dk >= 1)
+            e1 = -np.expm1(-d)
+            K_ld = _mp_ld(K)
+            th = _LD(theta) * (idx.astype(_LD) * self.u_ld)
+            lw = K_ld - th
+            with np.errstate(under="ignore", over="ignore"):
+                terms = row.vals[s:] * np.exp(lw) * e1
+            h = np.sum(terms)
+            # e1: d within 6u (relative, and so e1), expm1 within LIBM_ULPS; e^{lw}: lw's error
+            # |K| 2u (two doubles, then the sum) + |theta l| 4u + |lw| u, exp within LIBM_ULPS;
+            # two products, n nonnegative terms
+            lw_err = 2.0 * ulp * abs(float(K)) + 4.0 * ulp * float(np.max(np.abs(th))) \
+                + ulp * float(np.max(np.abs(lw)))
+            f = (1.0 + row.rel) * (1.0 + self.law_rel) * (1.0 + (6.0 + 2 * LIBM_ULPS + 2.0) * ulp) \
+                * math.exp(lw_err * (1.0 + 1e-9)) * (1.0 + _gamma(n + 1))
+            f = up(f, 2) - 1.0
+        else:
+            f = 0.0
+        with np.errstate(under="ignore", over="ignore"):
+            hv = np.ldexp(h, row.scale)
+        if upper:
+            with mpmath.workprec(64):
+                tail = row.miss * float(mpmath.exp(K - mpmath.mpf(theta) * mpmath.mpf(y.numerator) / y.denominator)
+                                        * (1 + mpmath.ldexp(1, -40)))
+            v = float(hv) * (1.0 + f) * (1.0 + 2.0**-50)
+            out = up(v + tail + self.slack, 2)
+            if hv > 0 and out == 0.0:
+                out = 5e-324
+            return min(out, 1.0)
+        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50), 2))
+
+    def excess_bounds(self, x: float) -> tuple[float, float]:
+        """Certified (lower, upper) floats around H(x)."""
+        return self._one_side(x, False), self._one_side(x, True)
+
+    # ------------------------------------------------------------------ eps_g
+    def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
+        """Certified (lower, upper) floats around the least x >= 0 with H(x) <= t (as
+        :meth:`optcomp._exact.finite.SmallLaw.epsilon_bounds`)."""
+        if t_low >= 1.0:
+            return 0.0, 0.0
+        hi = self._root(t_low, True, top)
+        lo = self._root(t_high, False, top)
+        return min(lo, hi), hi
+
+    def _root(self, t: float, upper: bool, top: float) -> float:
+        if t < 0.0:
+            return math.inf
+        if self._one_side(0.0, upper) <= t:
+            return 0.0
+        if upper and t <= self.slack:
+            return top
+        x = self._guess(t)
+        step = max(abs(x) * 2.0**-60, 5e-324)
+        for _ in range(80):
+            h = self._one_side(x, upper)
+            if upper and h <= t:
+                return min(x, top)
+            if not upper and (h > t or x == 0.0):
+                return x
+            step *= 2.0
+            x = up(x + step, 1) if upper else max(0.0, down(x - step, 1))
+        return top if upper else 0.0  # pragma: no cover - the closed-form root is far closer
+
+    def _guess(self, t: float) -> float:
+        """The root of H = t on the rows (long double, approximate: only a starting point),
+        re-aiming the tilt at it until it stays."""
+        x = self._saddle_x(t)
+        for _ in range(4):
+            theta = self._tilt(x)
+            row, K = self._row(theta)
+            idx = np.arange(row.off, row.off + row.vals.size)
+            lpos = idx.astype(_LD) * self.u_ld
+            with np.errstate(divide="ignore", under="ignore", over="ignore"):
+                lm = np.log(row.vals) + _LD(row.scale * math.log(2.0)) + _mp_ld(K) - _LD(theta) * lpos
+                m = np.exp(lm)
+                A = np.cumsum(m[::-1])[::-1]
+                L = np.logaddexp.accumulate((lm - lpos)[::-1])[::-1]  # log sum_{i >= j} m_i e^{-l_i}
+                Hk = np.empty(idx.size, dtype=_LD)
+                Hk[:-1] = A[1:] - np.exp(lpos[:-1] + L[1:])
+                Hk[-1] = 0
+            below = np.nonzero(Hk <= _LD(t))[0]
+            j = int(below[0]) if below.size else idx.size - 1
+            if j == 0 or not A[j] > _LD(t):
+                nx = float(lpos[j])
+            else:
+                nx = float(np.log(A[j] - _LD(t)) - L[j])
+            nx = max(nx, 0.0)
+            if self._tilt(nx) == theta:
+                return nx
+            x = nx
+        return x
+
+    def _saddle_x(self, t: float) -> float:
+        """The saddle-point estimate of the root (as the multinomial rows'): K(theta) - theta
+        K'(theta) - log(sqrt(2 pi K'') theta (theta + 1)) = log t."""
+        lt = math.log(t)
+
+        def g(theta):
+            K, K1, K2 = self._cgf(theta)
+            return K - theta * K1 - math.log(math.sqrt(2.0 * math.pi * max(K2, 1e-300)) * theta * (theta + 1.0)) - lt
+
+        lo, hi = 1e-9, 1.0
+        if g(lo) <= 0.0:
+            return max(self._cgf(0.0)[1], 0.0)
+        while g(hi) > 0.0 and hi < 1e6:
+            lo, hi = hi, hi * 4.0
+        for _ in range(80):
+            mid = math.sqrt(lo * hi)
+            if g(mid) > 0.0:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-9 * hi:
+                break
+        return max(self._cgf(hi)[1], 0.0)
+
+
+def lattice_law(comp: Composition, max_macs: float = LATTICE_MACS) -> LatticeLaw | None:
+    """The composition as a :class:`LatticeLaw` when every atom of every factor has an exact
+    rational position, they share a unit (:func:`rational_unit`) and the estimated cost (the
+    window of SIGMAS standard deviations each side, squared, four times) is at most
+    ``max_macs`` multiply-adds; else None."""
+    if not comp.factors or any(e is None for law, _ in comp.factors for e in law.exact):
+        return None
+    values = sorted({e for law, _ in comp.factors for e in law.exact if e != 0})
+    if not values:
+        return None
+    ru = rational_unit(values)
+    if ru is None:
+        return None
+    unit, ns = ru
+    n_of = dict(zip(values, ns))
+    factors, shift, var, span = [], Fraction(0), 0.0, 0
+    for law, c in comp.factors:
+        idx = np.array([n_of[e] if e != 0 else 0 for e in law.exact], dtype=np.int64)
+        shift += c * max(abs(e - int(i) * unit) for e, i in zip(law.exact, idx.tolist()))
+        factors.append((idx, law.mass, int(c)))
+        p = np.array([float(m) for m in law.mass])
+        fi = idx.astype(float)
+        var += c * max(float(np.sum(p * fi * fi) - np.sum(p * fi) ** 2), 0.0)
+        span = max(span, int(idx.max() - idx.min()))
+    width = 2.0 * SIGMAS * math.sqrt(var) + 2.0 * span + 1.0
+    if 4.0 * width * width > max_macs:
+        return None
+    return LatticeLaw(comp, unit, factors, shift)
