@@ -69,7 +69,10 @@ LATTICE_MACS = 2**26  # estimated multiply-adds up to which a composition is tak
 CONV_MAX = 2**27  # multiply-adds of one convolution at most (~1 s in long double), else ExactTooLarge
 CUT = 2.0**-72  # tilted mass the windows cut in all
 FLOOR_BITS = 8000  # entries below 2^-8000 of a row's largest are cut (charged): no product underflows
-SIGMAS = 16.0  # the window estimate: this many standard deviations each side
+SIGMAS = 16.0
+  # the window estimate: this many standard deviations each side
+TIGHT = 2.0**-42  # a delta bracket wider than this (relative) asks the multinomial rows (shift D > 0)
+SHIFT_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # light-atom counts j tried for the shift (see _shift_options)
 
 
 def _gamma(n: int) -> float:
@@ -134,7 +137,9 @@ def _convolve(a: _Row, b: _Row, budget: float) -> _Row:
                             f"{CONV_MAX:,}); use method='approx' or 'auto'")
     _memory_budget().need(4.0 * 16.0 * (na + nb), f"a lattice convolution of {na + nb:,} entries", ExactTooLarge)
     v = np.convolve(a.vals, b.vals)
-    rel = up((1.0 + a.rel) * (1.0 + b.rel) * (1.0 + _gamma(min(na, nb) + 1)) - 1.0, 2)
+    g = _gamma(min(na, nb) + 1)
+    # (1 + r_a)(1 + r_b)(1 + g) - 1, expanded (1 + r in floats would lose r below 2^-53)
+    rel = up(a.rel + b.rel + g + (a.rel * b.rel + (a.rel + b.rel) * g) * (1.0 + g), 2)
     return _trim(v, a.off + b.off, a.scale + b.scale, rel, up(a.miss + b.miss, 1), budget)
 
 
@@ -142,13 +147,16 @@ class LatticeLaw:
     """The composition on the lattice u Z (see the module docstring): ``excess_bounds`` and
     ``epsilon_bounds`` as :class:`optcomp._exact.finite.SmallLaw`'s."""
 
-    def __init__(self, comp: Composition, unit: Fraction, factors: list, shift: Fraction):
+    def __init__(self, comp: Composition, unit: Fraction, factors: list, resid: list):
         self.unit = unit
         self.u_ld = _ld_fraction(unit)
         self.u = float(unit)
         self.factors = factors  # (index array, mpmath masses, count)
-        self.shift = shift  # D: exact
+        self.options = _shift_options(resid)  # (D, tail) pairs, the first with tail 0
+        self.shift = self.options[0][0]  # the shift with no tail charge (exact)
         self.slack = comp.slack
+        self.comp = comp
+        self._fallback = None
         # the laws' relative errors, c copies each: (1 + rel)^c - 1 <= e^{c rel} - 1
         self.law_rel = up(math.expm1(sum(c * law.rel for law, c in comp.factors)) * (1.0 + 1e-9), 2)
         self.copies = sum(c for _, _, c in factors)
@@ -223,12 +231,22 @@ class LatticeLaw:
         return float(f"{0.5 * (lo + hi):.3g}")
 
     # ------------------------------------------------------------------ H
-    def _one_side(self, x: float, upper: bool) -> float:
-        """A certified bound on H(x): upper at y = x - D with the lost mass charged, lower at
-        y = x + D without it."""
+    def _choose(self, h: float) -> tuple:
+        """The (D, tail) option of least D whose tail is at most 2^-60 of ``h`` (an estimate
+        of H where it is used: only a choice)."""
+        for D, tail in self.options[1:]:  # (ascending D)
+            if tail <= 2.0**-60 * h:
+                return D, tail
+        return self.options[0]
+
+    def _one_side(self, x: float, upper: bool, option=None) -> float:
+        """A certified bound on H(x) for the shift option (D, tail) (:func:`_shift_options`):
+        upper at y = x - D with the lost mass and the tail charged, lower at y = x + D less
+        the tail."""
+        D, tail_j = self.options[0] if option is None else option
         theta = self._tilt(x)
         row, K = self._row(theta)
-        y = Fraction(x) - self.shift if upper else Fraction(x) + self.shift
+        y = Fraction(x) - D if upper else Fraction(x) + D
         z = y / self.unit
         j0 = math.floor(z)
         frac = z - j0
@@ -255,9 +273,10 @@ class LatticeLaw:
             # two products, n nonnegative terms
             lw_err = 2.0 * ulp * abs(float(K)) + 4.0 * ulp * float(np.max(np.abs(th))) \
                 + ulp * float(np.max(np.abs(lw)))
-            f = (1.0 + row.rel) * (1.0 + self.law_rel) * (1.0 + (6.0 + 2 * LIBM_ULPS + 2.0) * ulp) \
-                * math.exp(lw_err * (1.0 + 1e-9)) * (1.0 + _gamma(n + 1))
-            f = up(f, 2) - 1.0
+            # the product of (1 + each), as the exponential of the sum of their log1p (each
+            # log1p(r) <= r; the sum's roundings covered by the factor 1 + 1e-9)
+            f = row.rel + self.law_rel + (6.0 + 2 * LIBM_ULPS + 2.0) * ulp + lw_err + _gamma(n + 1)
+            f = up(math.expm1(f * (1.0 + 1e-9)) * (1.0 + 1e-9), 2)
         else:
             f = 0.0
         with np.errstate(under="ignore", over="ignore"):
@@ -267,15 +286,34 @@ class LatticeLaw:
                 tail = row.miss * float(mpmath.exp(K - mpmath.mpf(theta) * mpmath.mpf(y.numerator) / y.denominator)
                                         * (1 + mpmath.ldexp(1, -40)))
             v = float(hv) * (1.0 + f) * (1.0 + 2.0**-50)
-            out = up(v + tail + self.slack, 2)
+            out = up(v + tail + tail_j + self.slack, 2)
             if hv > 0 and out == 0.0:
                 out = 5e-324
             return min(out, 1.0)
-        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50), 2))
+        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50) - tail_j, 2))
 
     def excess_bounds(self, x: float) -> tuple[float, float]:
-        """Certified (lower, upper) floats around H(x)."""
-        return self._one_side(x, False), self._one_side(x, True)
+        """Certified (lower, upper) floats around H(x).  When the shift D is not 0 and x lies
+        within it of a heavy lattice point (its outcome tuples' true positions straddle x: a
+        bracket wider than ``TIGHT``), the multinomial rows' exact positions are asked too
+        (:class:`optcomp._exact.multinomial.RowLaw`; kept if they answer) and the two
+        brackets intersected."""
+        lo, hi = self._one_side(x, False), self._one_side(x, True)
+        if self.shift and hi - lo > TIGHT * hi:
+            opt = self._choose(lo if lo > 0.0 else hi)
+            if opt[0] < self.shift:
+                lo, hi = max(lo, self._one_side(x, False, opt)), min(hi, self._one_side(x, True, opt))
+        if self.shift and hi - lo > TIGHT * hi:
+            from .multinomial import RowLaw
+
+            try:
+                if self._fallback is None:
+                    self._fallback = RowLaw(self.comp)
+                r_lo, r_hi = self._fallback.excess_bounds(x)
+            except ExactTooLarge:
+                return lo, hi
+            lo, hi = max(lo, r_lo), min(hi, r_hi)
+        return lo, hi
 
     # ------------------------------------------------------------------ eps_g
     def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
@@ -290,14 +328,15 @@ class LatticeLaw:
     def _root(self, t: float, upper: bool, top: float) -> float:
         if t < 0.0:
             return math.inf
-        if self._one_side(0.0, upper) <= t:
+        opt = self._choose(t)
+        if self._one_side(0.0, upper, opt) <= t:
             return 0.0
         if upper and t <= self.slack:
             return top
         x = self._guess(t)
         step = max(abs(x) * 2.0**-60, 5e-324)
         for _ in range(80):
-            h = self._one_side(x, upper)
+            h = self._one_side(x, upper, opt)
             if upper and h <= t:
                 return min(x, top)
             if not upper and (h > t or x == 0.0):
@@ -375,10 +414,18 @@ def lattice_law(comp: Composition, max_macs: float = LATTICE_MACS) -> LatticeLaw
         return None
     unit, ns = ru
     n_of = dict(zip(values, ns))
-    factors, shift, var, span = [], Fraction(0), 0.0, 0
+    # the unit refined so that the heaviest atom is an exact multiple (its copies then add no
+    # shift): u = l / n, still within 2^-46 of every other n_a u (checked)
+    heavy = max(((c * float(m), e) for law, c in comp.factors for e, m in zip(law.exact, law.mass) if e != 0),
+                key=lambda t: t[0])[1]
+    ref = heavy / n_of[heavy]
+    if all(abs(v - n * ref) <= abs(v) * Fraction(2.0**-45) for v, n in n_of.items()):
+        unit = ref
+    factors, resid, var, span = [], [], 0.0, 0
     for law, c in comp.factors:
         idx = np.array([n_of[e] if e != 0 else 0 for e in law.exact], dtype=np.int64)
-        shift += c * max(abs(e - int(i) * unit) for e, i in zip(law.exact, idx.tolist()))
+        resid.append((int(c), [(abs(e - int(i) * unit), up(float(m) * (1.0 + 1e-9), 1))
+                               for e, i, m in zip(law.exact, idx.tolist(), law.mass)]))
         factors.append((idx, law.mass, int(c)))
         p = np.array([float(m) for m in law.mass])
         fi = idx.astype(float)
@@ -387,4 +434,40 @@ def lattice_law(comp: Composition, max_macs: float = LATTICE_MACS) -> LatticeLaw
     width = 2.0 * SIGMAS * math.sqrt(var) + 2.0 * span + 1.0
     if 4.0 * width * width > max_macs:
         return None
-    return LatticeLaw(comp, unit, factors, shift)
+    return LatticeLaw(comp, unit, factors, resid)
+
+
+def _shift_options(resid: list) -> list:
+    """(D, tail) pairs, D ascending after the first: the composed loss of every outcome tuple
+    is within D of its lattice position except on tuples of P-mass at most ``tail``.
+
+    ``resid``: per factor (c, [(|l_a - n_a u|, an upper bound on p_a)]).  The first option is
+    D = sum_f c_f max_a |l_a - n_a u| with no tail.  For j in SHIFT_COUNTS: each factor's atoms
+    split at a residual tau into heavy ones (residual <= tau) and light ones of total mass p_L
+    <= 1/(8 c_f) (the least such tau); a tuple with fewer than j light copies per factor moves
+    by at most sum_f (c_f tau_f + (j - 1) max light residual), and the tuples with j or more
+    light copies of some factor weigh at most sum_f C(c_f, j) p_L^j (a union bound over the
+    j-subsets of copies).  The upper bound on H charges the tail (a P-mass, (1 - e^{x - L})_+
+    <= 1), the lower bound subtracts it."""
+    full = sum((c * max(d for d, _ in at) for c, at in resid), Fraction(0))
+    out = []
+    for j in SHIFT_COUNTS:
+        D, tail = Fraction(0), 0.0
+        for c, at in resid:
+            tau = max(d for d, _ in at)
+            for cand in sorted({d for d, _ in at}):
+                if sum(m for d, m in at if d > cand) <= 1.0 / (8.0 * c):
+                    tau = cand
+                    break
+            light = [d for d, _ in at if d > tau]
+            if not light or j >= c:
+                D += c * max(d for d, _ in at)
+                continue
+            p_l = up(math.fsum(m for d, m in at if d > tau) * (1.0 + 1e-9), 1)
+            D += c * tau + (j - 1) * max(light)
+            lg = math.lgamma(c + 1) - math.lgamma(j + 1) - math.lgamma(c - j + 1) + j * math.log(p_l)
+            lg += 1e-9 * (3.0 * math.lgamma(c + 1) + j * abs(math.log(p_l)) + 10.0)  # (lgamma, log: ulps)
+            tail = up(tail + math.exp(lg) * (1.0 + 1e-9), 1)
+        if D < full:
+            out.append((D, tail))
+    return [(full, 0.0)] + sorted(out, key=lambda o: o[0])
