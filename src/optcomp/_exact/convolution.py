@@ -67,7 +67,9 @@ _LD = np.longdouble
 _U = float(np.finfo(_LD).epsneg) if np.finfo(_LD).nmant > 52 else 2.0**-53  # long double unit roundoff
 LATTICE_MACS = 2**26  # estimated multiply-adds up to which a composition is taken by the lattice
 CONV_MAX = 2**27  # multiply-adds of one convolution at most (~1 s in long double), else ExactTooLarge
-CUT = 2.0**-72  # tilted mass the windows cut in all
+CUT = 2.0**-72  # tilted mass the windows cut in all (at depth 0; LatticeLaw._one_side goes deeper if needed)
+MAX_DEPTH = 900
+LAW_REL = 2.0**-40  # the laws' relative mass errors, times the counts, at most this (else no lattice)  # CUT 2^-depth stays a normal float
 FLOOR_BITS = 8000  # entries below 2^-8000 of a row's largest are cut (charged): no product underflows
 SIGMAS = 16.0
   # the window estimate: this many standard deviations each side
@@ -161,16 +163,19 @@ class LatticeLaw:
         self.law_rel = up(math.expm1(sum(c * law.rel for law, c in comp.factors)) * (1.0 + 1e-9), 2)
         self.copies = sum(c for _, _, c in factors)
         self._rows = {}
+        self._depth = {}  # theta -> the depth of cuts its rows needed so far
         self._cgf_laws = [(idx.astype(float) * self.u, np.array([float(mpmath.log(m)) for m in ms]), c)
                           for idx, ms, c in factors]
 
     # ------------------------------------------------------------------ the tilted rows
-    def _row(self, theta: float):
-        """(row, K) for the tilt theta (cached)."""
-        if theta in self._rows:
-            return self._rows[theta]
+    def _row(self, theta: float, depth: int = 0):
+        """(row, K) for the tilt theta, the windows cutting at most CUT 2^-depth of tilted
+        mass in all (cached)."""
+        key = (theta, depth)
+        if key in self._rows:
+            return self._rows[key]
         n_conv = sum(2 * max(1, int(c).bit_length()) for _, _, c in self.factors) + len(self.factors)
-        budget = CUT / (n_conv * self.copies)
+        budget = math.ldexp(CUT, -depth) / (n_conv * self.copies)
         total = None
         K = mpmath.mpf(0)
         with mpmath.workprec(PREC):
@@ -194,8 +199,8 @@ class LatticeLaw:
                         break
                     p = _convolve(p, p, budget)
                 total = power if total is None else _convolve(total, power, budget)
-            self._rows[theta] = (total, K)
-        return self._rows[theta]
+            self._rows[key] = (total, K)
+        return self._rows[key]
 
     def _cgf(self, theta: float) -> tuple[float, float, float]:
         """(K, K', K'') of the composed lattice law at the tilt theta (floats: estimates only)."""
@@ -245,7 +250,19 @@ class LatticeLaw:
         the tail."""
         D, tail_j = self.options[0] if option is None else option
         theta = self._tilt(x)
-        row, K = self._row(theta)
+        depth = self._depth.get(theta, 0)
+        while True:
+            out, v, cut = self._evaluate(x, upper, D, tail_j, theta, depth)
+            # the windows' charge too large beside H (the tilted mass above x small: a coarse
+            # lattice law): narrower cuts, deep enough for 2^-60 of H
+            if not upper or cut <= 2.0**-52 * v or depth >= MAX_DEPTH:
+                return out
+            depth = min(MAX_DEPTH, depth + max(16, math.ceil(math.log2(cut / max(v, 1e-300))) + 60))
+            self._depth[theta] = depth
+
+    def _evaluate(self, x: float, upper: bool, D: Fraction, tail_j: float, theta: float, depth: int):
+        """(bound, the sum's value, the windows' charge) of :meth:`_one_side` at one depth."""
+        row, K = self._row(theta, depth)
         y = Fraction(x) - D if upper else Fraction(x) + D
         z = y / self.unit
         j0 = math.floor(z)
@@ -289,8 +306,8 @@ class LatticeLaw:
             out = up(v + tail + tail_j + self.slack, 2)
             if hv > 0 and out == 0.0:
                 out = 5e-324
-            return min(out, 1.0)
-        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50) - tail_j, 2))
+            return min(out, 1.0), v, tail
+        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50) - tail_j, 2)), 0.0, 0.0
 
     def excess_bounds(self, x: float) -> tuple[float, float]:
         """Certified (lower, upper) floats around H(x).  When the shift D is not 0 and x lies
@@ -351,7 +368,7 @@ class LatticeLaw:
         x = self._saddle_x(t)
         for _ in range(4):
             theta = self._tilt(x)
-            row, K = self._row(theta)
+            row, K = self._row(theta, self._depth.get(theta, 0))
             idx = np.arange(row.off, row.off + row.vals.size)
             lpos = idx.astype(_LD) * self.u_ld
             with np.errstate(divide="ignore", under="ignore", over="ignore"):
@@ -401,11 +418,13 @@ class LatticeLaw:
 
 def lattice_law(comp: Composition, max_macs: float = LATTICE_MACS) -> LatticeLaw | None:
     """The composition as a :class:`LatticeLaw` when every atom of every factor has an exact
-    rational position, they share a unit (:func:`rational_unit`) and the estimated cost (the
+    rational position, the laws' masses are known within LAW_REL (times the counts), they share a unit (:func:`rational_unit`) and the estimated cost (the
     window of SIGMAS standard deviations each side, squared, four times) is at most
     ``max_macs`` multiply-adds; else None."""
     if not comp.factors or any(e is None for law, _ in comp.factors for e in law.exact):
         return None
+    if sum(c * law.rel for law, c in comp.factors) > LAW_REL:
+        return None  # (masses known too loosely for a 1e-12 bracket, whatever the composition)
     values = sorted({e for law, _ in comp.factors for e in law.exact if e != 0})
     if not values:
         return None
