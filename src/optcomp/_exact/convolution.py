@@ -57,7 +57,7 @@ import numpy as np
 
 from .._lattice.commensurable import rational_unit
 from .._memory import current as _memory_budget
-from .._rounding import LIBM_ULPS, down, up
+from .._rounding import LIBM_ULPS, down, mpf_dir, up
 from .._types import ExactTooLarge
 from .finite import PREC, Composition, _mp_ld
 
@@ -67,9 +67,9 @@ _LD = np.longdouble
 _U = float(np.finfo(_LD).epsneg) if np.finfo(_LD).nmant > 52 else 2.0**-53  # long double unit roundoff
 LATTICE_MACS = 2**26  # estimated multiply-adds up to which a composition is taken by the lattice
 CONV_MAX = 2**27  # multiply-adds of one convolution at most (~1 s in long double), else ExactTooLarge
-CUT = 2.0**-72  # tilted mass the windows cut in all (at depth 0; LatticeLaw._one_side goes deeper if needed)
-MAX_DEPTH = 900
-LAW_REL = 2.0**-40  # the laws' relative mass errors, times the counts, at most this (else no lattice)  # CUT 2^-depth stays a normal float
+CUT = 2.0**-72  # tilted mass the windows cut in all (x 2^-depth: LatticeLaw._one_side goes deeper if needed)
+MAX_DEPTH = 15000  # CUT 2^-depth stays a normal long double
+LAW_REL = 2.0**-40  # the laws' relative mass errors, times the counts, at most this (else no lattice)
 FLOOR_BITS = 8000  # entries below 2^-8000 of a row's largest are cut (charged): no product underflows
 SIGMAS = 16.0
   # the window estimate: this many standard deviations each side
@@ -114,8 +114,7 @@ def _trim(v, off: int, scale: int, rel: float, miss: float, budget: float) -> _R
     if np.any(tiny):
         charged += np.sum(v[tiny])
         v[tiny] = 0
-    allowed = _LD(budget * 0.5 * (1.0 - rel) / (1.0 + _gamma(v.size))) * np.ldexp(_LD(1), -scale) \
-        if scale < 16000 else _LD(0)
+    allowed = np.ldexp(_LD(budget) * _LD(0.5 * (1.0 - rel) / (1.0 + _gamma(v.size))), -scale)
     cs = np.cumsum(v)
     left = int(np.searchsorted(cs, allowed, side="right"))
     rs = np.cumsum(v[::-1])
@@ -175,7 +174,7 @@ class LatticeLaw:
         if key in self._rows:
             return self._rows[key]
         n_conv = sum(2 * max(1, int(c).bit_length()) for _, _, c in self.factors) + len(self.factors)
-        budget = math.ldexp(CUT, -depth) / (n_conv * self.copies)
+        budget = np.ldexp(_LD(CUT / (n_conv * self.copies)), -depth)  # (long double: depth up to MAX_DEPTH)
         total = None
         K = mpmath.mpf(0)
         with mpmath.workprec(PREC):
@@ -252,16 +251,20 @@ class LatticeLaw:
         theta = self._tilt(x)
         depth = self._depth.get(theta, 0)
         while True:
-            out, v, cut = self._evaluate(x, upper, D, tail_j, theta, depth)
+            out, v, cut, miss = self._evaluate(x, upper, D, tail_j, theta, depth)
             # the windows' charge too large beside H (the tilted mass above x small: a coarse
-            # lattice law): narrower cuts, deep enough for 2^-60 of H
-            if not upper or cut <= 2.0**-52 * v or depth >= MAX_DEPTH:
+            # lattice law): narrower cuts, deep enough for 2^-60 of H (the lower bound drops
+            # what the upper one charges: both ask)
+            if cut <= 2.0**-52 * v or depth >= MAX_DEPTH:
                 return out
-            depth = min(MAX_DEPTH, depth + max(16, math.ceil(math.log2(cut / max(v, 1e-300))) + 60))
+            # a budget below the mass cut so far by the factor (charge / H) 2^60
+            want = math.log2(miss) - math.log2(cut / max(v, 1e-300)) - 60.0
+            depth = min(MAX_DEPTH, max(depth + 16, math.ceil(math.log2(CUT) - want)))
             self._depth[theta] = depth
 
     def _evaluate(self, x: float, upper: bool, D: Fraction, tail_j: float, theta: float, depth: int):
-        """(bound, the sum's value, the windows' charge) of :meth:`_one_side` at one depth."""
+        """(bound, the sum's value, the windows' charge, the mass they cut) of :meth:`_one_side`
+        at one depth."""
         row, K = self._row(theta, depth)
         y = Fraction(x) - D if upper else Fraction(x) + D
         z = y / self.unit
@@ -298,16 +301,16 @@ class LatticeLaw:
             f = 0.0
         with np.errstate(under="ignore", over="ignore"):
             hv = np.ldexp(h, row.scale)
+        with mpmath.workprec(64):  # (rounded up, never to 0: the bound holds below the floats too)
+            tail = mpf_dir(row.miss * mpmath.exp(K - mpmath.mpf(theta) * mpmath.mpf(y.numerator) / y.denominator)
+                           * (1 + mpmath.ldexp(1, -40)), True)
         if upper:
-            with mpmath.workprec(64):
-                tail = row.miss * float(mpmath.exp(K - mpmath.mpf(theta) * mpmath.mpf(y.numerator) / y.denominator)
-                                        * (1 + mpmath.ldexp(1, -40)))
             v = float(hv) * (1.0 + f) * (1.0 + 2.0**-50)
             out = up(v + tail + tail_j + self.slack, 2)
             if hv > 0 and out == 0.0:
                 out = 5e-324
-            return min(out, 1.0), v, tail
-        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50) - tail_j, 2)), 0.0, 0.0
+            return min(out, 1.0), v, tail, row.miss
+        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50) - tail_j, 2)), float(hv), tail, row.miss
 
     def excess_bounds(self, x: float) -> tuple[float, float]:
         """Certified (lower, upper) floats around H(x).  When the shift D is not 0 and x lies
