@@ -200,8 +200,8 @@ def test_root_down_to_1e300(t):
 
 
 def test_root_decimal_profile():
-    for t in (1e-2, 1e-6, 1e-14):
-        check_root([(DECIMAL, 30)], t)
+    for t in (1e-2, 1e-14):
+        check_root([(DECIMAL, 20)], t)
 
 
 def test_public_optimal_takes_the_lattice():
@@ -269,11 +269,18 @@ def profiles(draw):
     return Profile([(float(n * u), d) for n, d in zip(ns, ds)])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(profiles(), st.integers(2, 24), st.floats(0.0, 1.0), st.floats(-300.0, -0.5))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profiles(), st.integers(2, 16), st.floats(0.0, 1.0), st.floats(-300.0, -0.5))
 def test_property_against_definitions(prof, k, frac, log_t):
     items = [(prof, k)]
     _, law = ref_composed(items)
     top = float(max(law))
     check_excess(items, frac * top)
     check_root(items, 10.0**log_t)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profiles(), st.integers(2, 40), st.floats(0.0, 1.0), st.floats(-300.0, -0.5))
+def test_property_against_definitions_more(prof, k, frac, log_t):
+    test_property_against_definitions.hypothesis.inner_test(prof, k, frac, log_t)

@@ -928,15 +928,20 @@ def test_a_pair_with_mass_at_infinity_is_never_left_out_of_the_lower_bound(workl
 
 
 def test_costly_exact_compositions_are_left_to_the_lattice():
-    """A Profile of five guarantees (ten loss atoms) composed 20 times: the exact rows would walk
-    ~10^6 (row, atom) pairs per evaluation (38 s at k = 30), so ``optimal`` refuses
-    (ExactTooLarge, naming the rows) and ``auto`` answers by the certified lattice, within its
-    tolerance of the lattice's own lower bound; at k = 8, where the rows
-    are affordable, the exact answer lies in the lattice's bracket; a 4-atom law at k = 1000
-    (structured rows) stays exact."""
+    """A Profile of five guarantees (ten loss atoms) composed 20 times: its atoms share the unit
+    0.01, so ``optimal`` answers on the exact lattice (inside the certified lattice's bracket);
+    with incommensurable eps the exact rows would walk ~10^6 (row, atom) pairs per evaluation
+    (38 s at k = 30), so ``optimal`` refuses (ExactTooLarge, naming the rows) and ``auto``
+    answers by the certified lattice, within its tolerance of the lattice's own lower bound;
+    at k = 8, where the rows are affordable, the exact answer lies in the lattice's bracket; a
+    4-atom law at k = 1000 (structured rows) stays exact."""
     prof = Profile([(0.01, 1e-9), (0.02, 1e-10), (0.05, 1e-12), (0.1, 1e-14), (0.2, 0.0)])
+    exact = optcomp.delta_g(prof, k=20, eps_g=0.1, method="optimal")
+    b = optcomp.delta_bounds(prof, k=20, eps_g=0.1, tol=1e-6)
+    assert b.lower <= exact <= b.upper
+    irr = Profile([(0.01, 1e-9), (0.02 * math.sqrt(2), 1e-10), (0.05 * math.sqrt(3), 1e-12), (0.1, 1e-14), (0.2, 0.0)])
     with pytest.raises(optcomp.ExactTooLarge, match="near atoms"):
-        optcomp.delta_g(prof, k=20, eps_g=0.1, method="optimal")
+        optcomp.delta_g(irr, k=20, eps_g=0.1, method="optimal")
     for x in (0.0, 0.1, 0.3):
         b = optcomp.delta_bounds(prof, k=20, eps_g=x, tol=1e-4)
         got = optcomp.delta_g(prof, k=20, eps_g=x)

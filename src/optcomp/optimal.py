@@ -382,8 +382,10 @@ EXACT_REL = 1e-12  # the certified bracket of a mechanism composition must be th
 
 def _finite_solver(comp):
     """The exact producer of one global direction: the composition listed tuple by tuple
-    (:class:`~optcomp._exact.finite.SmallLaw`) when small, else its multinomial rows
-    (:mod:`optcomp._exact.multinomial`, which raises ExactTooLarge beyond them)."""
+    (:class:`~optcomp._exact.finite.SmallLaw`) when small; else, when a law has three atoms
+    or more and every atom is a multiple of one rational unit, the lattice law
+    (:mod:`optcomp._exact.convolution`: direct convolutions, cost-capped); else its multinomial
+    rows (:mod:`optcomp._exact.multinomial`, which raises ExactTooLarge beyond them)."""
     if "solver" not in comp.cache:
         if comp.tuples(SMALL_ATOMS) <= SMALL_ATOMS:
             comp.cache["solver"] = SmallLaw(comp)

@@ -282,35 +282,40 @@ class LatticeLaw:
                 dk[0] = _ld_fraction(1 - frac)
             d = dk * self.u_ld  # relative error <= 6 u (k >= 2: |frac error| <= u, dk >= 1)
             e1 = -np.expm1(-d)
-            K_ld = _mp_ld(K)
-            th = _LD(theta) * (idx.astype(_LD) * self.u_ld)
-            lw = K_ld - th
+            # e^{K - theta l} as e^{K0 - theta (l - l0)}, l0 = j0 u (K0 in PREC bits): the
+            # exponent's error grows with theta (l - l0), small where the terms are large
+            with mpmath.workprec(PREC):
+                K0 = K - mpmath.mpf(theta) * j0 * (mpmath.mpf(self.unit.numerator) / self.unit.denominator)
+            K0_ld = _mp_ld(K0)
+            th = _LD(theta) * (k * self.u_ld)
+            lw = K0_ld - th
             with np.errstate(under="ignore", over="ignore"):
                 terms = row.vals[s:] * np.exp(lw) * e1
-            h = np.sum(terms)
-            # e1: d within 6u (relative, and so e1), expm1 within LIBM_ULPS; e^{lw}: lw's error
-            # |K| 2u (two doubles, then the sum) + |theta l| 4u + |lw| u, exp within LIBM_ULPS;
-            # two products, n nonnegative terms
-            lw_err = 2.0 * ulp * abs(float(K)) + 4.0 * ulp * float(np.max(np.abs(th))) \
-                + ulp * float(np.max(np.abs(lw)))
-            # the product of (1 + each), as the exponential of the sum of their log1p (each
-            # log1p(r) <= r; the sum's roundings covered by the factor 1 + 1e-9)
-            f = row.rel + self.law_rel + (6.0 + 2 * LIBM_ULPS + 2.0) * ulp + lw_err + _gamma(n + 1)
-            f = up(math.expm1(f * (1.0 + 1e-9)) * (1.0 + 1e-9), 2)
-        else:
-            f = 0.0
+            # per term: e1 (d within 6u relative, and so e1; expm1 within LIBM_ULPS), e^{lw} (lw
+            # within |K0| 2u (two doubles) + |theta (l - l0)| 4u + |lw| u; exp within LIBM_ULPS),
+            # two products; the row's and the laws' relative errors.  Each term's factor
+            # e^{sum} - 1 (the product of (1 + each), each log1p(r) <= r)
+            base = row.rel + self.law_rel + (6.0 + 2 * LIBM_ULPS + 2.0) * ulp
+            err = base + 2.0 * ulp * abs(float(K0)) + 4.0 * ulp * np.abs(th.astype(float)) \
+                + ulp * np.abs(lw.astype(float))
+            f_i = np.expm1(err * (1.0 + 1e-9)) * (1.0 + 1e-9)
+            g = _gamma(n + 3)  # (the sums of n nonnegative terms, the products by 1 +- f_i)
+            if upper:
+                h = np.sum(terms * (_LD(1) + f_i.astype(_LD))) * _LD(1.0 + g)
+            else:
+                h = np.sum(terms * (_LD(1) - np.minimum(f_i, 1.0).astype(_LD))) * _LD(1.0 - g)
         with np.errstate(under="ignore", over="ignore"):
             hv = np.ldexp(h, row.scale)
         with mpmath.workprec(64):  # (rounded up, never to 0: the bound holds below the floats too)
             tail = mpf_dir(row.miss * mpmath.exp(K - mpmath.mpf(theta) * mpmath.mpf(y.numerator) / y.denominator)
                            * (1 + mpmath.ldexp(1, -40)), True)
         if upper:
-            v = float(hv) * (1.0 + f) * (1.0 + 2.0**-50)
+            v = float(hv) * (1.0 + 2.0**-50)
             out = up(v + tail + tail_j + self.slack, 2)
             if hv > 0 and out == 0.0:
                 out = 5e-324
             return min(out, 1.0), v, tail, row.miss
-        return max(0.0, down(float(hv) * (1.0 - f) * (1.0 - 2.0**-50) - tail_j, 2)), float(hv), tail, row.miss
+        return max(0.0, down(float(hv) * (1.0 - 2.0**-50) - tail_j, 2)), float(hv), tail, row.miss
 
     def excess_bounds(self, x: float) -> tuple[float, float]:
         """Certified (lower, upper) floats around H(x).  When the shift D is not 0 and x lies

@@ -35,8 +35,9 @@ rational position (randomized response, geometric, staircase, profiles: multiple
 float eps) for every atom near it, else from positions within a stated error (a Pair's
 log(p/q)) -- and H is summed term by term; an eps_g is solved on its segment in closed
 form and then *checked*: the float returned is one at which the certified H bound is below
-the target (moved up by ulps until it is).  Larger ones go to the multinomial rows of
-:mod:`optcomp._exact.multinomial`.
+the target (moved up by ulps until it is).  Larger ones go to the lattice law of
+:mod:`optcomp._exact.convolution` when every atom is a multiple of one rational unit (and a
+law has three atoms or more), else to the multinomial rows of :mod:`optcomp._exact.multinomial`.
 
 The laws' positions and masses come from the mechanisms at ``PREC`` = 256 bits (their
 relative errors, times the counts, are charged to every composed mass): with float masses
