@@ -71,8 +71,7 @@ CUT = 2.0**-72  # tilted mass the windows cut in all (x 2^-depth: LatticeLaw._on
 MAX_DEPTH = 15000  # CUT 2^-depth stays a normal long double
 LAW_REL = 2.0**-40  # the laws' relative mass errors, times the counts, at most this (else no lattice)
 FLOOR_BITS = 8000  # entries below 2^-8000 of a row's largest are cut (charged): no product underflows
-SIGMAS = 16.0
-  # the window estimate: this many standard deviations each side
+SIGMAS = 16.0  # the window estimate: this many standard deviations each side
 TIGHT = 2.0**-42  # a delta bracket wider than this (relative) asks the multinomial rows (shift D > 0)
 SHIFT_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # light-atom counts j tried for the shift (see _shift_options)
 
@@ -185,9 +184,13 @@ class LatticeLaw:
                 K += c * mpmath.log(Z)
                 lo = int(idx.min())
                 vals = np.zeros(int(idx.max()) - lo + 1, dtype=_LD)
+                gone = mpmath.mpf(0)  # tilted masses below long double's normal range: charged
                 for i, x in zip(idx.tolist(), w):
-                    vals[i - lo] = _mp_ld(x / Z)
-                base = _trim(vals, lo, 0, 2.0**-62, 0.0, 0.0)
+                    if x / Z < mpmath.ldexp(1, -16000):
+                        gone += x / Z
+                    else:
+                        vals[i - lo] = _mp_ld(x / Z)
+                base = _trim(vals, lo, 0, 2.0**-62, mpf_dir(gone, True) if gone else 0.0, 0.0)
                 power = None
                 p, k = base, int(c)
                 while True:
