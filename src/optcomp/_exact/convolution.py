@@ -66,6 +66,7 @@ __all__ = ["LatticeLaw", "lattice_law"]
 _LD = np.longdouble
 _U = float(np.finfo(_LD).epsneg) if np.finfo(_LD).nmant > 52 else 2.0**-53  # long double unit roundoff
 LATTICE_MACS = 2**26  # estimated multiply-adds up to which a composition is taken by the lattice
+ROW_MACS = 2**28  # estimated multiply-adds of the rows at one tilt and depth at most, else ExactTooLarge
 CONV_MAX = 2**27  # multiply-adds of one convolution at most (~1 s in long double), else ExactTooLarge
 CUT = 2.0**-72  # tilted mass the windows cut in all (x 2^-depth: LatticeLaw._one_side goes deeper if needed)
 MAX_DEPTH = 15000  # CUT 2^-depth stays a normal long double
@@ -160,6 +161,7 @@ class LatticeLaw:
         # the laws' relative errors, c copies each: (1 + rel)^c - 1 <= e^{c rel} - 1
         self.law_rel = up(math.expm1(sum(c * law.rel for law, c in comp.factors)) * (1.0 + 1e-9), 2)
         self.copies = sum(c for _, _, c in factors)
+        self.span = 0  # the largest one-copy span (lattice_law sets it)
         self._rows = {}
         self._depth = {}  # theta -> the depth of cuts its rows needed so far
         self._cgf_laws = [(idx.astype(float) * self.u, np.array([float(mpmath.log(m)) for m in ms]), c)
@@ -172,6 +174,13 @@ class LatticeLaw:
         key = (theta, depth)
         if key in self._rows:
             return self._rows[key]
+        # the window at this tilt and depth (a Gaussian's tails below CUT 2^-depth, and the
+        # laws' spans): refused before any convolution when it would cost beyond ROW_MACS
+        sd = math.sqrt(self._cgf(theta)[2]) / self.u
+        width = 2.0 * math.sqrt(2.0 * math.log(2.0) * (92.0 + depth)) * sd + 2.0 * self.span + 1.0
+        if 4.0 * width * width > ROW_MACS:
+            raise ExactTooLarge(f"the lattice composition needs rows of ~{width:,.0f} points at this eps_g "
+                                f"(> {math.sqrt(ROW_MACS / 4):,.0f}); use method='approx' or 'auto'")
         n_conv = sum(2 * max(1, int(c).bit_length()) for _, _, c in self.factors) + len(self.factors)
         budget = np.ldexp(_LD(CUT / (n_conv * self.copies)), -depth)  # (long double: depth up to MAX_DEPTH)
         total = None
@@ -258,7 +267,7 @@ class LatticeLaw:
             # the windows' charge too large beside H (the tilted mass above x small: a coarse
             # lattice law): narrower cuts, deep enough for 2^-60 of H (the lower bound drops
             # what the upper one charges: both ask)
-            if cut <= 2.0**-52 * v or depth >= MAX_DEPTH:
+            if cut <= 2.0**-52 * v or cut <= 5e-324 or depth >= MAX_DEPTH:  # (5e-324: below the floats)
                 return out
             # a budget below the mass cut so far by the factor (charge / H) 2^60
             want = math.log2(miss) - math.log2(cut / max(v, 1e-300)) - 60.0
@@ -464,7 +473,9 @@ def lattice_law(comp: Composition, max_macs: float = LATTICE_MACS) -> LatticeLaw
     width = 2.0 * SIGMAS * math.sqrt(var) + 2.0 * span + 1.0
     if 4.0 * width * width > max_macs:
         return None
-    return LatticeLaw(comp, unit, factors, resid)
+    law = LatticeLaw(comp, unit, factors, resid)
+    law.span = span
+    return law
 
 
 def _shift_options(resid: list) -> list:
