@@ -4,16 +4,20 @@ convolution of nonnegative rows in long double.
 
 **The lattice.**  Every atom of every factor has an exact rational position l_a (black
 boxes, randomized response, geometric, staircase, profiles); :func:`rational_unit` finds a
-unit u (a rational with denominator <= 10^12) and integers n_a with |l_a - n_a u| <= 2^-46
-|l_a|.  Composing the laws with every atom moved to n_a u (masses unchanged) moves the
-composed loss of each outcome tuple by at most D = sum_f c_f max_a |l_a - n_a u| (exact
-rationals), and H(x) = E[(1 - e^{x - L})_+] is nondecreasing in L, so
+unit u (a rational with denominator <= 10^12, then moved so that the heaviest atom is an
+exact multiple) and integers n_a with |l_a - n_a u| <= 2^-45 |l_a|.  Composing the laws with
+every atom moved to n_a u (masses unchanged) moves the composed loss of each outcome tuple by
+at most D = sum_f c_f max_a |l_a - n_a u| (exact rationals), and H(x) = E[(1 - e^{x - L})_+]
+is nondecreasing in L, so
 
     H_lat(x + D) <= H(x) <= H_lat(x - D),
 
 H_lat the excess of the lattice law (the composition's own positions are exact lattice
-points: no rounding of sums of positions).  For floats like 0.01 and 0.05, D is ~1e-18
-times the number of copies.
+points: no rounding of sums of positions).  D is sharpened by splitting each factor's atoms
+into heavy ones (small residuals) and light ones (:func:`_shift_options`: the tuples with j
+light copies or more weigh at most a union bound, charged).  For floats like 0.01 ... 0.2
+with 10^4 copies, D ~ 1e-17.  Where x is within D of a heavy lattice point (a delta asked
+exactly on a sum of decimal eps), the multinomial rows' exact positions are asked as well.
 
 **Tilting.**  Each factor's masses are tilted to p_a e^{theta n_a u} / Z_f (in ``PREC``-bit
 arithmetic, then rounded to long double), theta >= 0 aimed at x (the saddle point K'(theta)
@@ -35,16 +39,20 @@ two ends whose tilted mass is within the window budget are cut and charged to m.
 
 **H.**  H(x) = sum_{l > x} G(l) (1 - e^{x - l}): the distances d = l - y (y = x -+ D) from
 the exact rational y / u (the nearest atom's from an exact Fraction), -expm1 within
-``LIBM_ULPS``, e^{K - theta l} with its argument's rounding charged, summed as nonnegative
-terms.  The rest of mass <= m contributes at most m e^{K - theta y} to the upper bound (it
-lies above y: only there is (1 - e^{y - l})_+ > 0, where e^{-theta l} <= e^{-theta y});
-the lower bound drops it.  Roots (eps_g) as in :class:`optcomp._exact.finite.SmallLaw`: a
-closed form on the lattice segment, then checked (and moved by ulps) against the certified
-bounds, never assumed.
+``LIBM_ULPS``, e^{K - theta l} as e^{K0 - theta (l - l0)} (l0 the lattice point at y, K0 in
+``PREC`` bits) with each term's rounding charged to it, summed as nonnegative terms.  The
+rest of mass <= m contributes at most m e^{K - theta y} to the upper bound (it lies above y:
+only there is (1 - e^{y - l})_+ > 0, where e^{-theta l} <= e^{-theta y}); the lower bound
+drops it.  When that charge exceeds 2^-52 of H (a coarse law whose tilted mass above x is
+small), the rows are rebuilt with narrower cuts (budgets down to 2^-15000, long double).
+Roots (eps_g) as in :class:`optcomp._exact.finite.SmallLaw`: a closed form on the lattice
+segment, then checked (and moved by ulps) against the certified bounds, never assumed.
 
 Cost: the last squarings dominate, (window width)^2 multiply-adds; :func:`lattice_law` takes
-a composition only when its estimate is at most ``LATTICE_MACS`` (~0.3 s), and every
-convolution is checked against ``CONV_MAX`` and the memory budget before it is allocated.
+a composition only when its estimate is at most ``LATTICE_MACS`` (~0.3 s), the rows of each
+tilt and depth are refused (ExactTooLarge) when their estimate exceeds ``ROW_MACS``, and every
+convolution is checked against ``CONV_MAX`` and the memory budget before it is allocated
+(rows of at most a few thousand long doubles).
 """
 
 from __future__ import annotations
@@ -454,7 +462,7 @@ def lattice_law(comp: Composition, max_macs: float = LATTICE_MACS) -> LatticeLaw
     unit, ns = ru
     n_of = dict(zip(values, ns))
     # the unit refined so that the heaviest atom is an exact multiple (its copies then add no
-    # shift): u = l / n, still within 2^-46 of every other n_a u (checked)
+    # shift): u = l / n, still within 2^-45 of every other n_a u (checked)
     heavy = max(((c * float(m), e) for law, c in comp.factors for e, m in zip(law.exact, law.mass) if e != 0),
                 key=lambda t: t[0])[1]
     ref = heavy / n_of[heavy]
