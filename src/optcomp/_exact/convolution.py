@@ -378,17 +378,32 @@ class LatticeLaw:
             return 0.0
         if upper and t <= self.slack:
             return top
+        def holds(v: float) -> bool:  # the upper end: H's upper bound <= t; the lower: H's lower > t
+            h = self._one_side(v, upper, opt)
+            return h <= t if upper else (h > t or v == 0.0)
+
         x = self._guess(t)
         step = max(abs(x) * 2.0**-60, 5e-324)
+        prev = None  # the last point where it did not hold
         for _ in range(80):
-            h = self._one_side(x, upper, opt)
-            if upper and h <= t:
-                return min(x, top)
-            if not upper and (h > t or x == 0.0):
-                return x
+            if holds(x):
+                break
+            prev = x
             step *= 2.0
             x = up(x + step, 1) if upper else max(0.0, down(x - step, 1))
-        return top if upper else 0.0  # pragma: no cover - the closed-form root is far closer
+        else:  # pragma: no cover - the closed-form root is far closer
+            return top if upper else 0.0
+        # a far guess (the rows it came from cut too coarsely) overshoots by up to the last
+        # step: bisection back toward the point where it did not hold
+        while prev is not None and abs(x - prev) > 2.0**-46 * abs(x):
+            mid = 0.5 * (x + prev)
+            if mid == x or mid == prev:
+                break
+            if holds(mid):
+                x = mid
+            else:
+                prev = mid
+        return min(x, top) if upper else x
 
     def _guess(self, t: float) -> float:
         """The root of H = t on the rows (long double, approximate: only a starting point),
