@@ -31,6 +31,7 @@ from optcomp._exact.convolution import LatticeLaw, lattice_law
 from optcomp._exact.finite import compositions
 from optcomp._inputs import Mechanisms
 from optcomp.mechanisms import BlackBox, Geometric, Pair, Profile, RandomizedResponse
+from reference import decreasing_root
 from test_exact_finite import pq
 
 DPS = 60
@@ -116,14 +117,7 @@ def ref_root(law, t, top):
         def H(x):
             return mp.fsum(p * -mp.expm1(x - l) for l, p in atoms if l > x)
 
-        lo, hi = mp.mpf(0), max(l for l, _ in atoms)
-        for _ in range(120):
-            mid = (lo + hi) / 2
-            if H(mid) > t:
-                lo = mid
-            else:
-                hi = mid
-        return hi
+        return decreasing_root(H, t, 0, max(l for l, _ in atoms), steps=120)
 
 
 # ============================================================================ helpers

@@ -67,7 +67,7 @@ from .._lattice.commensurable import rational_unit
 from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, down, mpf_dir, up
 from .._types import ExactTooLarge
-from .finite import PREC, Composition, _mp_ld
+from .finite import PREC, Composition, LawSolver, _mp_ld
 
 __all__ = ["LatticeLaw", "lattice_law"]
 
@@ -152,7 +152,7 @@ def _convolve(a: _Row, b: _Row, budget: float) -> _Row:
     return _trim(v, a.off + b.off, a.scale + b.scale, rel, up(a.miss + b.miss, 1), budget)
 
 
-class LatticeLaw:
+class LatticeLaw(LawSolver):
     """The composition on the lattice u Z (see the module docstring): ``excess_bounds`` and
     ``epsilon_bounds`` as :class:`optcomp._exact.finite.SmallLaw`'s."""
 
@@ -221,38 +221,10 @@ class LatticeLaw:
             self._rows[key] = (total, K)
         return self._rows[key]
 
-    def _cgf(self, theta: float) -> tuple[float, float, float]:
-        """(K, K', K'') of the composed lattice law at the tilt theta (floats: estimates only)."""
-        K = K1 = K2 = 0.0
-        for pos, lm, cc in self._cgf_laws:
-            w = lm + theta * pos
-            mx = float(np.max(w))
-            e = np.exp(w - mx)
-            z = float(np.sum(e))
-            m1 = float(np.sum(e * pos)) / z
-            m2 = float(np.sum(e * pos * pos)) / z
-            K += cc * (mx + math.log(z))
-            K1 += cc * m1
-            K2 += cc * max(m2 - m1 * m1, 0.0)
-        return K, K1, K2
-
-    def _tilt(self, x: float) -> float:
-        """theta >= 0 with K'(theta) = x (bisection; 0 below the mean), to three digits (an
-        estimate: any theta >= 0 is certified, and the rows are cached per theta)."""
-        if x <= self._cgf(0.0)[1]:
-            return 0.0
-        lo, hi = 0.0, 1.0
-        while self._cgf(hi)[1] < x and hi < 1e6:
-            lo, hi = hi, hi * 4.0
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if self._cgf(mid)[1] < x:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-4 * hi:
-                break
-        return float(f"{0.5 * (lo + hi):.3g}")
+    def _tilt(self, x: float, rel: float = 1e-4) -> float:
+        """theta >= 0 with K'(theta) = x, to three digits (an estimate: any theta >= 0 is
+        certified, and the rows are cached per theta)."""
+        return float(f"{super()._tilt(x, rel):.3g}")
 
     # ------------------------------------------------------------------ H
     def _choose(self, h: float) -> tuple:
@@ -361,15 +333,6 @@ class LatticeLaw:
         return lo, hi
 
     # ------------------------------------------------------------------ eps_g
-    def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
-        """Certified (lower, upper) floats around the least x >= 0 with H(x) <= t (as
-        :meth:`optcomp._exact.finite.SmallLaw.epsilon_bounds`)."""
-        if t_low >= 1.0:
-            return 0.0, 0.0
-        hi = self._root(t_low, True, top)
-        lo = self._root(t_high, False, top)
-        return min(lo, hi), hi
-
     def _root(self, t: float, upper: bool, top: float) -> float:
         if t < 0.0:
             return math.inf
@@ -434,29 +397,6 @@ class LatticeLaw:
             x = nx
         return x
 
-    def _saddle_x(self, t: float) -> float:
-        """The saddle-point estimate of the root (as the multinomial rows'): K(theta) - theta
-        K'(theta) - log(sqrt(2 pi K'') theta (theta + 1)) = log t."""
-        lt = math.log(t)
-
-        def g(theta):
-            K, K1, K2 = self._cgf(theta)
-            return K - theta * K1 - math.log(math.sqrt(2.0 * math.pi * max(K2, 1e-300)) * theta * (theta + 1.0)) - lt
-
-        lo, hi = 1e-9, 1.0
-        if g(lo) <= 0.0:
-            return max(self._cgf(0.0)[1], 0.0)
-        while g(hi) > 0.0 and hi < 1e6:
-            lo, hi = hi, hi * 4.0
-        for _ in range(80):
-            mid = math.sqrt(lo * hi)
-            if g(mid) > 0.0:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-9 * hi:
-                break
-        return max(self._cgf(hi)[1], 0.0)
 
 
 def lattice_law(comp: Composition, max_macs: float = LATTICE_MACS) -> LatticeLaw | None:

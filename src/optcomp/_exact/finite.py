@@ -482,7 +482,84 @@ def _mp_ld(x):
         return np.ldexp(_LD(mh) + _LD(float(m - mh)), e)
 
 
-class SmallLaw:
+class LawSolver:
+    """What the exact producers of a composed finite law share (:class:`SmallLaw`, the
+    multinomial rows, the lattice law): the bracket on eps_g from two one-sided roots
+    (``_root``), and float estimates from the laws' cumulant generating function --
+    ``_cgf_laws``, (positions, log masses, count) per law -- which only aim windows and
+    first guesses (every answer is then certified on the exact H)."""
+
+    _cgf_laws: list = []
+
+    def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
+        """Certified (lower, upper) floats around the least x >= 0 with H(x) <= t: the upper end
+        with H's upper bound below t_low, the lower end with H's lower bound above t_high
+        just below it (so the root of any t in [t_low, t_high] lies between)."""
+        if t_low >= 1.0:
+            return 0.0, 0.0
+        hi = self._root(t_low, True, top)
+        lo = self._root(t_high, False, top)
+        return min(lo, hi), hi
+
+    def _cgf(self, theta: float) -> tuple[float, float, float]:
+        """(K, K', K'') of the composed loss at the tilt theta (floats: estimates only)."""
+        K = K1 = K2 = 0.0
+        for pos, lm, cc in self._cgf_laws:
+            w = lm + theta * pos
+            mx = float(np.max(w))
+            e = np.exp(w - mx)
+            z = float(np.sum(e))
+            m1 = float(np.sum(e * pos)) / z
+            m2 = float(np.sum(e * pos * pos)) / z
+            K += cc * (mx + math.log(z))
+            K1 += cc * m1
+            K2 += cc * max(m2 - m1 * m1, 0.0)
+        return K, K1, K2
+
+    def _tilt(self, x: float, rel: float = 1e-12) -> float:
+        """theta >= 0 with K'(theta) = x to ``rel`` (bisection; 0 below the mean)."""
+        if x <= self._cgf(0.0)[1]:
+            return 0.0
+        lo, hi = 0.0, 1.0
+        while self._cgf(hi)[1] < x and hi < 1e6:
+            lo, hi = hi, hi * 4.0
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            if self._cgf(mid)[1] < x:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= rel * hi:
+                break
+        return 0.5 * (lo + hi)
+
+    def _saddle_x(self, t: float) -> float:
+        """A first guess of the root of H(x) = t: the saddle-point estimate H(x) ~
+        e^{K - theta x} / (sqrt(2 pi K'') theta (theta + 1)) at K'(theta) = x, solved in theta
+        by bisection (an estimate: the root is then found on the exact H)."""
+        lt = math.log(t)
+
+        def g(theta):
+            K, K1, K2 = self._cgf(theta)
+            return K - theta * K1 - math.log(math.sqrt(2.0 * math.pi * max(K2, 1e-300)) * theta * (theta + 1.0)) - lt
+
+        lo, hi = 1e-9, 1.0
+        if g(lo) <= 0.0:
+            return max(self._cgf(0.0)[1], 0.0)
+        while g(hi) > 0.0 and hi < 1e6:
+            lo, hi = hi, hi * 4.0
+        for _ in range(80):
+            mid = math.sqrt(lo * hi)
+            if g(mid) > 0.0:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-13 * hi:
+                break
+        return max(self._cgf(hi)[1], 0.0)
+
+
+class SmallLaw(LawSolver):
     """The composed law listed tuple by tuple in long double (numpy.longdouble; x87 extended
     precision on x86-64): masses e^{log C + sum n_a log p_a} per factor, positions sum n_a l_a
     with a bound on their error, exact (Fraction) distances for the atoms near x whose
@@ -590,16 +667,6 @@ class SmallLaw:
             else:
                 out.append(max(0.0, down(h * (1.0 - f), 2)))
         return out[0], out[1]
-
-    def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
-        """Certified (lower, upper) floats around the least x >= 0 with H(x) <= t: the upper end
-        with H's upper bound below t_low, the lower end with H's lower bound above t_high
-        just below it (so the root of any t in [t_low, t_high] lies between)."""
-        if t_low >= 1.0:
-            return 0.0, 0.0
-        hi = self._root(t_low, True, top)
-        lo = self._root(t_high, False, top)
-        return min(lo, hi), hi
 
     def _root(self, t: float, upper: bool, top: float) -> float:
         if t < 0.0:

@@ -73,7 +73,7 @@ from .._binomial import binomial_log_pmf_rows, binomial_parameter
 from .._cgf import binomial_quantile
 from .._types import ExactTooLarge
 from .._rounding import down, up
-from .finite import PREC, Composition
+from .finite import PREC, Composition, LawSolver
 
 __all__ = ["RowLaw", "OUTER_MAX"]
 
@@ -705,7 +705,7 @@ class _Outer:
         return sum((int(k) * a.exact for k, a in zip(self.counts[i].tolist(), self.atoms) if k), Fraction(0))
 
 
-class RowLaw:
+class RowLaw(LawSolver):
     """The composition as multinomial rows (see the module docstring): ``excess_bounds`` and
     ``epsilon_bounds`` as :class:`optcomp._exact.finite.SmallLaw`'s."""
 
@@ -924,21 +924,6 @@ class RowLaw:
         return _Outer(N.astype(np.int64), Sh, Sl, Serr, flat[keep], err_rows.ravel()[keep],
                       s_idx.astype(np.int64)[:, None], [], cut, unit=unit)
 
-    def _cgf(self, theta: float) -> tuple[float, float, float]:
-        """(K, K', K'') of the composed loss at the tilt theta (floats: estimates only)."""
-        K = K1 = K2 = 0.0
-        for pos, lm, cc in self._cgf_laws:
-            w = lm + theta * pos
-            mx = float(np.max(w))
-            e = np.exp(w - mx)
-            z = float(np.sum(e))
-            m1 = float(np.sum(e * pos)) / z
-            m2 = float(np.sum(e * pos * pos)) / z
-            K += cc * (mx + math.log(z))
-            K1 += cc * m1
-            K2 += cc * max(m2 - m1 * m1, 0.0)
-        return K, K1, K2
-
     def _log_guess(self, x: float) -> float:
         """log of the Chernoff bound on P[L > x] (an estimate from above of log H(x)), to aim
         the windows: K(theta) - theta x at the tilt with K'(theta) = x (0 below the mean)."""
@@ -947,48 +932,6 @@ class RowLaw:
             return 0.0
         K = self._cgf(theta)[0]
         return max(min(0.0, K - theta * x), math.log(1e-300))
-
-    def _tilt(self, x: float) -> float:
-        """theta >= 0 with K'(theta) = x (bisection in log theta; 0 below the mean)."""
-        if x <= self._cgf(0.0)[1]:
-            return 0.0
-        lo, hi = 0.0, 1.0
-        while self._cgf(hi)[1] < x and hi < 1e6:
-            lo, hi = hi, hi * 4.0
-        for _ in range(80):
-            mid = 0.5 * (lo + hi)
-            if self._cgf(mid)[1] < x:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-12 * hi:
-                break
-        return 0.5 * (lo + hi)
-
-    def _saddle_x(self, t: float) -> float:
-        """A first guess of the root of H(x) = t: the saddle-point estimate H(x) ~
-        e^{K - theta x} / (sqrt(2 pi K'') theta (theta + 1)) at K'(theta) = x, solved in theta
-        by bisection (an estimate: the root is then found on the exact H)."""
-        lt = math.log(t)
-
-        def g(theta):
-            K, K1, K2 = self._cgf(theta)
-            return K - theta * K1 - math.log(math.sqrt(2.0 * math.pi * max(K2, 1e-300)) * theta * (theta + 1.0)) - lt
-
-        lo, hi = 1e-9, 1.0
-        if g(lo) <= 0.0:
-            return self._cgf(0.0)[1]
-        while g(hi) > 0.0 and hi < 1e6:
-            lo, hi = hi, hi * 4.0
-        for _ in range(80):
-            mid = math.sqrt(lo * hi)
-            if g(mid) > 0.0:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-13 * hi:
-                break
-        return self._cgf(hi)[1]
 
     # ------------------------------------------------------------------ H
     def _evaluate(self, x: float, o: _Outer):
