@@ -83,7 +83,7 @@ def common_unit(eps: np.ndarray, count: np.ndarray, max_points: int = MAX_POINTS
     bounds built on it (:func:`commensurable_pass`) are certified whatever u is."""
     if np.any(eps <= 0.0):
         return None
-    ru = rational_unit([Fraction(v) for v in eps.tolist()])
+    ru = rational_unit(Fraction(v) for v in eps.tolist())  # (lazily: the first value not of the form ends it)
     if ru is None:
         return None
     unit, n = ru
