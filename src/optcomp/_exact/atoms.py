@@ -186,6 +186,9 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     widened while its tail exceeds 2^-50 of H), the atoms between being charged with their whole
     mass (a geometric bound on the lower tail) for the upper bound and dropped for the
     lower bound; it ends where the upper tail is below 2^-50 of H."""
+    bulk = _excess_below_bulk(eps, k, x, shift)
+    if bulk is not None:
+        return bulk[1] if upward else bulk[0]
     # first atom strictly above x: shift + (2m - k) eps > x
     rel = (Fraction(x) - shift) / Fraction(eps)
     m_first = min(max(math.floor((k + rel) / 2) - 1, 0), k)
@@ -210,6 +213,33 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
         if m_hi >= k or dist.tail_slack() - slack - low_true <= _TAIL * max(h, 1e-300) or scale == 0.0:
             return h
         m_hi = min(k, m_hi + max(64, m_hi - m_cut))
+
+
+def _excess_below_bulk(eps: float, k: int, x: float, shift: Fraction = Fraction(0)):
+    """(lower, 1.0) on H(x) for k identical mechanisms (plus an exact shift) when x lies so far
+    below the bulk of the loss that H(x) is 1 to within 2^-50, else None -- two tails instead
+    of a window of ~20 standard deviations (10^7 atoms at k = 10^12).
+
+    Every atom m >= m_a (the first with loss shift + (2m - k) eps > x) counts in full:
+    H(x) = P0[M >= m_a] - e^{x - shift} Q0[M >= m_a], Q0(m) = P0(m) e^{-(2m - k) eps} the
+    pmf of Bin(k, 1 - p), so Q0[M >= m_a] = P0[M <= k - m_a] (MV Thm 1.5's binomial read
+    from both ends); both lower tails are bounded geometrically (:func:`_low_tail`), so
+    1 - H(x) <= P0[M < m_a] + e^{x - shift} P0[M < k - m_a + 1].  The mass of the big
+    groups away from the shift only lowers H by a relative e^-800 (charged nowhere: below
+    every float, as in :func:`_homogeneous_excess`)."""
+    m_a = math.floor((k + (Fraction(x) - shift) / Fraction(eps)) / 2) + 1
+    if not 0 < m_a <= k:
+        return None
+    z = _to_float(Fraction(x) - shift, True)
+    if not z < 1e5:
+        return None
+    n2 = max(0, math.ceil(z / math.log(2.0) * (1.0 + 1e-12)) + 1)  # e^{x - shift} <= 2^n2
+    below = _low_tail(eps, k, m_a, 0)  # P0[M < m_a]
+    q_tail = _low_tail(eps, k, k - m_a + 1, n2) if k - m_a + 1 > 0 else 0.0  # 2^n2 Q0[M >= m_a]
+    miss = up(below + q_tail, 1)
+    if not miss <= _TAIL:
+        return None
+    return down(1.0 - miss, 1), 1.0
 
 
 def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15, log2_scale: int = 0):
