@@ -50,6 +50,7 @@ listed term by term share the 256-bit laws and their error charges.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -611,6 +612,10 @@ class SmallLaw:
         # check (and move) the float: an upper end needs H_hi(x) <= t, a lower end H_lo(x) > t
         step = max(abs(x) * 2.0**-60, 5e-324)
         for _ in range(64):
+            if x == math.inf:  # the root lies beyond the float range (losses summed past it)
+                if upper:
+                    return math.inf
+                x = sys.float_info.max
             hl, hh = self.excess_bounds(x)
             if upper and hh <= t:
                 return min(x, top)
