@@ -297,26 +297,41 @@ def h_laplace2(a, x):
 
 
 def _mills(t):
-    """Phi(-t)/phi(t) for t >= 10^6 (its alternating asymptotic series, error < 105/t^9)."""
-    return 1 / t - 1 / t**3 + 3 / t**5 - 15 / t**7
+    """Phi(-t)/phi(t) for t >= 10^6: Laplace's continued fraction 1/(t + 1/(t + 2/(t + ...)))
+    to the working precision (its n-th approximant is within ~n!/t^{2n} relative)."""
+    n = int(mp.mp.dps / (2 * mp.log10(t))) + 4
+    f = t
+    for k in range(n, 0, -1):
+        f = t + k / f
+    return 1 / f
 
 
 def h_gauss(mu, y):
     """Phi(a) - e^y Phi(b), a = mu/2 - y/mu, b = a - mu; beyond 10^6 sigmas (mpmath's erfc
-    refuses) through Mills' ratio and e^y phi(b) = phi(a)."""
+    refuses) through Mills' ratio and e^y phi(b) = phi(a).  The two terms agree to about
+    mu/(1 + |a|) relative (H ~ phi(a) mu/a^2 where each term is ~ phi(a)/|a|), so the
+    difference is formed with that many more digits: mu ~ 1e-61 cancels 61 of them at y = 0
+    and 122 at a ~ 1/mu."""
     if mu == 0:
         return max(mp.mpf(0), -mp.expm1(y))
-    a = mu / 2 - y / mu
-    b = a - mu
-    big = mp.mpf(10) ** 6
-    if a < -big:
-        first = mp.npdf(a) * _mills(-a)
-    elif a > big:
-        first = 1 - mp.npdf(a) * _mills(a)
-    else:
-        first = mp.ncdf(a)
-    second = mp.npdf(a) * _mills(-b) if b < -big else mp.exp(y) * mp.ncdf(b)
-    return max(first - second, mp.mpf(0))
+    digits = mp.mp.dps
+    extra = 10
+    if mu < 1:
+        extra += int(-mp.log10(mu)) * 2 + int(mp.log10(1 + abs(mp.mpf(y))))
+    with mp.workdps(digits + extra):
+        mu, y = mp.mpf(mu), mp.mpf(y)
+        a = mu / 2 - y / mu
+        b = a - mu
+        big = mp.mpf(10) ** 6
+        if a < -big:
+            first = mp.npdf(a) * _mills(-a)
+        elif a > big:
+            first = 1 - mp.npdf(a) * _mills(a)
+        else:
+            first = mp.ncdf(a)
+        second = mp.npdf(a) * _mills(-b) if b < -big else mp.exp(y) * mp.ncdf(b)
+        out = max(first - second, mp.mpf(0))
+    return +out
 
 
 class Reference:
@@ -720,6 +735,111 @@ def test_composed_gaussians_within_the_claimed_accuracy():
     e = optcomp.epsilon_g(gs, counts=counts, delta_g=1e-6, method="optimal")
     with mp.workdps(DPS):
         assert h_gauss(mu, mp.mpf(e)) <= 1e-6 and h_gauss(mu, mp.mpf(e) * (1 - 1e-12)) > 1e-6
+
+
+# ============================================================================ the slow calls of the domain test
+
+
+def _binomial_h(k, eps, x):
+    """H(x) of k black boxes (eps, 0) from the definition: sum over M ~ Bin(k, p) of
+    P(M) (1 - e^{x - (2M - k) eps})_+ (MV Thm 1.5), every term, 60 digits."""
+    with mp.workdps(DPS):
+        e = mp.mpf(eps)
+        p = 1 / (1 + mp.exp(-e))
+        return mp.fsum(mp.binomial(k, m) * p**m * (1 - p) ** (k - m) * -mp.expm1(mp.mpf(x) - (2 * m - k) * e)
+                       for m in range(k + 1) if (2 * m - k) * e > x)
+
+
+def _chernoff_miss(k, eps, x):
+    """An upper bound on 1 - H(x) for k black boxes (eps, 0): every atom above x counts in full
+    but P0[L <= x] + e^x Q0[L > x] (Q0(m) = P0(m) e^{-(2m - k) eps}: Bin(k, 1 - p)), each a
+    binomial tail at most e^{-k D(m/k || .)} (Chernoff-Hoeffding), m = (k + x/eps)/2."""
+    with mp.workdps(DPS):
+        e = mp.mpf(eps)
+        p = 1 / (1 + mp.exp(-e))
+        a = (k + mp.mpf(x) / e) / (2 * k)  # the cut, as a fraction of k
+
+        def kl(a, q):
+            return a * mp.log(a / q) + (1 - a) * mp.log((1 - a) / (1 - q))
+
+        assert 1 - p < a < p
+        return mp.exp(-k * kl(a, p)) + mp.exp(mp.mpf(x) - k * kl(a, 1 - p))
+
+
+@pytest.mark.parametrize("k, x", [(10**12 - 1, 0.0), (10**12 - 1, 1000.0), (10**12 - 1, 1e-6), (2000, 0.0),
+                                  (2000, 100.0)])
+def test_black_boxes_far_below_the_bulk(k, x):
+    """One black box in k copies at an eps_g far below the bulk of the loss: H(x) = 1 to
+    within 2^-50, from two binomial tails instead of a window of ~20 standard deviations
+    (10^7 atoms at k = 10^12: 4.5 s alone, 10.5 s loaded before)."""
+    miss = _chernoff_miss(k, 1.0, x)
+    truth = (1 - miss, mp.mpf(1)) if k > 10**4 else (_binomial_h(k, 1.0, x),) * 2
+    b = call("delta_bounds", lambda: optcomp.delta_bounds([BlackBox(1.0)], counts=[k], eps_g=x, tol=TOL))
+    contains(b, truth)
+    assert b.lower >= 1 - 2.0**-49
+    v = call("delta_g", lambda: optcomp.delta_g([BlackBox(1.0)], counts=[k], eps_g=x))
+    assert v >= truth[0] and v >= b.lower
+
+
+@pytest.mark.parametrize("k, eps, x", [(200, 0.1, 0.0), (200, 0.1, 2.0), (60, 0.5, 1.0)])
+def test_black_boxes_within_the_bulk(k, eps, x):
+    """Where the tails are not negligible the window answers (the tails' shortcut must not)."""
+    truth = _binomial_h(k, eps, x)
+    b = call("delta_bounds", lambda: optcomp.delta_bounds([BlackBox(eps)], counts=[k], eps_g=x, tol=TOL))
+    contains(b, truth)
+    v = optcomp.delta_g([BlackBox(eps)], counts=[k], eps_g=x, method="optimal")
+    assert truth <= v <= truth * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("x", [0.0, 1.0, 1e308])
+def test_randomized_response_near_the_largest_float(count, x):
+    """RandomizedResponse(1e308, 3) at delta_g = 1e-300: mpmath formed e^-1e308 for every
+    profile evaluation (2.8 s alone, 17.8 s loaded), and two or more copies crashed
+    (OverflowError: the exact root search stepped to +inf)."""
+    check_domain(RandomizedResponse(1e308, 3), count, None, x, 1e-300, None)
+    e = call("eps", lambda: optcomp.epsilon_g([RandomizedResponse(1e308, 3)], counts=[count], delta_g=1e-300))
+    assert e == (1e308 if count == 1 else math.inf)  # 1e308 (+ e^-1e308-small) in count copies
+
+
+def test_a_large_discrete_gaussian_composition_beside_a_geometric():
+    """[DiscreteGaussian(1.0)] x 3 + Geometric(0.7, 2): the exact attempt enumerated 232,890
+    count vectors (5.1 s alone, 14.9 s loaded) before the lattice answered."""
+    for x, d in ((0.0, 1e-300), (1.0, 1e-6)):
+        check_domain(DiscreteGaussian(1.0), 3, Geometric(0.7, 2), x, d, None, timed=False)
+
+
+def test_a_staircase_near_the_largest_float_listed_exactly():
+    """Staircase(1e308, 0) x 2 listed tuple by tuple with its -eps atom (P-mass e^-1e308)
+    kept: the error of the tuples' log masses overflowed ("overflow encountered in matmul"),
+    and that one tuple's log error (2^-64 of 2e308) made every mass's bracket useless.  The
+    truth at x = 1: 1/4 at 2e308, 1/2 at 1e308 (1 - e^{1 - 1e308}), so 3/4."""
+    from optcomp._exact.finite import Composition, SmallLaw, finite_law
+
+    law = finite_law(Staircase(1e308, 0.0), "forward")
+    assert len(law.mass) == 3  # (the -eps atom is there)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        small = SmallLaw(Composition(((law, 2),), None, 0.0))
+        for x in (0.0, 1.0, 1e300):
+            lo, hi = small.excess_bounds(x)
+            assert lo <= 0.75 <= hi and hi - lo <= 1e-15, (x, lo, hi)
+    truth = Reference([(Staircase(1e308, 0.0), 2)]).delta(1.0)
+    assert truth == mp.mpf(3) / 4
+
+
+@pytest.mark.parametrize("mu, y", [("1e-61", "0"), ("1e-61", "1e-60"), ("1e-61", "3e-61"), ("1e-100", "5e-99"),
+                                   ("0.01", "1.0")])
+def test_the_gaussian_reference_at_a_tiny_mu(mu, y):
+    """The reference's own check: Phi(a) - e^y Phi(b) loses ~2 log10(1/mu) digits (mu ~ 1e-61
+    at 60 digits kept none); against the closed form at 600 digits."""
+    with mp.workdps(600):
+        m, yy = mp.mpf(mu), mp.mpf(y)
+        a = m / 2 - yy / m
+        direct = mp.ncdf(a) - mp.exp(yy) * mp.ncdf(a - m)
+    with mp.workdps(DPS):
+        got = h_gauss(mp.mpf(mu), mp.mpf(y))
+        assert abs(got / direct - 1) < mp.mpf(10) ** -50, (got, direct)
 
 
 # ============================================================================ the domain (Hypothesis)

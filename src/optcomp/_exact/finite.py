@@ -510,7 +510,9 @@ class SmallLaw:
             ab = np.abs(lf)
             vl = v.astype(_LD)
             f_lm = lc + vl @ lp
-            f_err = 4.0 * u * (np.abs(lc).astype(float) + v @ np.abs(lp).astype(float) + 1.0)
+            # (4u, a power of two, scales the counts before the products: a log mass near -1e308
+            # counted twice would overflow the sum of |log masses|, not its error)
+            f_err = 4.0 * u * (np.abs(lc).astype(float) + 1.0) + (4.0 * u * v) @ np.abs(lp).astype(float)
             f_pos = vl @ lf
             f_perr = v @ pf
             f_mag = vl @ ab
@@ -535,7 +537,11 @@ class SmallLaw:
         self.exact = exact
         self.mp_pos = mp_pos
         # masses: the laws' relative errors times the counts, the log errors, the exp
-        self.rel = rel + float(np.max(lm_err)) * 1.01 + 16.0 * u + 4.0 * self.pos.size * u
+        # (a tuple below long double's range even at its error's far end, e^-11500 < the least
+        # positive long double: counted there by ``under``, its log error, e.g. 2^-64 of 2e308
+        # for an atom of mass e^-1e308 taken twice, is no one else's)
+        far = (lm + lm_err) < -11500
+        self.rel = rel + float(np.max(lm_err[~far], initial=0.0)) * 1.01 + 16.0 * u + 4.0 * self.pos.size * u
         self.slack = comp.slack
 
     def _exact(self, i: int) -> Fraction | None:
