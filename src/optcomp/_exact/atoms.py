@@ -178,8 +178,9 @@ def _low_tail(eps: float, k: int, m_lo: int, log2_scale: int) -> float:
 
 
 def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0,
-                        upward: bool = True) -> float:
-    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift).
+                        upward: bool | None = True):
+    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift);
+    ``upward=None``: both, (lower, upper), from one window (the upper bound's).
 
     The window starts at the first atom above x, or -- when that lies far below the bulk
     (eps large, k huge) -- at m_cut (first guess 12 standard deviations below the mean,
@@ -188,7 +189,7 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     lower bound; it ends where the upper tail is below 2^-50 of H."""
     bulk = _excess_below_bulk(eps, k, x, shift)
     if bulk is not None:
-        return bulk[1] if upward else bulk[0]
+        return bulk if upward is None else bulk[1] if upward else bulk[0]
     # first atom strictly above x: shift + (2m - k) eps > x
     rel = (Fraction(x) - shift) / Fraction(eps)
     m_first = min(max(math.floor((k + rel) / 2) - 1, 0), k)
@@ -201,17 +202,19 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     while True:
         dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
         low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0
-        if upward:
+        lower = dist
+        if upward is not False:
             dist = replace(dist, slack=dist.slack + low, exact_from=-math.inf, _cache={})
         xx = max(x, dist.exact_from)
-        h = dist.excess(xx) if upward else dist.excess_lower(xx)
+        h = dist.excess(xx) if upward is not False else dist.excess_lower(xx)
         low_true = math.ldexp(low, -dist.log2_scale)
         if m_cut > m_first and low_true > _TAIL * max(h, 1e-300):
             m_cut = max(m_first, m_cut - max(64, 2 * (m_hi - m_cut)))
             continue
         scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
         if m_hi >= k or dist.tail_slack() - slack - low_true <= _TAIL * max(h, 1e-300) or scale == 0.0:
-            return h
+            # (the lower bound of any window is one: the atoms it omits only raise H)
+            return (lower.excess_lower(max(x, lower.exact_from)), h) if upward is None else h
         m_hi = min(k, m_hi + max(64, m_hi - m_cut))
 
 
@@ -284,8 +287,7 @@ def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
         return dist.excess_lower(x), dist.excess(x)
     if len(groups) == 1:
         eps, n = groups[0]
-        return (_homogeneous_excess(eps, n, x, shift, slack, upward=False),
-                _homogeneous_excess(eps, n, x, shift, slack))
+        return _homogeneous_excess(eps, n, x, shift, slack, upward=None)
     if _atom_count(groups, max_atoms) <= max_atoms:
         dist = product_distribution(groups, shift, slack, lower=True)
         return dist.excess_lower(x), dist.excess(x)
