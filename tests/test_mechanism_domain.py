@@ -791,6 +791,33 @@ def test_black_boxes_within_the_bulk(k, eps, x):
     assert truth <= v <= truth * (1 + 1e-12)
 
 
+def _half_mad(k):
+    """E[(2M - k)_+] = E|M - k/2| for M ~ Bin(k, 1/2), k = 2n + 1 odd: k C(2n, n) / 2^k (de
+    Moivre's mean absolute deviation; checked against the direct sum for small k)."""
+    n = (k - 1) // 2
+    return k * mp.binomial(2 * n, n) / mp.mpf(2) ** k
+
+
+def test_black_boxes_of_a_tiny_eps_in_huge_count():
+    """BlackBox(1e-300) x (10^12 - 1) at eps_g = 0: 1.0 after 17-22 s before (its window's
+    tails were charged as whole masses against H ~ 4e-295).  The truth: 1 - e^{-u} lies in
+    [u (1 - u/2), u] for u = eps S, S = 2M - k <= k, so H(0) = eps E[S_+] within a relative
+    k eps, and M's law within a factor e^{+-k eps} of Bin(k, 1/2)'s, whose E[S_+] is
+    de Moivre's."""
+    with mp.workdps(DPS):
+        for k in (1, 3, 7, 15):
+            direct = mp.fsum(max(2 * m - k, 0) * mp.binomial(k, m) for m in range(k + 1)) / mp.mpf(2) ** k
+            assert abs(direct - _half_mad(k)) < mp.mpf(10) ** -50
+        k, eps = 10**12 - 1, mp.mpf(1e-300)
+        core = eps * _half_mad(k)
+        truth = (core * mp.exp(-2 * k * eps) * (1 - k * eps), core * mp.exp(2 * k * eps))
+    b = call("delta_bounds", lambda: optcomp.delta_bounds([BlackBox(1e-300)], counts=[k], eps_g=0.0, tol=TOL))
+    contains(b, truth)
+    assert b.upper <= truth[1] * (1 + 1e-12)
+    v = call("delta_g", lambda: optcomp.delta_g([BlackBox(1e-300)], counts=[k], eps_g=0.0))
+    assert truth[0] <= v <= truth[1] * (1 + 1e-12)
+
+
 @pytest.mark.parametrize("count", [1, 2, 3])
 @pytest.mark.parametrize("x", [0.0, 1.0, 1e308])
 def test_randomized_response_near_the_largest_float(count, x):

@@ -199,9 +199,18 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     m_cut = max(m_first, int(mean - 12.0 * sd) - 64)  # widened below when its tail matters
     near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
     m_hi = min(k, max(m_cut + 64, _chernoff_m(k, eps, near + math.log(_TAIL * 2.0**-8)) + 2))
+    # every loss is at most top = shift + k eps, so a unit of mass charged at +inf adds at most
+    # f = 1 - e^{x - top} to H: the truncated tails of a tiny-eps window count ~top, not 1
+    # (BlackBox(1e-300) x 10^12 at x = 0: H ~ 4e-295, a tail below 2^-50 of it took ~40
+    # standard deviations, beyond the memory budget, after 11-22 s)
+    f = min(1.0, max(0.0, up(-math.expm1(down(x - _to_float(shift + Fraction(eps) * k, True), 1)), LIBM_ULPS + 1)))
     while True:
         dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
         low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0
+        if f < 1.0:
+            tail = _binomial_tail(eps, k, m_hi, dist.p0)
+            dist = replace(dist, slack=up(up(tail * f, 1) + up(math.ldexp(slack, dist.log2_scale), 1), 1), _cache={})
+            low = up(low * f, 1)
         lower = dist
         if upward is not False:
             dist = replace(dist, slack=dist.slack + low, exact_from=-math.inf, _cache={})
