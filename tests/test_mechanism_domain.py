@@ -871,6 +871,20 @@ def test_the_gaussian_reference_at_a_tiny_mu(mu, y):
         assert abs(got / direct - 1) < mp.mpf(10) ** -50, (got, direct)
 
 
+@pytest.mark.parametrize("x", [0.0, 0.25, 0.5, 1.0])
+def test_a_profile_with_a_loosely_known_tiny_vertex_is_exact(x):
+    """Profile([(0, 10^-108.5), (1, 10^-108.5)]) beside BlackBox(0.5, 1e-6): the profile's
+    vertex at -1 has P-mass 1.5e-205 known to +-6e-203, and that relative error (413) was
+    spread over every mass of the law: method='optimal' refused at x = 0 (bracket [1e-6, 1]).
+    The truth from the definition (the Reference: the trade-off function's vertices)."""
+    mechs = [Profile([(0.0, 10.0 ** (-108.5)), (1.0, 10.0 ** (-108.5))]), BlackBox(0.5, 1e-6)]
+    r = Reference([(m, 1) for m in mechs])
+    truth = r.delta(x)
+    v = call("optimal", lambda: optcomp.delta_g(mechs, counts=[1, 1], eps_g=x, method="optimal"))
+    assert truth <= v <= truth * (1 + mp.mpf("1e-12")) + mp.mpf("1e-300"), (v, truth)
+    check_domain(mechs[0], 1, mechs[1], x, 1e-300, None)
+
+
 def test_mpf_dir_is_the_exact_directed_rounding():
     """mpf_dir's shortcut (mpmath's directed rounding to 53 bits, normal floats only) against
     the rational next to it on each side, across the normal/subnormal/overflow edges (a law

@@ -68,6 +68,8 @@ __all__ = ["FiniteLaw", "finite_law", "Composition", "compositions", "Events", "
 
 PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at this precision)
 SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed (SmallLaw)
+UNCERTAIN_REL, UNCERTAIN_MASS = 2.0**-30, 2.0**-60  # a listed atom's mass error above the first
+# (relative) while its mass is below the second: left out as slack (see :func:`finite_law`)
 NEGLIGIBLE = mpmath.ldexp(1, -1100)  # an atom whose count x mass is below this is dropped (charged as slack;
 # an mpmath number: the float 2.0**-1100 is 0, and nothing was ever dropped)
 #: a composition holding a subsampled law of three atoms or more is composed exactly up to this
@@ -230,8 +232,15 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
         atoms, inf, inf_err = mech._atoms(direction)
         rel = 0.0
         rows = []
+        dropped = mpmath.mpf(0)
         for pos_exact, pos, perr, m, merr in atoms:
             if not m > 0:
+                continue
+            if merr > m * UNCERTAIN_REL and m + merr <= UNCERTAIN_MASS:
+                # a tiny atom known only loosely (a Profile's vertex of mass 1.5e-205 +- 6e-203):
+                # left out and charged as slack (its mass at +inf, at most m + merr a copy)
+                # rather than its relative error spread over every mass of the law
+                dropped += m + merr
                 continue
             rel = max(rel, float(merr / m))
             if pos_exact is not None:  # (perr: the rounding of the PREC-bit position)
@@ -245,8 +254,8 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
         # the normalised masses p_a / (1 - inf): the computed total stands for 1 - inf (its
         # own error, the masses' and inf's, relative to it)
         total = mpmath.fsum(r[3] for r in rows)
-        rel = max(rel, float(abs(total - (1 - inf)) + inf_err) / float(total))
-        return _law(rows, rel, a_lo, a_hi)
+        rel = max(rel, float(abs(total - (1 - inf)) + inf_err + dropped) / float(total))
+        return _law(rows, rel, a_lo, a_hi, dropped=up(float(dropped), 2))
 
 
 @lru_cache(maxsize=1024)
@@ -418,7 +427,7 @@ def _compositions(eps: tuple, delta: tuple, count: tuple, others: tuple) -> list
         factors = []
         for law, n in laws:
             kept, drop = _negligible(law, n)
-            slack += drop
+            slack += drop + (up(law.dropped * n * (1.0 + 1e-9), 1) if law.dropped else 0.0)
             if kept.size:
                 factors.append((kept, n))
         comp = Composition(tuple(factors), Events(m, laws), slack)
