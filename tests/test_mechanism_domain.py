@@ -829,6 +829,19 @@ def test_randomized_response_near_the_largest_float(count, x):
     assert e == (1e308 if count == 1 else math.inf)  # 1e308 (+ e^-1e308-small) in count copies
 
 
+@pytest.mark.parametrize("mech, count", [(Geometric(1e308, 2), 1), (Geometric(1e308, 3), 2),
+                                         (RandomizedResponse(1e308, 3), 2)])
+def test_losses_beyond_the_float_range_are_not_delta_events(mech, count):
+    """Geometric(1e308, sensitivity 2): its top atom 2e308 is beyond the floats, the mechanism
+    contract counts it at +inf, and the exact finite composition listed it as an atom *and*
+    took it for the delta event: eps_g in [inf, inf] at delta_g = 1e-300 (the truth, a
+    finite real above every float, needs [max float, inf])."""
+    b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds([mech], counts=[count], delta_g=1e-300))
+    assert b.lower == FMAX and b.upper == math.inf
+    for x in (0.0, 1e308):
+        check_domain(mech, count, None, x, 1e-300, None)
+
+
 @pytest.mark.slow
 def test_a_large_discrete_gaussian_composition_beside_a_geometric():
     """[DiscreteGaussian(1.0)] x 3 + Geometric(0.7, 2): the exact attempt enumerated 232,890

@@ -251,6 +251,13 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
         if not rows:
             return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1), t_exact=Fraction(1))
         a_lo, a_hi = contract.inf_lo, contract.inf_hi
+        if any(abs(r[1]) > sys.float_info.max for r in rows):
+            # the contract counts atoms beyond the float range at +inf (it has no float for
+            # them); listed here at their exact positions, they are not the delta event (else
+            # counted twice: Geometric(1e308, 2) at delta_g = 1e-300 gave eps_g in [inf, inf])
+            from .._pairs import bracket
+
+            a_lo, a_hi = bracket(inf, inf_err)
         # the normalised masses p_a / (1 - inf): the computed total stands for 1 - inf (its
         # own error, the masses' and inf's, relative to it)
         total = mpmath.fsum(r[3] for r in rows)
