@@ -818,6 +818,24 @@ def test_black_boxes_of_a_tiny_eps_in_huge_count():
     assert truth[0] <= v <= truth[1] * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("k", [201, 10**12 - 1])
+def test_epsilon_of_black_boxes_of_a_tiny_eps(k):
+    """eps_g at delta_g = 1e-300 of BlackBox(1e-300) x k: the window was aimed where the
+    *mass* P0[L > x] is 1e-300 (~37 standard deviations; 21 s and 43 s at load 6 for
+    k = 10^12) while H ~ eps E[(S - x/eps)_+] reaches it a few deviations out.  k = 2001
+    against the root of the full binomial sum; k = 10^12 - 1 by the inverse law."""
+    eps, d = 1e-300, 1e-300
+    b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds([BlackBox(eps)], counts=[k], delta_g=d, tol=TOL))
+    e = call("epsilon_g", lambda: optcomp.epsilon_g([BlackBox(eps)], counts=[k], delta_g=d))
+    if k < 10**4:
+        with mp.workdps(DPS):
+            root = ref.decreasing_root(lambda x: _binomial_h(k, eps, x), mp.mpf(d), mp.mpf(0), mp.mpf(k * eps), steps=110)
+        contains(b, root)
+        assert root <= e <= root * (1 + 1e-12) + 1e-320
+    assert optcomp.delta_g([BlackBox(eps)], counts=[k], eps_g=e) <= d
+    assert b.lower <= e
+
+
 @pytest.mark.parametrize("count", [1, 2, 3])
 @pytest.mark.parametrize("x", [0.0, 1.0, 1e308])
 def test_randomized_response_near_the_largest_float(count, x):

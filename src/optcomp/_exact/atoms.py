@@ -134,11 +134,20 @@ def _homogeneous_window(eps: float, k: int, t: float):
     return m_floor, m_lo, m_hi
 
 
+def _reach(x: float, eps: float, k: int, shift: Fraction) -> float:
+    """f >= 1 - e^{y - top} for every y >= x: every loss is at most top = shift + k eps, so a
+    unit of mass charged at +inf adds at most f to H(y) -- the truncated tails of a window of
+    tiny eps count ~top, not 1 (BlackBox(1e-300) x 10^12: H ~ 4e-295, a tail below 2^-50 of
+    H as a whole mass took ~40 standard deviations, beyond the memory budget)."""
+    return min(1.0, max(0.0, up(-math.expm1(down(x - _to_float(shift + Fraction(eps) * k, True), 1)), LIBM_ULPS + 1)))
+
+
 def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fraction(0), slack: float = 0.0,
                          upward: bool = True) -> float:
     """Least x >= 0 with H(x) <= t for k identical mechanisms (plus an exact shift): rounded
     up (``upward``) or a certified lower bound."""
-    m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t)
+    f = _reach(0.0, eps, k, shift)  # (x >= 0; the root needs P0[L > x] >= t/f: the window's aim)
+    m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t if f >= 1.0 else min(1.0, t / max(f, 1e-300)))
     if shift:
         m_floor = 0  # the shift may move negative-loss atoms above 0
     scale = _scale_for(t)
@@ -148,8 +157,12 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
         # the mean excess of the loss over x, small against x); small distributions whose
         # root sits where H is flat are settled in 40 digits by the caller
         dist = binomial_window(eps, k, m_lo, m_hi, shift, slack, scale, refine=False)
+        tail = _binomial_tail(eps, k, m_hi, dist.p0)
+        if f < 1.0:  # (the tail at +inf counts f of its mass)
+            tail = up(tail * f, 1)
+            dist = replace(dist, slack=up(tail + up(math.ldexp(slack, dist.log2_scale), 1), 1), _cache={})
         # the truncated tail against 2^-50 t, both in the window's scaled units (no underflow)
-        if _binomial_tail(eps, k, m_hi, dist.p0) > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
+        if tail > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
             m_hi = min(k, m_hi + max(64, m_hi - m_lo))
             continue
         try:
@@ -199,11 +212,7 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     m_cut = max(m_first, int(mean - 12.0 * sd) - 64)  # widened below when its tail matters
     near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
     m_hi = min(k, max(m_cut + 64, _chernoff_m(k, eps, near + math.log(_TAIL * 2.0**-8)) + 2))
-    # every loss is at most top = shift + k eps, so a unit of mass charged at +inf adds at most
-    # f = 1 - e^{x - top} to H: the truncated tails of a tiny-eps window count ~top, not 1
-    # (BlackBox(1e-300) x 10^12 at x = 0: H ~ 4e-295, a tail below 2^-50 of it took ~40
-    # standard deviations, beyond the memory budget, after 11-22 s)
-    f = min(1.0, max(0.0, up(-math.expm1(down(x - _to_float(shift + Fraction(eps) * k, True), 1)), LIBM_ULPS + 1)))
+    f = _reach(x, eps, k, shift)  # (a unit of mass at +inf adds at most f to H(x))
     while True:
         dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
         low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0
