@@ -935,7 +935,7 @@ def test_costly_exact_compositions_are_left_to_the_lattice():
     are affordable, the exact answer lies in the lattice's bracket; a 4-atom law at k = 1000
     (structured rows) stays exact."""
     prof = Profile([(0.01, 1e-9), (0.02, 1e-10), (0.05, 1e-12), (0.1, 1e-14), (0.2, 0.0)])
-    with pytest.raises(optcomp.ExactTooLarge, match="near atoms|count vectors"):
+    with pytest.raises(optcomp.ExactTooLarge, match="near atoms"):
         optcomp.delta_g(prof, k=20, eps_g=0.1, method="optimal")
     for x in (0.0, 0.1, 0.3):
         b = optcomp.delta_bounds(prof, k=20, eps_g=x, tol=1e-4)

@@ -77,8 +77,8 @@ from .finite import PREC, Composition
 
 __all__ = ["RowLaw", "OUTER_MAX"]
 
-OUTER_MAX = 2**15  # outer atoms (enumerated tuples) of one composition at most (building one takes
-# ~15 us, and a root walks them ~10 times: 2^15 is ~1 s; DiscreteGaussian(1.0) x 3 beside a Geometric,
+OUTER_MAX = 2**16  # outer atoms (enumerated tuples) of one composition at most (building one takes
+# ~15 us, and a root walks them ~10 times: 2^16 is ~2 s; DiscreteGaussian(1.0) x 3 beside a Geometric,
 # 232,890 count vectors, took 5 s alone, 15-40 s under load, where the lattice answers in 0.1 s)
 MAX_ELEMENTS = 2**22  # the largest array of one evaluation (long doubles: 64 MiB), else ExactTooLarge
 #: the most (row, near atom) pairs one evaluation of H walks (~1 us each: ~0.5 s an evaluation,
