@@ -297,26 +297,41 @@ def h_laplace2(a, x):
 
 
 def _mills(t):
-    """Phi(-t)/phi(t) for t >= 10^6 (its alternating asymptotic series, error < 105/t^9)."""
-    return 1 / t - 1 / t**3 + 3 / t**5 - 15 / t**7
+    """Phi(-t)/phi(t) for t >= 10^6: Laplace's continued fraction 1/(t + 1/(t + 2/(t + ...)))
+    to the working precision (its n-th approximant is within ~n!/t^{2n} relative)."""
+    n = int(mp.mp.dps / (2 * mp.log10(t))) + 4
+    f = t
+    for k in range(n, 0, -1):
+        f = t + k / f
+    return 1 / f
 
 
 def h_gauss(mu, y):
     """Phi(a) - e^y Phi(b), a = mu/2 - y/mu, b = a - mu; beyond 10^6 sigmas (mpmath's erfc
-    refuses) through Mills' ratio and e^y phi(b) = phi(a)."""
+    refuses) through Mills' ratio and e^y phi(b) = phi(a).  The two terms agree to about
+    mu/(1 + |a|) relative (H ~ phi(a) mu/a^2 where each term is ~ phi(a)/|a|), so the
+    difference is formed with that many more digits: mu ~ 1e-61 cancels 61 of them at y = 0
+    and 122 at a ~ 1/mu."""
     if mu == 0:
         return max(mp.mpf(0), -mp.expm1(y))
-    a = mu / 2 - y / mu
-    b = a - mu
-    big = mp.mpf(10) ** 6
-    if a < -big:
-        first = mp.npdf(a) * _mills(-a)
-    elif a > big:
-        first = 1 - mp.npdf(a) * _mills(a)
-    else:
-        first = mp.ncdf(a)
-    second = mp.npdf(a) * _mills(-b) if b < -big else mp.exp(y) * mp.ncdf(b)
-    return max(first - second, mp.mpf(0))
+    digits = mp.mp.dps
+    extra = 10
+    if mu < 1:
+        extra += int(-mp.log10(mu)) * 2 + int(mp.log10(1 + abs(mp.mpf(y))))
+    with mp.workdps(digits + extra):
+        mu, y = mp.mpf(mu), mp.mpf(y)
+        a = mu / 2 - y / mu
+        b = a - mu
+        big = mp.mpf(10) ** 6
+        if a < -big:
+            first = mp.npdf(a) * _mills(-a)
+        elif a > big:
+            first = 1 - mp.npdf(a) * _mills(a)
+        else:
+            first = mp.ncdf(a)
+        second = mp.npdf(a) * _mills(-b) if b < -big else mp.exp(y) * mp.ncdf(b)
+        out = max(first - second, mp.mpf(0))
+    return +out
 
 
 class Reference:
@@ -720,6 +735,211 @@ def test_composed_gaussians_within_the_claimed_accuracy():
     e = optcomp.epsilon_g(gs, counts=counts, delta_g=1e-6, method="optimal")
     with mp.workdps(DPS):
         assert h_gauss(mu, mp.mpf(e)) <= 1e-6 and h_gauss(mu, mp.mpf(e) * (1 - 1e-12)) > 1e-6
+
+
+# ============================================================================ the slow calls of the domain test
+
+
+def _binomial_h(k, eps, x):
+    """H(x) of k black boxes (eps, 0) from the definition: sum over M ~ Bin(k, p) of
+    P(M) (1 - e^{x - (2M - k) eps})_+ (MV Thm 1.5), every term, 60 digits."""
+    with mp.workdps(DPS):
+        e = mp.mpf(eps)
+        p = 1 / (1 + mp.exp(-e))
+        return mp.fsum(mp.binomial(k, m) * p**m * (1 - p) ** (k - m) * -mp.expm1(mp.mpf(x) - (2 * m - k) * e)
+                       for m in range(k + 1) if (2 * m - k) * e > x)
+
+
+def _chernoff_miss(k, eps, x):
+    """An upper bound on 1 - H(x) for k black boxes (eps, 0): every atom above x counts in full
+    but P0[L <= x] + e^x Q0[L > x] (Q0(m) = P0(m) e^{-(2m - k) eps}: Bin(k, 1 - p)), each a
+    binomial tail at most e^{-k D(m/k || .)} (Chernoff-Hoeffding), m = (k + x/eps)/2."""
+    with mp.workdps(DPS):
+        e = mp.mpf(eps)
+        p = 1 / (1 + mp.exp(-e))
+        a = (k + mp.mpf(x) / e) / (2 * k)  # the cut, as a fraction of k
+
+        def kl(a, q):
+            return a * mp.log(a / q) + (1 - a) * mp.log((1 - a) / (1 - q))
+
+        assert 1 - p < a < p
+        return mp.exp(-k * kl(a, p)) + mp.exp(mp.mpf(x) - k * kl(a, 1 - p))
+
+
+@pytest.mark.parametrize("k, x", [(10**12 - 1, 0.0), (10**12 - 1, 1000.0), (10**12 - 1, 1e-6), (2000, 0.0),
+                                  (2000, 100.0)])
+def test_black_boxes_far_below_the_bulk(k, x):
+    """One black box in k copies at an eps_g far below the bulk of the loss: H(x) = 1 to
+    within 2^-50, from two binomial tails instead of a window of ~20 standard deviations
+    (10^7 atoms at k = 10^12: 4.5 s alone, 10.5 s loaded before)."""
+    miss = _chernoff_miss(k, 1.0, x)
+    truth = (1 - miss, mp.mpf(1)) if k > 10**4 else (_binomial_h(k, 1.0, x),) * 2
+    b = call("delta_bounds", lambda: optcomp.delta_bounds([BlackBox(1.0)], counts=[k], eps_g=x, tol=TOL))
+    contains(b, truth)
+    assert b.lower >= 1 - 2.0**-49
+    v = call("delta_g", lambda: optcomp.delta_g([BlackBox(1.0)], counts=[k], eps_g=x))
+    assert v >= truth[0] and v >= b.lower
+
+
+@pytest.mark.parametrize("k, eps, x", [(200, 0.1, 0.0), (200, 0.1, 2.0), (60, 0.5, 1.0)])
+def test_black_boxes_within_the_bulk(k, eps, x):
+    """Where the tails are not negligible the window answers (the tails' shortcut must not)."""
+    truth = _binomial_h(k, eps, x)
+    b = call("delta_bounds", lambda: optcomp.delta_bounds([BlackBox(eps)], counts=[k], eps_g=x, tol=TOL))
+    contains(b, truth)
+    v = optcomp.delta_g([BlackBox(eps)], counts=[k], eps_g=x, method="optimal")
+    assert truth <= v <= truth * (1 + 1e-12)
+
+
+def _half_mad(k):
+    """E[(2M - k)_+] = E|M - k/2| for M ~ Bin(k, 1/2), k = 2n + 1 odd: k C(2n, n) / 2^k (de
+    Moivre's mean absolute deviation; checked against the direct sum for small k)."""
+    n = (k - 1) // 2
+    return k * mp.binomial(2 * n, n) / mp.mpf(2) ** k
+
+
+def test_black_boxes_of_a_tiny_eps_in_huge_count():
+    """BlackBox(1e-300) x (10^12 - 1) at eps_g = 0: 1.0 after 17-22 s before (its window's
+    tails were charged as whole masses against H ~ 4e-295).  The truth: 1 - e^{-u} lies in
+    [u (1 - u/2), u] for u = eps S, S = 2M - k <= k, so H(0) = eps E[S_+] within a relative
+    k eps, and M's law within a factor e^{+-k eps} of Bin(k, 1/2)'s, whose E[S_+] is
+    de Moivre's."""
+    with mp.workdps(DPS):
+        for k in (1, 3, 7, 15):
+            direct = mp.fsum(max(2 * m - k, 0) * mp.binomial(k, m) for m in range(k + 1)) / mp.mpf(2) ** k
+            assert abs(direct - _half_mad(k)) < mp.mpf(10) ** -50
+        k, eps = 10**12 - 1, mp.mpf(1e-300)
+        core = eps * _half_mad(k)
+        truth = (core * mp.exp(-2 * k * eps) * (1 - k * eps), core * mp.exp(2 * k * eps))
+    b = call("delta_bounds", lambda: optcomp.delta_bounds([BlackBox(1e-300)], counts=[k], eps_g=0.0, tol=TOL))
+    contains(b, truth)
+    assert b.upper <= truth[1] * (1 + 1e-12)
+    v = call("delta_g", lambda: optcomp.delta_g([BlackBox(1e-300)], counts=[k], eps_g=0.0))
+    assert truth[0] <= v <= truth[1] * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("k", [201, 10**12 - 1])
+def test_epsilon_of_black_boxes_of_a_tiny_eps(k):
+    """eps_g at delta_g = 1e-300 of BlackBox(1e-300) x k: the window was aimed where the
+    *mass* P0[L > x] is 1e-300 (~37 standard deviations; 21 s and 43 s at load 6 for
+    k = 10^12) while H ~ eps E[(S - x/eps)_+] reaches it a few deviations out.  k = 2001
+    against the root of the full binomial sum; k = 10^12 - 1 by the inverse law."""
+    eps, d = 1e-300, 1e-300
+    b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds([BlackBox(eps)], counts=[k], delta_g=d, tol=TOL))
+    e = call("epsilon_g", lambda: optcomp.epsilon_g([BlackBox(eps)], counts=[k], delta_g=d))
+    if k < 10**4:
+        with mp.workdps(DPS):
+            root = ref.decreasing_root(lambda x: _binomial_h(k, eps, x), mp.mpf(d), mp.mpf(0), mp.mpf(k * eps), steps=110)
+        contains(b, root)
+        assert root <= e <= root * (1 + 1e-12) + 1e-320
+    assert optcomp.delta_g([BlackBox(eps)], counts=[k], eps_g=e) <= d
+    assert b.lower <= e
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("x", [0.0, 1.0, 1e308])
+def test_randomized_response_near_the_largest_float(count, x):
+    """RandomizedResponse(1e308, 3) at delta_g = 1e-300: mpmath formed e^-1e308 for every
+    profile evaluation (2.8 s alone, 17.8 s loaded), and two or more copies crashed
+    (OverflowError: the exact root search stepped to +inf)."""
+    check_domain(RandomizedResponse(1e308, 3), count, None, x, 1e-300, None)
+    e = call("eps", lambda: optcomp.epsilon_g([RandomizedResponse(1e308, 3)], counts=[count], delta_g=1e-300))
+    assert e == (1e308 if count == 1 else math.inf)  # 1e308 (+ e^-1e308-small) in count copies
+
+
+@pytest.mark.parametrize("mech, count", [(Geometric(1e308, 2), 1), (Geometric(1e308, 3), 2),
+                                         (RandomizedResponse(1e308, 3), 2)])
+def test_losses_beyond_the_float_range_are_not_delta_events(mech, count):
+    """Geometric(1e308, sensitivity 2): its top atom 2e308 is beyond the floats, the mechanism
+    contract counts it at +inf, and the exact finite composition listed it as an atom *and*
+    took it for the delta event: eps_g in [inf, inf] at delta_g = 1e-300 (the truth, a
+    finite real above every float, needs [max float, inf])."""
+    b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds([mech], counts=[count], delta_g=1e-300))
+    assert b.lower == FMAX and b.upper == math.inf
+    for x in (0.0, 1e308):
+        check_domain(mech, count, None, x, 1e-300, None)
+
+
+@pytest.mark.slow
+def test_a_large_discrete_gaussian_composition_beside_a_geometric():
+    """[DiscreteGaussian(1.0)] x 3 + Geometric(0.7, 2): the exact attempt enumerated 232,890
+    count vectors (5.1 s alone, 14.9 s loaded) before the lattice answered.  (Slow: the
+    reference's 60-digit sums over its ~10^4 atoms take ~20 s; the calls < 1 s at load 5.)"""
+    for x, d in ((0.0, 1e-300), (1.0, 1e-6)):
+        check_domain(DiscreteGaussian(1.0), 3, Geometric(0.7, 2), x, d, None, timed=True)
+
+
+def test_a_staircase_near_the_largest_float_listed_exactly():
+    """Staircase(1e308, 0) x 2 listed tuple by tuple with its -eps atom (P-mass e^-1e308)
+    kept: the error of the tuples' log masses overflowed ("overflow encountered in matmul"),
+    and that one tuple's log error (2^-64 of 2e308) made every mass's bracket useless.  The
+    truth at x = 1: 1/4 at 2e308, 1/2 at 1e308 (1 - e^{1 - 1e308}), so 3/4."""
+    from optcomp._exact.finite import Composition, SmallLaw, finite_law
+
+    law = finite_law(Staircase(1e308, 0.0), "forward")
+    assert len(law.mass) == 3  # (the -eps atom is there)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        small = SmallLaw(Composition(((law, 2),), None, 0.0))
+        for x in (0.0, 1.0, 1e300):
+            lo, hi = small.excess_bounds(x)
+            assert lo <= 0.75 <= hi and hi - lo <= 1e-15, (x, lo, hi)
+    truth = Reference([(Staircase(1e308, 0.0), 2)]).delta(1.0)
+    assert truth == mp.mpf(3) / 4
+
+
+@pytest.mark.parametrize("mu, y", [("1e-61", "0"), ("1e-61", "1e-60"), ("1e-61", "3e-61"), ("1e-100", "5e-99"),
+                                   ("0.01", "1.0")])
+def test_the_gaussian_reference_at_a_tiny_mu(mu, y):
+    """The reference's own check: Phi(a) - e^y Phi(b) loses ~2 log10(1/mu) digits (mu ~ 1e-61
+    at 60 digits kept none); against the closed form at 600 digits."""
+    with mp.workdps(600):
+        m, yy = mp.mpf(mu), mp.mpf(y)
+        a = m / 2 - yy / m
+        direct = mp.ncdf(a) - mp.exp(yy) * mp.ncdf(a - m)
+    with mp.workdps(DPS):
+        got = h_gauss(mp.mpf(mu), mp.mpf(y))
+        assert abs(got / direct - 1) < mp.mpf(10) ** -50, (got, direct)
+
+
+@pytest.mark.parametrize("x", [0.0, 0.25, 0.5, 1.0])
+def test_a_profile_with_a_loosely_known_tiny_vertex_is_exact(x):
+    """Profile([(0, 10^-108.5), (1, 10^-108.5)]) beside BlackBox(0.5, 1e-6): the profile's
+    vertex at -1 has P-mass 1.5e-205 known to +-6e-203, and that relative error (413) was
+    spread over every mass of the law: method='optimal' refused at x = 0 (bracket [1e-6, 1]).
+    The truth from the definition (the Reference: the trade-off function's vertices)."""
+    mechs = [Profile([(0.0, 10.0 ** (-108.5)), (1.0, 10.0 ** (-108.5))]), BlackBox(0.5, 1e-6)]
+    r = Reference([(m, 1) for m in mechs])
+    truth = r.delta(x)
+    v = call("optimal", lambda: optcomp.delta_g(mechs, counts=[1, 1], eps_g=x, method="optimal"))
+    assert truth <= v <= truth * (1 + mp.mpf("1e-12")) + mp.mpf("1e-300"), (v, truth)
+    check_domain(mechs[0], 1, mechs[1], x, 1e-300, None)
+
+
+def test_mpf_dir_is_the_exact_directed_rounding():
+    """mpf_dir's shortcut (mpmath's directed rounding to 53 bits, normal floats only) against
+    the rational next to it on each side, across the normal/subnormal/overflow edges (a law
+    of 2^14 atoms brackets each mass this way: a third of Geometric(0.1, 2^14)'s law)."""
+    import random
+
+    from optcomp._rounding import mpf_dir
+
+    rng = random.Random(26)
+    for prec in (53, 54, 192):
+        with mp.workprec(prec):
+            for _ in range(1500):
+                e = rng.choice([rng.uniform(-1100, 1100), rng.uniform(-5, 5), -1022, -1021, 1023, 1024, -1074, -1075])
+                x = mp.mpf(rng.uniform(0.5, 1)) * mp.mpf(2) ** int(e) * (1 + mp.mpf(rng.random()) * mp.mpf(2) ** -60)
+                x = x if rng.random() < 0.8 else -x
+                sign, man, exp, _ = x._mpf_
+                q = (-1) ** sign * Fraction(int(man)) * Fraction(2) ** int(exp)
+                for up in (True, False):
+                    f = mpf_dir(x, up)
+                    assert (Fraction(f) >= q if up else Fraction(f) <= q) if math.isfinite(f) else \
+                        (f == math.inf) == up
+                    if math.isfinite(f) and Fraction(f) != q:  # nothing between f and x
+                        g = math.nextafter(f, -math.inf if up else math.inf)
+                        assert (Fraction(g) < q if up else Fraction(g) > q) if math.isfinite(g) else True
 
 
 # ============================================================================ the domain (Hypothesis)

@@ -88,7 +88,14 @@ def mpf_exact(x) -> Fraction:
 
 
 def mpf_dir(x, up: bool) -> float:
-    """The float next to a finite mpmath number on the requested side (exactly)."""
+    """The float next to a finite mpmath number on the requested side (exactly): mpmath's
+    directed rounding to 53 bits where the result is a normal float (its documented
+    exception is overflow and gradual underflow), else through the exact rational."""
+    from mpmath.libmp import round_ceiling, round_floor, to_float
+
+    f = to_float(x._mpf_, rnd=round_ceiling if up else round_floor)
+    if 2.0**-1021 <= abs(f) <= 2.0**1023:
+        return f
     return exact_dir(mpf_exact(x), up)
 
 

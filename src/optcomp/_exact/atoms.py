@@ -134,11 +134,20 @@ def _homogeneous_window(eps: float, k: int, t: float):
     return m_floor, m_lo, m_hi
 
 
+def _reach(x: float, eps: float, k: int, shift: Fraction) -> float:
+    """f >= 1 - e^{y - top} for every y >= x: every loss is at most top = shift + k eps, so a
+    unit of mass charged at +inf adds at most f to H(y) -- the truncated tails of a window of
+    tiny eps count ~top, not 1 (BlackBox(1e-300) x 10^12: H ~ 4e-295, a tail below 2^-50 of
+    H as a whole mass took ~40 standard deviations, beyond the memory budget)."""
+    return min(1.0, max(0.0, up(-math.expm1(down(x - _to_float(shift + Fraction(eps) * k, True), 1)), LIBM_ULPS + 1)))
+
+
 def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fraction(0), slack: float = 0.0,
                          upward: bool = True) -> float:
     """Least x >= 0 with H(x) <= t for k identical mechanisms (plus an exact shift): rounded
     up (``upward``) or a certified lower bound."""
-    m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t)
+    f = _reach(0.0, eps, k, shift)  # (x >= 0; the root needs P0[L > x] >= t/f: the window's aim)
+    m_floor, m_lo, m_hi = _homogeneous_window(eps, k, t if f >= 1.0 else min(1.0, t / max(f, 1e-300)))
     if shift:
         m_floor = 0  # the shift may move negative-loss atoms above 0
     scale = _scale_for(t)
@@ -148,8 +157,12 @@ def _homogeneous_epsilon(eps: float, k: int, t: float, shift: Fraction = Fractio
         # the mean excess of the loss over x, small against x); small distributions whose
         # root sits where H is flat are settled in 40 digits by the caller
         dist = binomial_window(eps, k, m_lo, m_hi, shift, slack, scale, refine=False)
+        tail = _binomial_tail(eps, k, m_hi, dist.p0)
+        if f < 1.0:  # (the tail at +inf counts f of its mass)
+            tail = up(tail * f, 1)
+            dist = replace(dist, slack=up(tail + up(math.ldexp(slack, dist.log2_scale), 1), 1), _cache={})
         # the truncated tail against 2^-50 t, both in the window's scaled units (no underflow)
-        if _binomial_tail(eps, k, m_hi, dist.p0) > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
+        if tail > math.ldexp(t, dist.log2_scale) * _TAIL and m_hi < k:
             m_hi = min(k, m_hi + max(64, m_hi - m_lo))
             continue
         try:
@@ -178,14 +191,18 @@ def _low_tail(eps: float, k: int, m_lo: int, log2_scale: int) -> float:
 
 
 def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction(0), slack: float = 0.0,
-                        upward: bool = True) -> float:
-    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift).
+                        upward: bool | None = True):
+    """Upper (or lower) bound on H(x) for k identical mechanisms (plus an exact shift);
+    ``upward=None``: both, (lower, upper), from one window (the upper bound's).
 
     The window starts at the first atom above x, or -- when that lies far below the bulk
     (eps large, k huge) -- at m_cut (first guess 12 standard deviations below the mean,
     widened while its tail exceeds 2^-50 of H), the atoms between being charged with their whole
     mass (a geometric bound on the lower tail) for the upper bound and dropped for the
     lower bound; it ends where the upper tail is below 2^-50 of H."""
+    bulk = _excess_below_bulk(eps, k, x, shift)
+    if bulk is not None:
+        return bulk if upward is None else bulk[1] if upward else bulk[0]
     # first atom strictly above x: shift + (2m - k) eps > x
     rel = (Fraction(x) - shift) / Fraction(eps)
     m_first = min(max(math.floor((k + rel) / 2) - 1, 0), k)
@@ -195,21 +212,55 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
     m_cut = max(m_first, int(mean - 12.0 * sd) - 64)  # widened below when its tail matters
     near = math.log(0.5) if m_first < mean else float(binomial_log_pmf(eps, k, np.array([min(m_first + 1, k)]))[0][0])
     m_hi = min(k, max(m_cut + 64, _chernoff_m(k, eps, near + math.log(_TAIL * 2.0**-8)) + 2))
+    f = _reach(x, eps, k, shift)  # (a unit of mass at +inf adds at most f to H(x))
     while True:
         dist = binomial_window(eps, k, m_cut, m_hi, shift, slack)
         low = _low_tail(eps, k, m_cut, dist.log2_scale) if m_cut > m_first else 0.0
-        if upward:
+        if f < 1.0:
+            tail = _binomial_tail(eps, k, m_hi, dist.p0)
+            dist = replace(dist, slack=up(up(tail * f, 1) + up(math.ldexp(slack, dist.log2_scale), 1), 1), _cache={})
+            low = up(low * f, 1)
+        lower = dist
+        if upward is not False:
             dist = replace(dist, slack=dist.slack + low, exact_from=-math.inf, _cache={})
         xx = max(x, dist.exact_from)
-        h = dist.excess(xx) if upward else dist.excess_lower(xx)
+        h = dist.excess(xx) if upward is not False else dist.excess_lower(xx)
         low_true = math.ldexp(low, -dist.log2_scale)
         if m_cut > m_first and low_true > _TAIL * max(h, 1e-300):
             m_cut = max(m_first, m_cut - max(64, 2 * (m_hi - m_cut)))
             continue
         scale = float(np.max(dist.p0[-min(dist.p0.size, 3):])) if m_hi < k else 0.0
         if m_hi >= k or dist.tail_slack() - slack - low_true <= _TAIL * max(h, 1e-300) or scale == 0.0:
-            return h
+            # (the lower bound of any window is one: the atoms it omits only raise H)
+            return (lower.excess_lower(max(x, lower.exact_from)), h) if upward is None else h
         m_hi = min(k, m_hi + max(64, m_hi - m_cut))
+
+
+def _excess_below_bulk(eps: float, k: int, x: float, shift: Fraction = Fraction(0)):
+    """(lower, 1.0) on H(x) for k identical mechanisms (plus an exact shift) when x lies so far
+    below the bulk of the loss that H(x) is 1 to within 2^-50, else None -- two tails instead
+    of a window of ~20 standard deviations (10^7 atoms at k = 10^12).
+
+    Every atom m >= m_a (the first with loss shift + (2m - k) eps > x) counts in full:
+    H(x) = P0[M >= m_a] - e^{x - shift} Q0[M >= m_a], Q0(m) = P0(m) e^{-(2m - k) eps} the
+    pmf of Bin(k, 1 - p), so Q0[M >= m_a] = P0[M <= k - m_a] (MV Thm 1.5's binomial read
+    from both ends); both lower tails are bounded geometrically (:func:`_low_tail`), so
+    1 - H(x) <= P0[M < m_a] + e^{x - shift} P0[M < k - m_a + 1].  The mass of the big
+    groups away from the shift only lowers H by a relative e^-800 (charged nowhere: below
+    every float, as in :func:`_homogeneous_excess`)."""
+    m_a = math.floor((k + (Fraction(x) - shift) / Fraction(eps)) / 2) + 1
+    if not 0 < m_a <= k:
+        return None
+    z = _to_float(Fraction(x) - shift, True)
+    if not z < 1e5:
+        return None
+    n2 = max(0, math.ceil(z / math.log(2.0) * (1.0 + 1e-12)) + 1)  # e^{x - shift} <= 2^n2
+    below = _low_tail(eps, k, m_a, 0)  # P0[M < m_a]
+    q_tail = _low_tail(eps, k, k - m_a + 1, n2) if k - m_a + 1 > 0 else 0.0  # 2^n2 Q0[M >= m_a]
+    miss = up(below + q_tail, 1)
+    if not miss <= _TAIL:
+        return None
+    return down(1.0 - miss, 1), 1.0
 
 
 def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: int = 2**15, log2_scale: int = 0):
@@ -254,8 +305,7 @@ def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
         return dist.excess_lower(x), dist.excess(x)
     if len(groups) == 1:
         eps, n = groups[0]
-        return (_homogeneous_excess(eps, n, x, shift, slack, upward=False),
-                _homogeneous_excess(eps, n, x, shift, slack))
+        return _homogeneous_excess(eps, n, x, shift, slack, upward=None)
     if _atom_count(groups, max_atoms) <= max_atoms:
         dist = product_distribution(groups, shift, slack, lower=True)
         return dist.excess_lower(x), dist.excess(x)

@@ -51,6 +51,7 @@ listed term by term share the 256-bit laws and their error charges.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -68,6 +69,8 @@ __all__ = ["FiniteLaw", "finite_law", "Composition", "compositions", "Events", "
 
 PREC = 256  # bits of the laws' positions and masses (mechanisms compute them at this precision)
 SMALL_ATOMS = 512  # up to this many count-vector tuples a composition is listed (SmallLaw)
+UNCERTAIN_REL, UNCERTAIN_MASS = 2.0**-30, 2.0**-60  # a listed atom's mass error above the first
+# (relative) while its mass is below the second: left out as slack (see :func:`finite_law`)
 NEGLIGIBLE = mpmath.ldexp(1, -1100)  # an atom whose count x mass is below this is dropped (charged as slack;
 # an mpmath number: the float 2.0**-1100 is 0, and nothing was ever dropped)
 #: a composition holding a subsampled law of three atoms or more is composed exactly up to this
@@ -230,8 +233,15 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
         atoms, inf, inf_err = mech._atoms(direction)
         rel = 0.0
         rows = []
+        dropped = mpmath.mpf(0)
         for pos_exact, pos, perr, m, merr in atoms:
             if not m > 0:
+                continue
+            if merr > m * UNCERTAIN_REL and m + merr <= UNCERTAIN_MASS:
+                # a tiny atom known only loosely (a Profile's vertex of mass 1.5e-205 +- 6e-203):
+                # left out and charged as slack (its mass at +inf, at most m + merr a copy)
+                # rather than its relative error spread over every mass of the law
+                dropped += m + merr
                 continue
             rel = max(rel, float(merr / m))
             if pos_exact is not None:  # (perr: the rounding of the PREC-bit position)
@@ -242,11 +252,18 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
         if not rows:
             return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1), t_exact=Fraction(1))
         a_lo, a_hi = contract.inf_lo, contract.inf_hi
+        if any(abs(r[1]) > sys.float_info.max for r in rows):
+            # the contract counts atoms beyond the float range at +inf (it has no float for
+            # them); listed here at their exact positions, they are not the delta event (else
+            # counted twice: Geometric(1e308, 2) at delta_g = 1e-300 gave eps_g in [inf, inf])
+            from .._pairs import bracket
+
+            a_lo, a_hi = bracket(inf, inf_err)
         # the normalised masses p_a / (1 - inf): the computed total stands for 1 - inf (its
         # own error, the masses' and inf's, relative to it)
         total = mpmath.fsum(r[3] for r in rows)
-        rel = max(rel, float(abs(total - (1 - inf)) + inf_err) / float(total))
-        return _law(rows, rel, a_lo, a_hi)
+        rel = max(rel, float(abs(total - (1 - inf)) + inf_err + dropped) / float(total))
+        return _law(rows, rel, a_lo, a_hi, dropped=up(float(dropped), 2))
 
 
 @lru_cache(maxsize=1024)
@@ -418,7 +435,7 @@ def _compositions(eps: tuple, delta: tuple, count: tuple, others: tuple) -> list
         factors = []
         for law, n in laws:
             kept, drop = _negligible(law, n)
-            slack += drop
+            slack += drop + (up(law.dropped * n * (1.0 + 1e-9), 1) if law.dropped else 0.0)
             if kept.size:
                 factors.append((kept, n))
         comp = Composition(tuple(factors), Events(m, laws), slack)
@@ -587,7 +604,9 @@ class SmallLaw(LawSolver):
             ab = np.abs(lf)
             vl = v.astype(_LD)
             f_lm = lc + vl @ lp
-            f_err = 4.0 * u * (np.abs(lc).astype(float) + v @ np.abs(lp).astype(float) + 1.0)
+            # (4u, a power of two, scales the counts before the products: a log mass near -1e308
+            # counted twice would overflow the sum of |log masses|, not its error)
+            f_err = 4.0 * u * (np.abs(lc).astype(float) + 1.0) + (4.0 * u * v) @ np.abs(lp).astype(float)
             f_pos = vl @ lf
             f_perr = v @ pf
             f_mag = vl @ ab
@@ -612,7 +631,11 @@ class SmallLaw(LawSolver):
         self.exact = exact
         self.mp_pos = mp_pos
         # masses: the laws' relative errors times the counts, the log errors, the exp
-        self.rel = rel + float(np.max(lm_err)) * 1.01 + 16.0 * u + 4.0 * self.pos.size * u
+        # (a tuple below long double's range even at its error's far end, e^-11500 < the least
+        # positive long double: counted there by ``under``, its log error, e.g. 2^-64 of 2e308
+        # for an atom of mass e^-1e308 taken twice, is no one else's)
+        far = (lm + lm_err) < -11500
+        self.rel = rel + float(np.max(lm_err[~far], initial=0.0)) * 1.01 + 16.0 * u + 4.0 * self.pos.size * u
         self.slack = comp.slack
 
     def _exact(self, i: int) -> Fraction | None:
@@ -679,6 +702,10 @@ class SmallLaw(LawSolver):
         # check (and move) the float: an upper end needs H_hi(x) <= t, a lower end H_lo(x) > t
         step = max(abs(x) * 2.0**-60, 5e-324)
         for _ in range(64):
+            if x == math.inf:  # the root lies beyond the float range (losses summed past it)
+                if upper:
+                    return math.inf
+                x = sys.float_info.max
             hl, hh = self.excess_bounds(x)
             if upper and hh <= t:
                 return min(x, top)

@@ -77,7 +77,9 @@ from .finite import PREC, Composition, LawSolver
 
 __all__ = ["RowLaw", "OUTER_MAX"]
 
-OUTER_MAX = 2**18  # outer atoms (enumerated tuples) of one composition at most
+OUTER_MAX = 2**16  # outer atoms (enumerated tuples) of one composition at most (building one takes
+# ~15 us, and a root walks them ~10 times: 2^16 is ~2 s; DiscreteGaussian(1.0) x 3 beside a Geometric,
+# 232,890 count vectors, took 5 s alone, 15-40 s under load, where the lattice answers in 0.1 s)
 MAX_ELEMENTS = 2**22  # the largest array of one evaluation (long doubles: 64 MiB), else ExactTooLarge
 #: the most (row, near atom) pairs one evaluation of H walks (~1 us each: ~0.5 s an evaluation,
 #: a root takes ~10), else ExactTooLarge -- beyond it the certified lattice is the faster answer

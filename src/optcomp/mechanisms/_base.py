@@ -207,17 +207,27 @@ class AtomMechanism(_Registered):
         xf = mpf_exact(mpmath.mpf(x))  # exact: x may carry more bits than a float
         total = inf_mass
         err = inf_err
+        far = -4 * mpmath.mp.prec  # below: e^d < 2^-(5 prec), 1 - e^d is 1 within 2^-prec (mpmath's
+        # expm1 of a huge negative d, e.g. -1e308, takes ~25 ms: it forms e^d)
         for pos_exact, pos, perr, m, merr in atoms:
             if pos_exact is not None:
                 if pos_exact <= xf:
                     continue
                 d = x - pos
+                if d < far:
+                    total += m
+                    err += merr + m * mpmath.ldexp(1, -mpmath.mp.prec)
+                    continue
                 total += m * -mpmath.expm1(d)
                 err += merr + m * mpf_err(x, pos)
             else:
                 if pos + perr <= x:
                     continue
                 d = x - pos
+                if d + perr < far:
+                    total += m
+                    err += merr + m * mpmath.ldexp(1, -mpmath.mp.prec)
+                    continue
                 total += m * max(mpmath.mpf(0), -mpmath.expm1(d))
                 err += merr + m * (2 * perr + mpf_err(x, pos))
         return total, err + mpf_err(total)
