@@ -13,7 +13,7 @@ import mpmath
 import pytest
 
 import optcomp
-from optcomp.mechanisms import Geometric, Pair
+from optcomp.mechanisms import Geometric, Pair, RandomizedResponse
 
 DPS = 60
 
@@ -142,3 +142,24 @@ def test_extremes_time(call):
     t = time.perf_counter()
     call()
     assert time.perf_counter() - t < 10.0
+
+
+@pytest.mark.parametrize("eps", [1e-7, 1e-10, 1e-15])
+def test_tiny_eps_finite_laws_are_exact(eps):
+    """Loss atoms of size ~eps: their long double positions carried an absolute error floor
+    (2^-62, i.e. 2e-12 of 1e-7), so method='optimal' refused at 1e-12; the position errors
+    are now relative to the positions.  References from the definitions (60 digits):
+    Geometric(eps, 2) at x = 0 is the total variation 1 - e^-eps; RandomizedResponse(eps, 3)
+    is (e^eps - 1)/(e^eps + 2); two copies of the latter by enumerating the 9 outcomes."""
+    with mpmath.workdps(60):
+        e = mpmath.mpf(eps)
+        geo = -mpmath.expm1(-e)
+        rr = mpmath.expm1(e) / (mpmath.exp(e) + 2)
+        # RR with 3 values: P = (e^eps, 1, 1)/(e^eps + 2), Q = (1, e^eps, 1)/(e^eps + 2)
+        z = mpmath.exp(e) + 2
+        P, Q = [mpmath.exp(e) / z, 1 / z, 1 / z], [1 / z, mpmath.exp(e) / z, 1 / z]
+        rr2 = mpmath.fsum(max(P[a] * P[b] - Q[a] * Q[b], 0) for a in range(3) for b in range(3))
+    for mech, k, truth in [(Geometric(eps, 2), 1, geo), (RandomizedResponse(eps, 3), 1, rr),
+                           (RandomizedResponse(eps, 3), 2, rr2)]:
+        v = optcomp.delta_g(mech, k=k, eps_g=0.0, method="optimal")
+        assert truth <= v <= truth * (1 + mpmath.mpf("1e-12")), (mech, k, v, truth)

@@ -590,6 +590,7 @@ class SmallLaw(LawSolver):
         perr = np.zeros(1)
         mag = np.zeros(1, dtype=_LD)  # sum n |l| (the size of the position sums; long double: an
         # atom near the largest float, counted twice, is beyond float64)
+        pmag = np.zeros(1, dtype=_LD)  # sum over factors of (2 nnz + 2) x the factor's sum n |l|
         counts = np.zeros((1, 0), dtype=np.int64)
         exact, mp_pos, rel = [], [], 0.0
         for law, c in comp.factors:
@@ -610,12 +611,16 @@ class SmallLaw(LawSolver):
             f_pos = vl @ lf
             f_perr = v @ pf
             f_mag = vl @ ab
+            # the factor's position v . l: each l rounded to long double, nnz products and
+            # nnz - 1 sums, each within u of its size (Higham 3.1): (2 nnz + 2) u sum n |l|
+            f_pmag = (2.0 * np.count_nonzero(v, axis=1) + 2.0).astype(_LD) * f_mag
             # the cartesian product with the tuples so far
             lm = (lm[:, None] + f_lm[None, :]).ravel()
             lm_err = (lm_err[:, None] + f_err[None, :]).ravel()
             pos = (pos[:, None] + f_pos[None, :]).ravel()
             perr = (perr[:, None] + f_perr[None, :]).ravel()
             mag = (mag[:, None] + f_mag[None, :]).ravel()
+            pmag = (pmag[:, None] + f_pmag[None, :]).ravel()
             counts = np.concatenate([np.repeat(counts, v.shape[0], axis=0), np.tile(v, (counts.shape[0], 1))], axis=1)
             exact.extend(law.exact)
             mp_pos.extend(zip(law.pos, law.perr))
@@ -625,8 +630,11 @@ class SmallLaw(LawSolver):
         # a mass below long double's range (~1e-4951, reachable with ~15 copies of a 2^-1100
         # atom) underflows to 0: H's upper bound counts it at the least positive long double
         self.under = (self.mass == 0) & np.isfinite(lm[order])
-        # position error: the atoms' own (perr) and, per term and sum, 2^-64 of the magnitudes
-        self.perr = perr[order].astype(_LD) + _LD(4.0 * u) * (mag[order] + 1)
+        # position error: the atoms' own (perr), each factor's dot product (pmag) and the sum
+        # across the factors (one rounding each, within u of the running magnitude), relative
+        # to the positions' size -- no absolute floor, which at positions ~1e-7 was 2e-12 of them
+        nf = len(comp.factors)
+        self.perr = perr[order].astype(_LD) + _LD(1.01 * u) * (pmag[order] + _LD(nf + 1) * mag[order])
         self.lm = lm[order]
         self.exact = exact
         self.mp_pos = mp_pos

@@ -531,9 +531,9 @@ class Subsampled(_Registered):
             y1 = y1f[sub].astype(ld)
             wg = y1 - y0
             exact = ((y0 + wg) == y1) & ((y1 - wg) == y0) & (wg > 0)
-            em = np.expm1(y0)
-            D = s + em
             with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+                em = np.expm1(y0)  # (inf beyond the range: such a cell is not served, below)
+                D = s + em
                 dD = (2 * L * np.abs(em) + np.abs(D)) * u / D
                 ok = exact & (D > 0) & (dD < 2.0**-20) & np.isfinite(em)
                 Dk = np.where(ok, D, ld(1))
