@@ -167,7 +167,7 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, **
     exact = _enumerated(lambda: exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS), kw["info"])
     if exact is not None:
         return Bounds(exact.lower, min(exact.upper, top))
-    comm = commensurable_bounds(m, t_low, t_high, **kw)
+    comm = commensurable_bounds(m, t_low, t_high, enough=tol, **kw)
     if comm is not None and comm.gap <= tol:
         return Bounds(comm.lower, min(comm.upper, top))
     return lattice_epsilon(Workload(vals, cnts), t_low, t_high, tol, top, **kw)

@@ -234,8 +234,8 @@ def commensurable_pass(cu: CommonUnit, theta: float, workers: int = -1, extended
 
 
 def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap: float = COMMENSURABLE_GAP,
-                         max_points: int = MAX_POINTS, workers: int = -1, info: BracketInfo | None = None,
-                         progress=None) -> Bounds | None:
+                         enough: float = 0.0, max_points: int = MAX_POINTS, workers: int = -1,
+                         info: BracketInfo | None = None, progress=None) -> Bounds | None:
     """Certified (lower, upper) on OptComp at residual target t (``t_low`` its value rounded
     down, ``t_high`` rounded up; see :func:`optcomp.loss.residual_target`) when the positive
     eps_i are commensurable (:func:`common_unit`), else None.
@@ -243,8 +243,9 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
     The bracket is exact up to the float residues of the eps_i and the FFT error charges:
     a first pass in float64 (relative gap ~1e-11 typically); if its relative gap exceeds
     ``rel_gap`` (default 1e-9), the tilt is re-aimed at the bracket and the tree run in
-    long double (gap ~1e-13), at most three passes.  Cost: one FFT tree over
-    sum_i c_i n_i + 1 points per pass."""
+    long double (gap ~1e-13), at most three passes -- or none more once the gap is at most
+    ``enough`` (the caller's tolerance).  Cost: one FFT tree over sum_i c_i n_i + 1 points
+    per pass."""
     cu = _positive_unit(m, max_points)
     if cu is None:
         return None
@@ -259,10 +260,12 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
         except ApproxTooCostly:  # beyond the memory budget: this path is not taken (or stops here)
             return None if i == 0 else best
         b = lp.epsilon_bounds(t_low, t_high)
-        best = Bounds(max(b.lower, best.lower), min(b.upper, best.upper))
+        before, best = best, Bounds(max(b.lower, best.lower), min(b.upper, best.upper))
         _record(info, progress, lp, best.lower, best.upper, t0)
-        if not math.isfinite(best.upper) or best.gap <= rel_gap * best.upper or t_low <= 0.0:
+        if not math.isfinite(best.upper) or best.gap <= max(rel_gap * best.upper, enough) or t_low <= 0.0:
             break  # (t_low <= 0: the upper end is the top atom whatever the pass)
+        if i > 0 and best.gap > 0.5 * before.gap:  # long double did not narrow it: nor would a third pass
+            break
         x_est = 0.5 * (best.lower + best.upper) if best.gap < 0.1 * best.upper else best.upper
     return best
 
