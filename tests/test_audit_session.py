@@ -171,13 +171,8 @@ def test_finite_compositions_with_ties_against_enumeration(seed):
     _check_finite_case(seed)
 
 
-_TOP_ATOM_BUG = {107, 113}  # test_lower_bound_at_the_top_atom_is_at_most_the_optimum's cases
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="the top atom's lower "
-                                                                          "end (see the xfail test below)"))
-                                  if s in _TOP_ATOM_BUG else s for s in range(100, 140)])
+@pytest.mark.parametrize("seed", range(100, 140))  # (107, 113: the top atom's lower end, now fixed)
 def test_finite_compositions_with_ties_against_enumeration_many(seed):
     _check_finite_case(seed)
 
@@ -312,9 +307,6 @@ def test_one_ulp_above_a_decided_tie_is_decided():
     assert b == (0.0, 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="the exact finite composition's lower end at the top atom (delta_g equal to "
-                   "the mass at +inf: optimal.mechanism_epsilon_bounds's t_high == 0 branch, x_lo = x_hi = top) is "
-                   "the top atom's position rounded up: ~1 ulp above the optimum, and epsilon_bounds intersects it in")
 @pytest.mark.parametrize("mechs,delta_g,atom", [
     ([Subsampled(Pair((0.0, 0.5, 0.5), (0.625, 0.375, 0.0)), 0.25)] * 2, 0.234375, (169, 144)),
     ([Subsampled(Pair((0.5, 0.375, 0.125), (0.375, 0.0, 0.625)), 0.5)], 0.1875, (7, 6)),
@@ -331,4 +323,4 @@ def test_lower_bound_at_the_top_atom_is_at_most_the_optimum(mechs, delta_g, atom
         assert max(_eps(law, delta_g) for law in laws) == truth
         b = optcomp.epsilon_bounds(mechs, delta_g=delta_g)
         assert truth <= b.upper
-        assert b.lower <= truth, (b, b.lower - truth)  # fails: 0.16008541534707288 > 0.160085415347072851647...
+        assert b.lower <= truth, (b, b.lower - truth)  # was 0.16008541534707288 > 0.160085415347072851647...

@@ -429,7 +429,7 @@ def mechanism_epsilon_bounds(m: Mechanisms, delta_g: float) -> tuple[float, floa
             t_low = down(t_low, 1)
         top = comp.top()
         if t_high == 0.0:  # H(x) = 0 exactly from the top atom on, and only there
-            x_lo = x_hi = top
+            x_lo, x_hi = comp.top(up=False), top
         else:
             x_lo, x_hi = _finite_solver(comp).epsilon_bounds(t_low, t_high, top)
         lo, hi = max(lo, x_lo), max(hi, min(x_hi, top) if t_low >= 0.0 else math.inf)

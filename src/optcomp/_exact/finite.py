@@ -386,21 +386,25 @@ class Composition:
                 return cap + 1
         return total
 
-    def top(self) -> float:
-        """The largest composed loss, rounded up (H = 0 from there on)."""
+    def top(self, up: bool = True) -> float:
+        """The largest composed loss, rounded up (H = 0 from there on) -- or down (``up``
+        False: a lower end that must not pass it)."""
         exact, approx = Fraction(0), mpmath.mpf(0)
         known = True
         with mpmath.workprec(PREC):
             for law, c in self.factors:
                 e, a = law.top()
+                if not up:  # (law.top() is the position plus its error)
+                    a = law.pos[-1] - law.perr[-1]
                 approx += c * a
                 if e is None:
                     known = False
                 else:
                     exact += c * e
             if known:
-                return exact_dir(exact, True)
-            return mpf_dir(approx * (1 + mpmath.ldexp(1, 8 - PREC)) + mpmath.ldexp(1, -PREC), True)
+                return exact_dir(exact, up)
+            slack = abs(approx) * mpmath.ldexp(1, 8 - PREC) + mpmath.ldexp(1, -PREC)
+            return mpf_dir(approx + slack if up else approx - slack, up)
 
 
 def _directions(m: Mechanisms) -> tuple:
