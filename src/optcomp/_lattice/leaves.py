@@ -44,8 +44,9 @@ from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, UNIT
 
 ATOM_BYTES = 240  # memory per atom of a leaf being built or put on the lattice (its arrays and temporaries)
-BUNDLE_ATOMS = 256  # small groups / singletons are composed exactly into leaves of <= this many atoms
-# (1024 took 25% more CPU for 10^5 singletons and 10-25% more for 10^3-10^4: bench_engine)
+BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
+# (256 took 10-25% less CPU for 10^3-10^5 singletons, but a pass refused by a 64 MiB budget then
+# peaked at 240 MB against 160: tests/test_memory.py)
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
 
 
