@@ -95,7 +95,10 @@ log-MGF bound taken from its entries plus that bound.
 
 The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a
 window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
-(``POWER_FFT_REL``)."""
+(``POWER_FFT_REL``).
+
+Length (~610 lines): the construction, its window and tilt choice and the error bound of the
+one FFT must agree term by term, so they stay in one module."""
 
 from __future__ import annotations
 
