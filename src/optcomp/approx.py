@@ -438,7 +438,7 @@ def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory) -> Bou
     if (b is not None and met(b)) or not m.others or any(mech.kind != "atoms" for mech, _ in m.others):
         if limit is not None:
             raise limit
-        return b
+        return Bounds(b.lower, b.upper)  # (the facade's result: no diagnostics)
     try:
         with _memory.limit(max_memory):
             lo, hi = exact()
