@@ -191,26 +191,27 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
     coarser, refused = 0, 0.0
     limit = None  # the size limit met before any pass: raised after one coarse pass, with its bracket
 
-    def too_fine(h: float, theta: float) -> bool:
-        # (the second: lattice positions h n are exact only for |n| < 2^49 -- a step this
-        # fine against sum c eps is the same size limit, never an internal error)
-        return work.points(theta, h) > max_points or work.span(h) / h + 8.0 >= 2.0**49
+    def beyond_positions(h: float) -> bool:
+        # lattice positions h n are exact only for |n| < 2^49: a step this fine against
+        # sum c eps is the same size limit as max_points, never an internal error
+        return work.span(h) / h + 8.0 >= 2.0**49
 
     while True:
         theta = theta_for()
         points = work.points(theta, h)
-        if too_fine(h, theta):
+        if points > max_points or beyond_positions(h):
             gap, quantity = names
             limit = (f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
                      f"(> max_points={max_points:,}, or positions beyond 2^49 steps)")
-            coarse = h
-            for _ in range(64):  # no bracket yet: one pass at ~1/16 of the budget gives one
-                if not gaps and work.points(theta, coarse) <= max_points / 16 and not too_fine(coarse, theta):
-                    break
-                coarse = step_below(coarse * 2.0)
-            else:
-                coarse = None
-            if gaps or coarse is None:
+            coarse = None
+            if not gaps:  # no bracket yet: one pass at ~1/16 of the budget gives one
+                step = h
+                for _ in range(64):
+                    if work.points(theta, step) <= max_points / 16 and not beyond_positions(step):
+                        coarse = step
+                        break
+                    step = step_below(step * 2.0)
+            if coarse is None:
                 raise ApproxTooCostly(f"{limit}; best bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. "
                                       "Raise tol (or eta) or max_points.", best)
             h = coarse
