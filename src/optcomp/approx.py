@@ -440,6 +440,8 @@ def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory) -> Bou
             raise limit
         return Bounds(b.lower, b.upper)  # (the facade's result: no diagnostics)
     try:
+        # the exact step's own budget (not a duplicate: _run's closed when the lattice ended;
+        # optimal.mechanism_*_bounds open none), fresh as the lattice's was
         with _memory.limit(max_memory):
             lo, hi = exact()
     except (ExactTooLarge, ApproxTooCostly):
