@@ -343,6 +343,20 @@ def test_ledger_lists_pairs_in_order_of_first_appearance(items, reads):
     assert Accountant(reversed(items)) == acc  # the same multiset, listed in another order
 
 
+def test_the_accountant_hands_out_its_multiset():
+    """``Accountant.multiset`` is the ledger as the validated multiset the methods evaluate:
+    equal to the same mechanisms written out, updated by compose, and evaluated to the same
+    answer as the public function."""
+    from optcomp._inputs import Mechanisms, mechanisms
+
+    acc = Accountant().compose(0.3, count=2).compose(0.1, 1e-9).compose(0.3, count=5)
+    m = acc.multiset
+    assert isinstance(m, Mechanisms) and m == mechanisms([0.3] * 7 + [0.1], [0.0] * 7 + [1e-9])
+    assert acc.compose(0.2).multiset != m and m.k == 8  # composing rebinds: the multiset read stays
+    assert acc.get_epsilon(1e-6) == optcomp.epsilon_g([0.3, 0.1, 0.2], [0.0, 1e-9, 0.0], counts=[7, 1, 1],
+                                                       delta_g=1e-6)
+
+
 def test_the_ledger_is_the_library_multiset():
     """One type (optcomp._inputs.Mechanisms) for the public inputs and the ledger: built from
     items it equals the multiset of the same mechanisms written out one by one."""

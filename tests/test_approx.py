@@ -502,6 +502,38 @@ def test_grouped_inputs_use_the_lattice_and_agree_with_exact():
             assert_brackets(b, exact(m, dg), tol)
 
 
+def test_drivers_return_their_diagnostics():
+    """Each driver returns a Bracket: its Bounds with the producer that answered and the passes
+    it ran -- what a caller's BracketInfo receives; a cap or a shift (_replace) and a pickle
+    keep them; both global directions' passes are kept; the facade returns plain Bounds."""
+    import pickle
+
+    from optcomp.mechanisms import Gaussian, Subsampled
+
+    rng = np.random.default_rng(0)
+    cases = ((mechanisms([0.1] * 6 + [0.25] * 4 + [0.7] * 2), 1e-9, "enumerated", 0),
+             (mechanisms(np.round(rng.uniform(0.05, 0.2, 300), 3)), 1e-9, "commensurable", 1),
+             (mechanisms(rng.uniform(0.05, 0.2, 300)), 1e-4, "lattice", 1))
+    for m, tol, path, passes in cases:
+        info = lattice.BracketInfo()
+        b = lattice.lattice_bounds(m, 1e-6, tol, info=info)
+        assert isinstance(b, lattice.Bracket) and b.path == info.path == path, (b.path, info.path, path)
+        assert len(b.passes) >= passes and info.passes == list(b.passes)
+        assert all(p["lower"] <= p["upper"] and p["points"] > 0 for p in b.passes)
+        assert b.gap <= tol and b == lattice.Bounds(b.lower, b.upper)
+        capped = b._replace(upper=b.upper + 1.0)
+        assert capped.path == path and capped.passes == b.passes and capped.upper == b.upper + 1.0
+        again = pickle.loads(pickle.dumps(b))
+        assert again == b and again.path == path and again.passes == b.passes
+    d = lattice.lattice_delta_bounds(cases[2][0], 12.0, 1e-3)
+    assert d.path == "lattice" and len(d.passes) >= 1
+    sub = mechanisms([Subsampled(Gaussian(1.0), 0.05)], 0.0, None, [200])
+    b = lattice.lattice_bounds(sub, 1e-6, 1e-4)
+    assert b.path == "lattice" and len(b.passes) >= 2  # a pass (at least) in each global direction
+    assert type(optcomp.epsilon_bounds([0.1] * 12, delta_g=1e-6)) is optcomp.Bounds
+    assert type(optcomp.delta_bounds(cases[2][0].eps, eps_g=12.0)) is optcomp.Bounds
+
+
 def test_small_inputs_are_enumerated_exactly_both_ways():
     # few atoms: listed exactly (no lattice), so the bracket is at float precision, also
     # where lattices struggle (eps ~ 1e-7 next to eps ~ 1e-298)

@@ -168,6 +168,7 @@ def test_the_layer_walk_sees_nested_imports(tmp_path):
 @pytest.mark.parametrize("path, name", [
     ("optcomp.lattice", "lattice_bounds"), ("optcomp.lattice", "lattice_delta_bounds"),
     ("optcomp.lattice", "Bounds"), ("optcomp.lattice", "ApproxTooCostly"), ("optcomp.lattice", "BracketInfo"),
+    ("optcomp.lattice", "Bracket"),
     ("optcomp.lattice", "LatticePass"), ("optcomp.lattice", "lattice_pass"), ("optcomp.lattice", "tilt_for"),
     ("optcomp.lattice", "chernoff_guess"), ("optcomp.lattice", "MAX_POINTS"), ("optcomp.lattice", "DELTA_FLOOR"),
     ("optcomp.optimal", "optimal_epsilon"), ("optcomp.optimal", "optimal_delta"),

@@ -30,7 +30,6 @@ import optcomp
 from optcomp import _refine, lattice
 from optcomp._lattice import grouped, leaves, selfcompose
 from optcomp._lattice.workload import Source, Workload
-from optcomp._types import BracketInfo
 from optcomp.mechanisms import Gaussian, Laplace, RandomizedResponse
 
 from reference import ref_gaussian_delta, ref_laplace_delta, ref_ternary_delta, ref_ternary_law
@@ -358,14 +357,12 @@ def test_drivers_take_the_fft_path():
     k, scale, delta_g = 4, 2.0, 1e-3
     a = 1.0 / scale
     work = workload(Laplace(scale), k)
-    info = BracketInfo()
-    b = _refine.lattice_epsilon(work, delta_g, delta_g, 1e-5, k * a, max_points=2**23, info=info, workers=1,
-                                 progress=None)
+    b = _refine.lattice_epsilon(work, delta_g, delta_g, 1e-5, k * a, max_points=2**23, workers=1, progress=None)
     assert ref_laplace_delta(a, k, b.upper) <= delta_g <= ref_laplace_delta(a, k, b.lower), b
-    assert b.gap <= 1e-5 and len(info.passes) <= 2  # (a second pass: the tilt re-aimed near the top atom 4a)
+    assert b.gap <= 1e-5 and len(b.passes) <= 2  # (a second pass: the tilt re-aimed near the top atom 4a)
     x = 1.1
-    d = _refine.lattice_delta(work, x, 1e-5, lambda lo, hi: lattice.Bounds(lo, hi), max_points=2**23, info=info,
-                               workers=1, progress=None)
+    d = _refine.lattice_delta(work, x, 1e-5, lambda lo, hi: lattice.Bounds(lo, hi), max_points=2**23, workers=1,
+                               progress=None)
     assert d.lower <= ref_laplace_delta(a, k, x) <= d.upper and d.gap <= 1e-5 * d.upper
 
 

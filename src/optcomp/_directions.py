@@ -15,6 +15,9 @@ reported -- never the worst direction of one step.
 * one mechanism in one copy is its certified privacy profile (:func:`single_mechanism`,
   :func:`profile_epsilon`); where the lattice cannot finish, basic composition of the
   mechanisms' profiles may still frame the answer (:func:`basic_epsilon`, :func:`basic_delta`).
+
+Every bracket is a :class:`~optcomp._types.Bracket` (its path and passes), or the
+ApproxTooCostly carrying one.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import sys
 from ._inputs import Mechanisms
 from ._laws import DIRECTIONS, FORWARD
 from ._rounding import LIBM_ULPS, down, up
-from ._types import ApproxTooCostly, Bounds
+from ._types import ApproxTooCostly, Bounds, Bracket, combined
 from ._lattice.workload import Source, Workload, beyond_floats, gaussian_part, inf_mass
 from ._refine import DELTA_FLOOR, lattice_delta, lattice_epsilon
 from ._splits import raised_by, split_negligible_sources
@@ -78,17 +81,17 @@ def direction_workloads(m: Mechanisms, others, tail: float = 1e-300,
     return out
 
 
-def worst_direction(out) -> Bounds:
+def worst_direction(out) -> Bracket:
     """The larger of the global directions' brackets (every direction is evaluated before a
     size limit is reported: raising on the first would report a bracket of that direction
-    only, possibly below the other's -- an under-report)."""
+    only, possibly below the other's -- an under-report), with their diagnostics."""
     bounds = [b.bounds if isinstance(b, ApproxTooCostly) else b for b in out]
-    worst = Bounds(max(b.lower for b in bounds), max(b.upper for b in bounds))
+    worst = combined(max(b.lower for b in bounds), max(b.upper for b in bounds), bounds)
     failed = [b for b in out if isinstance(b, ApproxTooCostly)]
     if failed and worst.gap > 0.0 and not math.isinf(worst.lower):
         chernoff = "; its upper end a certified Chernoff bound" if "Chernoff" in str(failed[0]) else ""
         raise ApproxTooCostly(str(failed[0]).split("; best bounds")[0] + f"; best bounds {worst.lower!r} <= ... "
-                              f"<= {worst.upper!r} (the larger of the two global directions{chernoff})", worst)
+                              f"<= {worst.upper!r} (the larger of the two global directions{chernoff})", Bounds(*worst))
     return worst
 
 
@@ -106,8 +109,9 @@ def narrowed(b, frame: Bounds, met=None):
     is a result, else it stays a size limit (the caller's worst_direction decides)."""
     if isinstance(b, ApproxTooCostly):
         inner = Bounds(max(b.bounds.lower, frame.lower), min(b.bounds.upper, frame.upper))
-        return inner if met is not None and met(inner) else ApproxTooCostly(str(b), inner)
-    return Bounds(max(b.lower, frame.lower), min(b.upper, frame.upper))
+        return Bracket(*inner, "ends of the law") if met is not None and met(inner) \
+            else ApproxTooCostly(str(b), inner)
+    return b._replace(lower=max(b.lower, frame.lower), upper=min(b.upper, frame.upper))
 
 
 def horizontal(work: Workload, eps_g: float, tol: float, b: Bounds, to_delta) -> bool:
@@ -200,14 +204,15 @@ def epsilon_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, delta_
     t_low = residual_target(m_up, delta_g)
     t_high = residual_target(m_lo, delta_g, round_up=True)
     if t_high < 0.0:
-        return Bounds(sys.float_info.max if work.beyond else math.inf, math.inf)
+        return Bracket(sys.float_info.max if work.beyond else math.inf, math.inf, "closed form")
     if t_low < 0.0:  # the upper side's delta events exceed delta_g; the lower side's frame
-        return Bounds(work.near_top_epsilon(t_high, t_high)[0], math.inf)
+        return Bracket(work.near_top_epsilon(t_high, t_high)[0], math.inf, "ends of the law")
     tails = work.tail_events()
     t_fin = residual_target(m_up.with_events(tails), delta_g) if tails else t_low
-    near = Bounds(*work.near_top_epsilon(t_fin, t_high)) if t_fin >= 0.0 else Bounds(0.0, math.inf)
+    near = Bracket(*work.near_top_epsilon(t_fin, t_high), "ends of the law") if t_fin >= 0.0 \
+        else Bracket(0.0, math.inf, "ends of the law")
     if near.lower > near.upper:  # (t_fin < t_low: the lower end from t_high stays valid)
-        near = Bounds(near.upper, near.upper)
+        near = near._replace(lower=near.upper)
     if near.gap <= tol or t_high == 0.0 or near.gap <= EPS_FLOAT_GAP * near.upper < math.inf \
             or (near.upper == math.inf and near.lower >= down(sys.float_info.max, 4)):
         return near
@@ -215,9 +220,9 @@ def epsilon_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, delta_
     run, t_run = (work, t_low) if rest is None else \
         (rest, residual_target(m_up.with_events(extra), delta_g) if extra else t_low)
     if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
-        b = Bounds(0.0, 0.0) if t_run >= 0.0 else Bounds(0.0, math.inf)
+        b = Bracket(0.0, 0.0 if t_run >= 0.0 else math.inf, "closed form")
     elif t_run < 0.0:
-        b = Bounds(0.0, math.inf)
+        b = Bracket(0.0, math.inf, "closed form")
     else:
         b = attempt(lambda: lattice_epsilon(run, t_run, t_high, tol, run.top_bound(), floor=floor - sigma,
                                             estimate=estimate, **kw), run.top_bound())
@@ -237,7 +242,8 @@ def delta_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, eps_g: f
 
     tails = work.tail_events()
     lo_h, hi_h = work.near_top_excess(eps_g)
-    near = Bounds(to_delta(lo_h, hi_h).lower, delta_from_excess(m_up.with_events(tails) if tails else m_up, hi_h))
+    near = Bracket(to_delta(lo_h, hi_h).lower, delta_from_excess(m_up.with_events(tails) if tails else m_up, hi_h),
+                   "ends of the law")
     if near.upper <= near.lower * (1.0 + tol) + DELTA_FLOOR or horizontal(work, eps_g, tol, near, to_delta):
         return near
     rest, sigma, extra = split_negligible_sources(work, max(DELTA_FLOOR, tol * estimate * 2.0**-6))
@@ -250,12 +256,12 @@ def delta_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, eps_g: f
                           delta_from_excess(m_up, min(1.0, up(hi + add, 1))))
 
     if run.leaves_count() == 0:  # nothing left: H_rest(x) = 0 for x >= 0
-        return narrowed(to_delta(0.0, 0.0), near)
+        return narrowed(Bracket(*to_delta(0.0, 0.0), "closed form"), near)
     return narrowed(attempt(lambda: lattice_delta(run, eps_g, tol, to_delta, floor=floor, **kw), 1.0), near,
                     lambda r: r.upper <= r.lower * (1.0 + tol) + DELTA_FLOOR)
 
 
-def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, tol: float) -> Bounds:
+def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, tol: float) -> Bracket:
     """The size limit ``exc`` of a composition of mechanisms alone (black boxes (0, 0) aside)
     whose bracket's upper end is inf, narrowed by basic composition of the mechanisms'
     certified profiles (:func:`profile_epsilon`): [max_i eps_i(delta_g), sum_i c_i
@@ -278,7 +284,7 @@ def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, t
     return _basic(exc, Bounds(lower, up(math.fsum(uppers), len(uppers))), lambda b: b.gap <= tol)
 
 
-def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: float) -> Bounds:
+def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: float) -> Bracket:
     """:func:`basic_epsilon` in the delta direction: [max_i delta_i(eps_g), sum_i c_i
     delta_i(eps_g / n)] from the mechanisms' certified profiles (n (eps_g / n rounded down)
     <= eps_g)."""
@@ -291,9 +297,9 @@ def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: 
     return _basic(exc, Bounds(lower, upper), lambda b: b.upper <= b.lower * (1.0 + tol) + DELTA_FLOOR)
 
 
-def _basic(exc: ApproxTooCostly, frame: Bounds, met) -> Bounds:
+def _basic(exc: ApproxTooCostly, frame: Bounds, met) -> Bracket:
     b = Bounds(max(exc.bounds.lower, frame.lower), min(exc.bounds.upper, frame.upper))
     if met(b):
-        return b
+        return Bracket(*b, "basic composition")
     raise ApproxTooCostly(str(exc).split("; best bounds")[0] + f"; best bounds {b.lower!r} <= ... <= "
                           f"{b.upper!r} (basic composition of the mechanisms' profiles)", b) from None

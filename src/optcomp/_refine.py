@@ -16,7 +16,8 @@ comes from the pass, whose proofs live with it; this module only chooses.
   best bracket so far), whose upper end :func:`chernoff_fallback` lowers to the certified
   Chernoff bound when that is smaller.
 
-Only the cost depends on these choices, never the bounds.
+Only the cost depends on these choices, never the bounds.  Both drivers return a
+:class:`~optcomp._types.Bracket` (path "lattice", the passes run).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import gc
 import math
 import time
 
-from ._types import ApproxTooCostly, Bounds, BracketInfo
+from ._types import ApproxTooCostly, Bounds, Bracket
 from ._lattice.grouped import SLACK_REL, grouped_pass
 from ._lattice.passes import LatticePass
 from ._lattice.workload import REACH, Workload
@@ -48,8 +49,7 @@ STEP_MANTISSA_BITS = 4  # steps h = m 2^j with an integer 8 <= m <= 15: consecut
 
 
 def lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top: float, *, max_points: int,
-                     info: BracketInfo, workers: int, progress, floor: float = -math.inf,
-                     estimate: float | None = None) -> Bounds:
+                     workers: int, progress, floor: float = -math.inf, estimate: float | None = None) -> Bracket:
     """The grouped lattice path of the eps direction for any workload (randomized-response
     groups and mechanism leaves): passes at steps h refined until the bracket on the least
     x with H(x) <= t (``t_low`` <= t <= ``t_high``) is at most ``tol`` wide, or its upper end
@@ -57,8 +57,6 @@ def lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top
     cannot be the larger); ``top`` caps the upper bound (the largest finite loss, or inf).
     ``estimate``: a float estimate of this direction's answer (only the first step depends
     on it: a gap of FLOOR_AIM times its distance below ``floor`` settles the direction)."""
-    info.passes.clear()
-    info.path = "lattice"
     within_reach(work, "eps_g")
     x_est = work.chernoff_guess(t_low)
     # a direction floored by another's lower end need only fall below it: its first pass
@@ -82,7 +80,7 @@ def lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top
             raise with_bracket(exc, best, "eps_g") from None
         b = Bounds(min(lp.epsilon_bounds(t_low, t_high).lower, top), top)
         if b.gap <= tol:
-            return b
+            return Bracket(*b, "lattice", [dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta)])
         raise ApproxTooCostly(
             f"the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is positive but below the float "
             f"range (delta_g within ~1e-308 of 1 - prod(1 - delta_i)): the lattice's float64 masses cannot "
@@ -123,19 +121,17 @@ def lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top
 
     return chernoff_fallback(
         lambda: refine(work, h, log_slack, tol, lambda: work.tilt_for(aim["x"]), evaluate, finished,
-                        lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points, info=info,
+                        lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points,
                         workers=workers, progress=progress),
         chernoff, "eps_g", Bounds(0.0, top))
 
 
-def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_points: int, info: BracketInfo,
-                   workers: int, progress, floor: float = -math.inf) -> Bounds:
+def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_points: int, workers: int,
+                  progress, floor: float = -math.inf) -> Bracket:
     """The grouped lattice path of the delta direction for any workload: passes at steps h
     refined until ``to_delta`` of the bracket on H(eps_g) meets the tolerance of
     :func:`lattice_delta_bounds`, or its upper end is at most ``floor`` (another global
     direction's lower bound)."""
-    info.passes.clear()
-    info.path = "lattice"
     within_reach(work, "delta_g")
     theta = work.tilt_for(eps_g)
     # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
@@ -168,22 +164,21 @@ def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_poi
         return chernoff_fallback(
             lambda: refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
                             lambda b: b.gap / b.upper, ("delta gap", "delta_g"), stalled, best, max_points=max_points,
-                            info=info, workers=workers, progress=progress),
+                            workers=workers, progress=progress),
             lambda: to_delta(0.0, work.chernoff_delta(eps_g, theta, chernoff_step(work, h))).upper, "delta_g",
             to_delta(0.0, 1.0))
     except ApproxTooCostly as exc:
         # a size limit whose (Chernoff) bracket is within float's own floor of 0 is an answer
         if exc.bounds is not None and exc.bounds.gap <= DELTA_FLOOR:
-            return exc.bounds
+            return Bracket(*exc.bounds, "Chernoff bound")
         raise
 
 
 def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
-            names: tuple, stalled, best: Bounds, *, max_points: int, info: BracketInfo, workers: int,
-            progress) -> Bounds:
+            names: tuple, stalled, best: Bounds, *, max_points: int, workers: int, progress) -> Bracket:
     """The one refine loop of both drivers: a grouped lattice pass at step h and tilt
     ``theta_for()``, its certified bracket ``evaluate(pass, best)``, until
-    ``finished(bracket, pass)`` (True: return it; "again": the same step, re-aimed); else the
+    ``finished(bracket, pass)`` (True: return it, with the passes run; "again": the same step, re-aimed); else the
     next step from the measured gaps (``measure``: absolute in eps, relative in delta;
     second order in h, :func:`next_step`), ``stalled(...)`` after six steps without
     progress or when a step twice finer or more narrowed the gap by less than 10%,
@@ -192,29 +187,31 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
     answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket)."""
     gaps: list[float] = []
     steps: list[float] = []
+    passes: list[dict] = []
     coarser, refused = 0, 0.0
     limit = None  # the size limit met before any pass: raised after one coarse pass, with its bracket
 
-    def too_fine(h: float, theta: float) -> bool:
-        # (the second: lattice positions h n are exact only for |n| < 2^49 -- a step this
-        # fine against sum c eps is the same size limit, never an internal error)
-        return work.points(theta, h) > max_points or work.span(h) / h + 8.0 >= 2.0**49
+    def beyond_positions(h: float) -> bool:
+        # lattice positions h n are exact only for |n| < 2^49: a step this fine against
+        # sum c eps is the same size limit as max_points, never an internal error
+        return work.span(h) / h + 8.0 >= 2.0**49
 
     while True:
         theta = theta_for()
         points = work.points(theta, h)
-        if too_fine(h, theta):
+        if points > max_points or beyond_positions(h):
             gap, quantity = names
             limit = (f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
                      f"(> max_points={max_points:,}, or positions beyond 2^49 steps)")
-            coarse = h
-            for _ in range(64):  # no bracket yet: one pass at ~1/16 of the budget gives one
-                if not gaps and work.points(theta, coarse) <= max_points / 16 and not too_fine(coarse, theta):
-                    break
-                coarse = step_below(coarse * 2.0)
-            else:
-                coarse = None
-            if gaps or coarse is None:
+            coarse = None
+            if not gaps:  # no bracket yet: one pass at ~1/16 of the budget gives one
+                step = h
+                for _ in range(64):
+                    if work.points(theta, step) <= max_points / 16 and not beyond_positions(step):
+                        coarse = step
+                        break
+                    step = step_below(step * 2.0)
+            if coarse is None:
                 raise ApproxTooCostly(f"{limit}; best bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. "
                                       "Raise tol (or eta) or max_points.", best)
             h = coarse
@@ -243,15 +240,15 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
                                   f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
                                   "eta) or max_memory.", best) from None
         b = evaluate(lp, best)
-        info.passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
-                                seconds=time.perf_counter() - t0))
+        passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
+                           seconds=time.perf_counter() - t0))
         if progress is not None:
             progress(dict(stage="lattice", step=h, points=lp.points, lower=b.lower, upper=b.upper, gap=b.gap,
                           tol=tol, seconds=time.perf_counter() - t0))
         best = b
         verdict = finished(b, lp)
         if verdict is True:
-            return b
+            return Bracket(*b, "lattice", passes)
         if limit is not None:  # the coarse pass's bracket: the best the size limit allows
             gap, quantity = names
             raise ApproxTooCostly(f"{limit}; best bounds (a pass at h={h:g}) {b.lower!r} <= {quantity} <= "
@@ -265,13 +262,13 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
         # -- refining the asked step would then seem to bring no progress
         steps.append(lp.h)
         if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
-            return stalled(b, gap, h)
+            return Bracket(*stalled(b, gap, h), "lattice", passes)
         if len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]:
             # a step at least twice finer left the gap where it was: not the lattice's gap
             # (second order in h, first for tiny eps), so finer passes -- each dearer in time
             # and memory -- would not narrow it either (e.g. a continuous law's leaf whose
             # bracket near a point mass does not depend on h)
-            return stalled(b, gap, h)
+            return Bracket(*stalled(b, gap, h), "lattice", passes)
         h = next_step(steps, gaps, tol)
         if h <= refused:  # a finer step than one the memory budget refused: the bracket so far
             gap, quantity = names

@@ -138,7 +138,7 @@ def raised_by(b, sigma: float):
         return b
     if isinstance(b, ApproxTooCostly):
         return ApproxTooCostly(str(b), raised_by(b.bounds, sigma))
-    return Bounds(b.lower, up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper)
+    return b._replace(upper=up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper)  # (its diagnostics kept)
 
 
 

@@ -1,6 +1,7 @@
 """Vocabulary shared by the engine's layers: the certified bracket :class:`Bounds`, the
 documented size limits (:class:`ApproxTooCostly`, :class:`ExactTooLarge`, both
-``ValueError``), the lattice drivers' diagnostics and their point budget.
+``ValueError``), the drivers' result type :class:`Bracket` (a Bounds with its diagnostics) and
+their point budget.
 
 Re-exported under their historical homes (``optcomp.lattice.Bounds``,
 ``optcomp.optimal.ExactTooLarge``, ...); pickles of the old paths load through them."""
@@ -11,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["MAX_POINTS", "Bounds", "ApproxTooCostly", "ExactTooLarge", "BracketInfo"]
+__all__ = ["MAX_POINTS", "Bounds", "Bracket", "ApproxTooCostly", "ExactTooLarge", "BracketInfo", "combined"]
 
 
 MAX_POINTS = 2**23  # lattice points of the composed distribution (memory ~ 1 GiB at the cap)
@@ -41,12 +42,49 @@ class Bounds(NamedTuple):
         return math.inf if self.upper == math.inf else self.upper - self.lower
 
 
+class Bracket(Bounds):
+    """The result of every producer of the drivers (:mod:`optcomp.lattice`): certified bounds
+    -- a :class:`Bounds`, unpacked and compared as one -- with their diagnostics: ``path``,
+    the producer that answered ("enumerated", "commensurable", "lattice", "closed form",
+    "ends of the law", ...), and ``passes``, the lattice passes it ran (dicts of the step h,
+    points, lower, upper, tilt theta and seconds).  ``_replace`` (a cap, a shift, a frame)
+    keeps them."""
+
+    path: str = "lattice"
+    passes: tuple = ()
+
+    def __new__(cls, lower: float, upper: float, path: str, passes=()):
+        self = super().__new__(cls, lower, upper)
+        self.path, self.passes = path, tuple(passes)
+        return self
+
+    def _replace(self, **bounds) -> "Bracket":
+        return Bracket(bounds.pop("lower", self.lower), bounds.pop("upper", self.upper), self.path, self.passes)
+
+    def __getnewargs__(self):
+        return self.lower, self.upper, self.path, self.passes
+
+
+def combined(lower: float, upper: float, parts) -> Bracket:
+    """Bounds drawn from the brackets ``parts`` (Bracket, or Bounds without diagnostics): their
+    paths (each once, in order, joined by " + ") and their passes."""
+    traced = [b for b in parts if isinstance(b, Bracket)]
+    paths = list(dict.fromkeys(b.path for b in traced))
+    return Bracket(lower, upper, " + ".join(paths) or "lattice", [p for b in traced for p in b.passes])
+
+
 @dataclass
 class BracketInfo:
-    """Diagnostics of :func:`lattice_bounds`: the passes run (h, points, bounds, seconds)."""
+    """Diagnostics of :func:`optcomp.lattice.lattice_bounds` and its siblings (which return
+    them as a :class:`Bracket` too): the path taken and the passes run (h, points, bounds,
+    tilt, seconds)."""
 
     passes: list = field(default_factory=list)
     path: str = "lattice"
+
+    def fill(self, b: Bracket) -> None:
+        """This record set to the diagnostics of ``b``."""
+        self.path, self.passes[:] = b.path, list(b.passes)
 
 
 class ExactTooLarge(ValueError):

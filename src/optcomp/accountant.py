@@ -141,9 +141,12 @@ class Accountant:
         self._queued: list[tuple] = []  # composed (checked), not yet merged in
 
     @property
-    def _multiset(self) -> Mechanisms:
-        """The ledger, with what was composed since it was last read merged in (one
-        :meth:`Mechanisms.plus` per read, so composing one step at a time costs O(1))."""
+    def multiset(self) -> Mechanisms:
+        """The ledger as the library's validated, immutable multiset
+        (:class:`optcomp._inputs.Mechanisms`), which the methods evaluate as it is -- what the
+        toolkit and the command line read instead of re-validating :attr:`mechanisms`.  What
+        was composed since the last read is merged in here (one :meth:`Mechanisms.plus` per
+        read, so composing one step at a time costs O(1))."""
         if self._queued:
             self._ledger, self._queued = self._ledger.plus(self._queued), []
         return self._ledger
@@ -169,24 +172,24 @@ class Accountant:
         """The ledger: ``(eps, delta, count)`` per distinct pair and ``(mechanism, 0.0, count)``
         per distinct mechanism object, in order of first appearance (each an item
         :meth:`compose` and the constructor take back)."""
-        return self._multiset.entries()
+        return self.multiset.entries()
 
     @property
     def k(self) -> int:
         """Number of mechanisms composed (the sum of the counts)."""
-        return self._multiset.k
+        return self.multiset.k
 
     def __len__(self) -> int:
         return self.k
 
     def __bool__(self) -> bool:
-        m = self._multiset
+        m = self.multiset
         return m.groups > 0 or bool(m.others)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Accountant):
             return NotImplemented
-        return self._multiset == other._multiset
+        return self.multiset == other.multiset
 
     __hash__ = None  # mutable
 
@@ -196,13 +199,13 @@ class Accountant:
             return "Accountant(k=0)"
         items = [f"{n} x {e!r}" if _is_object(e) else f"{n} x (eps={e!r}, delta={d!r})" for e, d, n in ledger[:6]]
         if len(ledger) > 6:
-            items[-1] = f"... {len(ledger) - 5} more {'entries' if self._multiset.others else 'pairs'}"
+            items[-1] = f"... {len(ledger) - 5} more {'entries' if self.multiset.others else 'pairs'}"
         return f"Accountant(k={self.k}: {', '.join(items)})"
 
     def copy(self) -> "Accountant":
         """An independent copy of the ledger."""
         new = Accountant()
-        new._ledger = self._multiset  # immutable: composing rebinds, never mutates
+        new._ledger = self.multiset  # immutable: composing rebinds, never mutates
         return new
 
     def __getstate__(self):
@@ -285,7 +288,7 @@ class Accountant:
         if not self:
             return 0.0
         _check_total(self.k, 0, "get_epsilon")
-        return _evaluate.epsilon(self._multiset, delta_g, method, **options)
+        return _evaluate.epsilon(self.multiset, delta_g, method, **options)
 
     def get_delta(self, eps_g, method: str = "auto", **options) -> float:
         """Least delta_g for which ``method`` certifies (eps_g, delta_g)-DP of the ledger.
@@ -298,7 +301,7 @@ class Accountant:
         if not self:
             return 0.0
         _check_total(self.k, 0, "get_delta")
-        return _evaluate.delta(self._multiset, eps_g, method, **options)
+        return _evaluate.delta(self.multiset, eps_g, method, **options)
 
     def bounds(self, delta_g=None, *, eps_g=None, **options):
         """The certified bracket on the optimum: exactly one of ``delta_g`` / ``eps_g``.
@@ -319,15 +322,15 @@ class Accountant:
             return Bounds(0.0, 0.0)
         _check_total(self.k, 0, "bounds")
         if delta_g is not None:
-            return _evaluate.epsilon_bounds(self._multiset, delta_g, **options)
-        return _evaluate.delta_bounds(self._multiset, eps_g, **options)
+            return _evaluate.epsilon_bounds(self.multiset, delta_g, **options)
+        return _evaluate.delta_bounds(self.multiset, eps_g, **options)
 
     def _planned_epsilon(self, eps, delta: float, n: int, delta_g: float, method: str, options: dict) -> float:
         """The one function behind :meth:`can_afford` and :meth:`remaining`: the eps_g
         ``method`` certifies at delta_g for the ledger plus ``n`` (eps, delta)-DP mechanisms
         (``eps`` a number or a mechanism object; ``optcomp.epsilon_g`` of the extended
         multiset; inputs already validated)."""
-        return _evaluate.epsilon(self._multiset.plus([(eps, delta, n)]), delta_g, method, **options)
+        return _evaluate.epsilon(self.multiset.plus([(eps, delta, n)]), delta_g, method, **options)
 
     def can_afford(self, eps, delta=0.0, *, eps_g, delta_g, count=1, method: str = "auto", **options) -> bool:
         """Whether ``count`` more (eps, delta)-DP mechanisms keep the ledger within the

@@ -438,8 +438,10 @@ def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory) -> Bou
     if (b is not None and met(b)) or not m.others or any(mech.kind != "atoms" for mech, _ in m.others):
         if limit is not None:
             raise limit
-        return b
+        return Bounds(b.lower, b.upper)  # (the facade's result: no diagnostics)
     try:
+        # the exact step's own budget (not a duplicate: _run's closed when the lattice ended;
+        # optimal.mechanism_*_bounds open none), fresh as the lattice's was
         with _memory.limit(max_memory):
             lo, hi = exact()
     except (ExactTooLarge, ApproxTooCostly):

@@ -515,7 +515,8 @@ def _options(args, method: str | None = None) -> dict:
     return opts
 
 
-def _multiset(acc):
+def _as_lists(acc):
+    """The ledger as (eps, delta, counts) lists, as :func:`optcomp.curves.privacy_curve` takes them."""
     e = [m[0] for m in acc.mechanisms]
     d = [m[1] for m in acc.mechanisms]
     c = [m[2] for m in acc.mechanisms]
@@ -558,7 +559,7 @@ def _unattainable(acc, delta_g: float, method: str | None = None) -> str | None:
     delta_g.  None when the budget is attainable and no method was named."""
     from .loss import delta_event_bounds
 
-    a_lo, a_hi = delta_event_bounds(acc._multiset)  # certified bounds on 1 - prod(1 - delta_i)
+    a_lo, a_hi = delta_event_bounds(acc.multiset)  # certified bounds on 1 - prod(1 - delta_i)
     if delta_g < a_lo:
         return (f"unattainable: delta_g = {delta_g!r} < 1 - prod(1 - delta_i) = {_decimal_down(a_lo, delta_g)} "
                 f"(the chance of some mechanism's delta event): no eps_g is certified")
@@ -607,7 +608,7 @@ def _auto(acc, direction: str, target: float, opts: dict) -> tuple[float, str]:
     from . import auto
     from ._inputs import check_delta_g, check_eps_g
 
-    m = acc._multiset  # the ledger's validated multiset
+    m = acc.multiset  # the ledger's validated multiset
     if direction == "eps":
         return auto.resolve_epsilon(m, check_delta_g(target), **opts)
     return auto.resolve_delta(m, check_eps_g(target), **opts)
@@ -786,7 +787,7 @@ def _cmd_curve(args):
     from .curves import privacy_curve
 
     acc = _mechanisms(args)
-    e, d, c = _multiset(acc)
+    e, d, c = _as_lists(acc)
     curve = privacy_curve(e, d, counts=c, eps_g=args.eps_g, num=args.num, method=args.method,
                           num_alpha=args.num_alpha, **_options(args, args.method))
     if args.tradeoff:

@@ -34,9 +34,10 @@ else each *global* direction (:mod:`optcomp._directions`) from the ends of the l
 lattice of the mechanisms that matter, and the larger of the two directions (narrowed by basic
 composition of the mechanisms' profiles where the lattice cannot finish).
 
-Every producer returns a :class:`Bounds` or None (out of its reach); the drivers only choose
-the producer, the step, the tilt and when to stop.  ``info`` (:class:`BracketInfo`) records
-the path taken and the passes run.
+Every producer returns a :class:`Bracket` -- its certified :class:`Bounds` with the path
+taken and the passes run -- or None (out of its reach); the drivers only choose the
+producer, the step, the tilt and when to stop, and return the Bracket that answered (a
+caller's ``info``, a :class:`BracketInfo`, is filled from it).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from fractions import Fraction
 from ._cgf import chernoff_guess, tilt_for
 from ._inputs import Mechanisms
 from ._rounding import dot_dir, down, exact_dir, up
-from ._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo, ExactTooLarge
+from ._types import MAX_POINTS, ApproxTooCostly, Bounds, Bracket, BracketInfo, ExactTooLarge, combined
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.passes import LatticePass, lattice_pass
 from ._lattice.workload import REACH, Workload
@@ -65,6 +66,7 @@ __all__ = [
     "DELTA_FLOOR",
     "DELTA_FLOAT_GAP",
     "Bounds",
+    "Bracket",
     "ApproxTooCostly",
     "BracketInfo",
     "LatticePass",
@@ -82,41 +84,52 @@ NEGLIGIBLE_TOL = 0.125  # groups of tiny eps summing to <= this x tol are bounde
 DELTA_SHIFT_CAP = 2.0**-70  # slack of the nearly deterministic groups tried in the delta direction
 
 
-def _enumerated(run, info: BracketInfo) -> Bounds | None:
-    """The exact producers' (lower, upper) as :class:`Bounds`, or None when out of their reach
-    (too many atoms, a binomial window beyond the memory budget: the lattice paths follow)."""
+def _enumerated(run) -> Bracket | None:
+    """The exact producers' (lower, upper) as a :class:`Bracket`, or None when out of their
+    reach (too many atoms, a binomial window beyond the memory budget: the lattice paths
+    follow)."""
     try:
         exact = run()
     except ExactTooLarge:
         return None
-    if exact is None:
-        return None
-    info.path = "enumerated"
-    return Bounds(*exact)
+    return None if exact is None else Bracket(*exact, "enumerated")
+
+
+def _reported(b: Bracket, info: BracketInfo | None) -> Bracket:
+    """A driver's answer, its diagnostics copied into the caller's ``info`` when given."""
+    if info is not None:
+        info.fill(b)
+    return b
 
 
 # --------------------------------------------------------------------------- black boxes, eps direction
 
 
 def lattice_bounds(m: Mechanisms, delta_g: float, tol: float, *, max_points: int = MAX_POINTS,
-                   info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
+                   info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bracket:
     """Certified (lower, upper) on OptComp(m, delta_g) with upper - lower <= tol (the module's
-    outline).  Raises :class:`ApproxTooCostly` (with the best bracket) when the lattice would
-    exceed ``max_points`` points or the memory budget, or stops improving."""
-    info = info if info is not None else BracketInfo()
+    outline), as a :class:`Bracket` (``info``, if given, receives its diagnostics).  Raises
+    :class:`ApproxTooCostly` (with the best bracket) when the lattice would exceed
+    ``max_points`` points or the memory budget, or stops improving."""
+    kw = dict(max_points=max_points, workers=workers, progress=progress)
     if m.others:  # mechanisms beyond black boxes: every one a leaf
-        return mechanism_bounds(m, m.others, delta_g, tol, max_points=max_points, info=info, workers=workers,
-                                progress=progress)
+        return _reported(_mechanism_epsilon(m, m.others, delta_g, tol, **kw), info)
+    return _reported(_black_box_epsilon(m, delta_g, tol, **kw), info)
+
+
+def _black_box_epsilon(m: Mechanisms, delta_g: float, tol: float, **kw) -> Bracket:
+    """:func:`lattice_bounds` of black boxes: the residual target, the deterministic groups
+    split off, then :func:`_epsilon_bounds_t`."""
     t_low = residual_target(m, delta_g)  # t = 1 - (1 - delta_g)/prod(1 - delta_i), both ways
     if t_low < 0.0:
-        return Bounds(math.inf if residual_target(m, delta_g, round_up=True) < 0.0 else 0.0, math.inf)
+        return Bracket(math.inf if residual_target(m, delta_g, round_up=True) < 0.0 else 0.0, math.inf, "closed form")
     t_high = residual_target(m, delta_g, round_up=True)
     vals, cnts = m.positive()
     if vals.size == 0:
-        return Bounds(0.0, 0.0)
+        return Bracket(0.0, 0.0, "closed form")
     top = dot_dir(cnts, vals, True)
     if t_high == 0.0:  # exactly t = 0: H(x) <= 0 iff x >= the largest loss sum eps_i
-        return Bounds(dot_dir(cnts, vals, False), top)
+        return Bracket(dot_dir(cnts, vals, False), top, "closed form")
     if t_low <= 0.0:
         # t > 0 below the float range (delta_g ~ 1 - prod(1 - delta_i) ~ 1e-200): the product
         # windowed at t, its masses and t scaled by 2^UNDERFLOW_SCALE (the lattice's float64
@@ -124,10 +137,9 @@ def lattice_bounds(m: Mechanisms, delta_g: float, tol: float, *, max_points: int
         s = UNDERFLOW_SCALE
         exact = _enumerated(lambda: exact_epsilon_bounds(m, residual_target(m, delta_g, log2_scale=s),
                                                          residual_target(m, delta_g, round_up=True, log2_scale=s),
-                                                         ENUMERATED_ATOMS, s), info)
+                                                         ENUMERATED_ATOMS, s))
         if exact is not None:
-            return Bounds(exact.lower, min(exact.upper, top))
-    kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+            return exact._replace(upper=min(exact.upper, top))
     small, shift, big_slack = split_big(m, max(t_low, 0.0) * 2.0**-40)
     if small is None:
         return _epsilon_bounds_t(m, t_low, t_high, tol, **kw)
@@ -136,10 +148,10 @@ def lattice_bounds(m: Mechanisms, delta_g: float, tol: float, *, max_points: int
     t_small = up(t_high / down(1.0 - big_slack, 1), 1)
     if small.eps.size == 0:  # every group (nearly) deterministic: one atom at the shift
         dist = _point_mass(shift, big_slack)
-        return Bounds(dist.epsilon_lower(t_small), min(solve_segments(dist, t_low), top))
+        return Bracket(dist.epsilon_lower(t_small), min(solve_segments(dist, t_low), top), "enumerated")
 
     def shifted(b: Bounds) -> Bounds:
-        return Bounds(plus_shift(b.lower, shift, False), min(plus_shift(b.upper, shift, True), top))
+        return b._replace(lower=plus_shift(b.lower, shift, False), upper=min(plus_shift(b.upper, shift, True), top))
 
     try:
         return shifted(_epsilon_bounds_t(small, down(t_low - big_slack, 1), t_small, tol, **kw))
@@ -147,7 +159,7 @@ def lattice_bounds(m: Mechanisms, delta_g: float, tol: float, *, max_points: int
         raise ApproxTooCostly(str(exc), None if exc.bounds is None else shifted(exc.bounds)) from None
 
 
-def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, **kw) -> Bounds:
+def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, **kw) -> Bracket:
     """:func:`lattice_bounds` at the residual target t (``t_low`` <= t <= ``t_high``):
     negligible groups split off, then enumerated, commensurable, lattice -- the first that
     answers."""
@@ -156,7 +168,7 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, **
     rest, sigma = split_negligible(vals, cnts, tol * NEGLIGIBLE_TOL)
     if rest is not None:  # tiny-eps groups (their tilt would be astronomical: 1e-9 beside 20)
         def shifted(b: Bounds) -> Bounds:
-            return Bounds(b.lower, min(up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper, top))
+            return b._replace(upper=min(up(b.upper + sigma, 1) if math.isfinite(b.upper) else b.upper, top))
 
         try:
             return shifted(_epsilon_bounds_t(rest, t_low, t_high, tol - 2.0 * sigma, **kw))
@@ -164,12 +176,12 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, **
             if exc.bounds is None:
                 raise
             raise with_bracket(exc, shifted(exc.bounds), "eps_g") from None
-    exact = _enumerated(lambda: exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS), kw["info"])
+    exact = _enumerated(lambda: exact_epsilon_bounds(m, t_low, t_high, ENUMERATED_ATOMS))
     if exact is not None:
-        return Bounds(exact.lower, min(exact.upper, top))
+        return exact._replace(upper=min(exact.upper, top))
     comm = commensurable_bounds(m, t_low, t_high, enough=tol, **kw)
     if comm is not None and comm.gap <= tol:
-        return Bounds(comm.lower, min(comm.upper, top))
+        return comm._replace(upper=min(comm.upper, top))
     return lattice_epsilon(Workload(vals, cnts), t_low, t_high, tol, top, **kw)
 
 
@@ -177,7 +189,7 @@ def _epsilon_bounds_t(m: Mechanisms, t_low: float, t_high: float, tol: float, **
 
 
 def lattice_delta_bounds(m: Mechanisms, eps_g: float, tol: float, *, max_points: int = MAX_POINTS,
-                         info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
+                         info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bracket:
     """Certified (lower, upper) on the optimal delta_g(eps_g), refined until
 
         upper - lower <= tol * upper + 2^-1000     (relative)   or
@@ -193,15 +205,20 @@ def lattice_delta_bounds(m: Mechanisms, eps_g: float, tol: float, *, max_points:
 
     The first step is the one whose relative gap in H is predicted ~0.75 tol: the eps gap
     times lambda = |d log H/dx| (~theta at the tilt; :func:`optcomp._refine.lattice_delta`),
-    usually the only pass.  (Only the cost depends on these choices, never the bounds.)"""
-    info = info if info is not None else BracketInfo()
+    usually the only pass.  (Only the cost depends on these choices, never the bounds.)
+    A :class:`Bracket`, as :func:`lattice_bounds`."""
+    kw = dict(max_points=max_points, workers=workers, progress=progress)
     if m.others:  # mechanisms beyond black boxes: every one a leaf
-        return mechanism_delta_bounds(m, m.others, eps_g, tol, max_points=max_points, info=info, workers=workers,
-                                      progress=progress)
+        return _reported(_mechanism_delta(m, m.others, eps_g, tol, **kw), info)
+    return _reported(_black_box_delta(m, eps_g, tol, **kw), info)
+
+
+def _black_box_delta(m: Mechanisms, eps_g: float, tol: float, **kw) -> Bracket:
+    """:func:`lattice_delta_bounds` of black boxes: the deterministic groups split off (twice
+    at most), then :func:`_delta_bounds_x`."""
     vals, cnts = m.positive()
     if vals.size == 0 or eps_g >= dot_dir(cnts, vals, True):
-        return Bounds(delta_from_excess(m, 0.0, round_up=False), delta_from_excess(m, 0.0))
-    kw = dict(max_points=max_points, info=info, workers=workers, progress=progress)
+        return Bracket(delta_from_excess(m, 0.0, round_up=False), delta_from_excess(m, 0.0), "closed form")
     split = split_big(m, DELTA_SHIFT_CAP)
     if split[0] is not None and split[2] > _split_groups(m)[2]:
         # groups of eps >> log c shifted too: kept when their slack does not matter
@@ -212,7 +229,7 @@ def lattice_delta_bounds(m: Mechanisms, eps_g: float, tol: float, *, max_points:
     return _delta_split(m, eps_g, tol, *split, **kw)
 
 
-def _delta_split(m: Mechanisms, eps_g: float, tol: float, small, shift: Fraction, slack: float, **kw) -> Bounds:
+def _delta_split(m: Mechanisms, eps_g: float, tol: float, small, shift: Fraction, slack: float, **kw) -> Bracket:
     """:func:`lattice_delta_bounds` with the deterministic groups (``shift``, ``slack``) split
     off (``small`` None: nothing split; :func:`~optcomp._splits.shifted_excess`)."""
     if small is None:
@@ -223,20 +240,20 @@ def _delta_split(m: Mechanisms, eps_g: float, tol: float, small, shift: Fraction
     z, to_delta = shifted_excess(m, eps_g, shift, slack)
     if small.eps.size == 0:  # every group (nearly) deterministic: H_s is the point mass at 0
         dist = _point_mass(Fraction(0), 0.0)
-        return to_delta(dist.excess_lower(z), dist.excess(z))
+        return Bracket(*to_delta(dist.excess_lower(z), dist.excess(z)), "enumerated")
     return _delta_bounds_x(small, z, tol, to_delta, **kw)
 
 
-def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, **kw) -> Bounds:
+def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, **kw) -> Bracket:
     """:func:`lattice_delta_bounds` from bounds (lo, hi) on H(eps_g), which ``to_delta``
     turns into certified delta bounds: the Markov tail, negligible groups split off, then
     enumerated, commensurable, lattice -- the first that answers."""
     vals, cnts = m.positive()
     if eps_g >= dot_dir(cnts, vals, True):
-        return to_delta(0.0, 0.0)
+        return Bracket(*to_delta(0.0, 0.0), "closed form")
     log_tail = log_tail_bound(vals, cnts.astype(float), eps_g)
     if log_tail < math.log(DELTA_FLOOR):  # H(eps_g) <= P0[L > eps_g] below the float floor: no lattice
-        return to_delta(0.0, max(up(math.exp(log_tail), 1), 5e-324))  # H > 0 below the top atom
+        return Bracket(*to_delta(0.0, max(up(math.exp(log_tail), 1), 5e-324)), "tail bound")  # H > 0 below the top
     rest, sigma = split_negligible(vals, cnts, tol * NEGLIGIBLE_TOL)
     if rest is not None and eps_g >= 2.0 * sigma:
         # H_rest(x) <= H(x) <= H_rest(x - sigma), each from its own bracket of the rest (a size
@@ -250,17 +267,16 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, **kw) -> 
                     raise
                 parts.append(exc)
         brackets = [b.bounds if isinstance(b, ApproxTooCostly) else b for b in parts]
-        b = Bounds(brackets[1].lower, brackets[0].upper)
         failed = [e for e in parts if isinstance(e, ApproxTooCostly)]
         if failed:
-            raise with_bracket(failed[0], b, "delta_g") from None
-        return b
-    exact = _enumerated(lambda: exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS), kw["info"])
+            raise with_bracket(failed[0], Bounds(brackets[1].lower, brackets[0].upper), "delta_g") from None
+        return combined(brackets[1].lower, brackets[0].upper, brackets)
+    exact = _enumerated(lambda: exact_excess_bounds(m, eps_g, ENUMERATED_ATOMS))
     if exact is not None:  # the float64 floor
-        return to_delta(*exact)
+        return Bracket(*to_delta(*exact), "enumerated")
     comm = commensurable_excess_bounds(m, eps_g, rel_gap=max(tol, 1e-12), **kw)
     if comm is not None:
-        b = to_delta(comm.lower, comm.upper)
+        b = Bracket(*to_delta(*comm), comm.path, comm.passes)
         if b.gap <= tol * b.upper + DELTA_FLOOR:
             return b
     return lattice_delta(Workload(vals, cnts), eps_g, tol, to_delta, **kw)
@@ -270,7 +286,7 @@ def _delta_bounds_x(m: Mechanisms, eps_g: float, tol: float, to_delta, **kw) -> 
 
 
 def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_points: int = MAX_POINTS,
-                     info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
+                     info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bracket:
     """Certified (lower, upper) on the optimal eps_g of the black-box pairs ``m`` composed with
     the mechanisms ``others`` ((mechanism, count) pairs of :mod:`optcomp.mechanisms`), with
     upper - lower <= tol: the grouped lattice with each mechanism as a leaf
@@ -280,18 +296,22 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
     one mechanism in one copy: its certified profile; else each global direction
     (:func:`~optcomp._directions.epsilon_direction`), the larger first (its lower end floors
     the other), and the larger bracket.  A bracket wider than tol (and than the float floor,
-    2^-48 relative) is a size limit (ApproxTooCostly)."""
-    info = info if info is not None else BracketInfo()
+    2^-48 relative) is a size limit (ApproxTooCostly).  A :class:`Bracket`, as
+    :func:`lattice_bounds`."""
+    return _reported(_mechanism_epsilon(m, others, delta_g, tol, max_points=max_points, workers=workers,
+                                        progress=progress), info)
+
+
+def _mechanism_epsilon(m: Mechanisms, others, delta_g: float, tol: float, **kw) -> Bracket:
+    """:func:`mechanism_bounds` (``kw``: max_points, workers, progress)."""
     mu = gaussians_alone(m, others)
     if mu is not None:
-        info.path = "closed form (GDP)"
-        return gdp_epsilon(mu.lower, mu.upper, delta_g)
+        return Bracket(*gdp_epsilon(mu.lower, mu.upper, delta_g), "closed form (GDP)")
     single = single_mechanism(m, others)
     if single is not None:
         b = profile_epsilon(single, delta_g)
         if b is not None:
-            info.path = "profile"
-            return b
+            return Bracket(*b, "profile")
     # truncation tails: a 2^-44 fraction of the target in all (far inside any tolerance)
     n = sum(int(c) for _, c in others) + 1
     target = max(residual_target(m, delta_g), 0.0)
@@ -310,8 +330,7 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
         est = g * out[0].lower / g0 if i > 0 and g0 and g and math.isfinite(floor) and isinstance(out[0], Bounds) \
             and g0 > 0.0 else None
         out.append(epsilon_direction(work, m_up, m_lo, delta_g, tol, floor=floor, estimate=est,
-                                     negligible=tol * NEGLIGIBLE_TOL,
-                                     kw=dict(max_points=max_points, info=info, workers=workers, progress=progress)))
+                                     negligible=tol * NEGLIGIBLE_TOL, kw=kw))
     try:
         return worst_direction(out)
     except ApproxTooCostly as exc:  # beyond the lattice: basic composition of the profiles, if narrower
@@ -319,20 +338,23 @@ def mechanism_bounds(m: Mechanisms, others, delta_g: float, tol: float, *, max_p
 
 
 def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, max_points: int = MAX_POINTS,
-                           info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bounds:
+                           info: BracketInfo | None = None, workers: int = -1, progress=None) -> Bracket:
     """Certified (lower, upper) on the optimal delta_g(eps_g) of the black-box pairs ``m``
     composed with the mechanisms ``others``, to the tolerance of
     :func:`lattice_delta_bounds`, as :func:`mechanism_bounds` (each global direction by
     :func:`~optcomp._directions.delta_direction`)."""
-    info = info if info is not None else BracketInfo()
+    return _reported(_mechanism_delta(m, others, eps_g, tol, max_points=max_points, workers=workers,
+                                      progress=progress), info)
+
+
+def _mechanism_delta(m: Mechanisms, others, eps_g: float, tol: float, **kw) -> Bracket:
+    """:func:`mechanism_delta_bounds` (``kw``: max_points, workers, progress)."""
     mu = gaussians_alone(m, others)
     if mu is not None:
-        info.path = "closed form (GDP)"
-        return gdp_delta(mu.lower, mu.upper, eps_g)
+        return Bracket(*gdp_delta(mu.lower, mu.upper, eps_g), "closed form (GDP)")
     single = single_mechanism(m, others)
     if single is not None:  # its certified profile is the optimum
-        info.path = "profile"
-        return single.profile_bounds(eps_g)
+        return Bracket(*single.profile_bounds(eps_g), "profile")
     # truncation tails: 2^-44 of the Chernoff estimate of H(eps_g) in all
     n = sum(int(c) for _, c in others) + 1
     works = direction_workloads(m, others)
@@ -355,8 +377,7 @@ def mechanism_delta_bounds(m: Mechanisms, others, eps_g: float, tol: float, *, m
             if source.mech.kind != "atoms":
                 source.tail = tail
         floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
-        out.append(delta_direction(work, m_up, m_lo, eps_g, tol, floor=floor, estimate=est,
-                                   kw=dict(max_points=max_points, info=info, workers=workers, progress=progress)))
+        out.append(delta_direction(work, m_up, m_lo, eps_g, tol, floor=floor, estimate=est, kw=kw))
     try:
         return worst_direction(out)
     except ApproxTooCostly as exc:  # beyond the lattice: basic composition of the profiles, if narrower

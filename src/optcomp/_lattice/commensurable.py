@@ -17,7 +17,7 @@ from .._cgf import chernoff_guess, tilt_for
 from .._inputs import Mechanisms
 from .._rounding import TINY, UNIT, dot_dir, exact_dir
 from .._memory import current as _memory_budget
-from .._types import MAX_POINTS, ApproxTooCostly, Bounds, BracketInfo
+from .._types import MAX_POINTS, ApproxTooCostly, Bounds, Bracket
 from ..loss import LossDistribution
 from .passes import EXTRACT_BYTES, LatticePass
 from .tree import _fft_tree, _row_blocks
@@ -235,7 +235,7 @@ def commensurable_pass(cu: CommonUnit, theta: float, workers: int = -1, extended
 
 def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap: float = COMMENSURABLE_GAP,
                          enough: float = 0.0, max_points: int = MAX_POINTS, workers: int = -1,
-                         info: BracketInfo | None = None, progress=None) -> Bounds | None:
+                         progress=None) -> Bracket | None:
     """Certified (lower, upper) on OptComp at residual target t (``t_low`` its value rounded
     down, ``t_high`` rounded up; see :func:`optcomp.loss.residual_target`) when the positive
     eps_i are commensurable (:func:`common_unit`), else None.
@@ -245,34 +245,34 @@ def commensurable_bounds(m: Mechanisms, t_low: float, t_high: float, *, rel_gap:
     ``rel_gap`` (default 1e-9), the tilt is re-aimed at the bracket and the tree run in
     long double (gap ~1e-13), at most three passes -- or none more once the gap is at most
     ``enough`` (the caller's tolerance).  Cost: one FFT tree over sum_i c_i n_i + 1 points
-    per pass."""
+    per pass.  The :class:`~optcomp._types.Bracket` carries the passes run."""
     cu = _positive_unit(m, max_points)
     if cu is None:
         return None
     vals, cnts = cu.eps, cu.count
     top = dot_dir(cnts, vals, True)
     x_est = chernoff_guess(vals, t_low, cnts.astype(float))
-    best = Bounds(0.0, top)
+    best, passes = Bounds(0.0, top), []
     for i in range(3):
         t0 = time.perf_counter()
         try:
             lp = commensurable_pass(cu, tilt_for(vals, x_est, cnts.astype(float)), workers, extended=i > 0)
         except ApproxTooCostly:  # beyond the memory budget: this path is not taken (or stops here)
-            return None if i == 0 else best
+            return None if i == 0 else Bracket(*best, "commensurable", passes)
         b = lp.epsilon_bounds(t_low, t_high)
         before, best = best, Bounds(max(b.lower, best.lower), min(b.upper, best.upper))
-        _record(info, progress, lp, best.lower, best.upper, t0)
+        passes.append(_record(progress, lp, best.lower, best.upper, t0))
         if not math.isfinite(best.upper) or best.gap <= max(rel_gap * best.upper, enough) or t_low <= 0.0:
             break  # (t_low <= 0: the upper end is the top atom whatever the pass)
         if i > 0 and best.gap > 0.5 * before.gap:  # long double did not narrow it: nor would a third pass
             break
         x_est = 0.5 * (best.lower + best.upper) if best.gap < 0.1 * best.upper else best.upper
-    return best
+    return Bracket(*best, "commensurable", passes)
 
 
 def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COMMENSURABLE_GAP,
-                                max_points: int = MAX_POINTS, workers: int = -1, info: BracketInfo | None = None,
-                                progress=None) -> Bounds | None:
+                                max_points: int = MAX_POINTS, workers: int = -1,
+                                progress=None) -> Bracket | None:
     """Certified (lower, upper) on H(x) = E_P0[(1 - e^{x - L})_+] (no delta event) when the
     positive eps_i are commensurable (:func:`common_unit`), else None; one tilted FFT tree
     aimed at x (float64; again in long double when the relative gap exceeds ``rel_gap``).
@@ -282,28 +282,27 @@ def commensurable_excess_bounds(m: Mechanisms, x: float, *, rel_gap: float = COM
         return None
     vals, cnts = cu.eps, cu.count
     theta = tilt_for(vals, x, cnts.astype(float))
+    passes = []
     for extended in (False, True):
         t0 = time.perf_counter()
         try:
             lp = commensurable_pass(cu, theta, workers, extended=extended)
         except ApproxTooCostly:  # beyond the memory budget: this path is not taken (or stops here)
-            return None if not extended else Bounds(lo, hi)
+            return None if not extended else Bracket(lo, hi, "commensurable", passes)
         lo, hi = lp.excess_bounds(x)
-        _record(info, progress, lp, lo, hi, t0)
+        passes.append(_record(progress, lp, lo, hi, t0))
         if hi - lo <= rel_gap * hi:
             break
-    return Bounds(lo, hi)
+    return Bracket(lo, hi, "commensurable", passes)
 
 
-def _record(info: BracketInfo | None, progress, lp: LatticePass, lower: float, upper: float, t0: float) -> None:
-    """A commensurable pass in the diagnostics and the progress report."""
+def _record(progress, lp: LatticePass, lower: float, upper: float, t0: float) -> dict:
+    """A commensurable pass reported to ``progress``, and its diagnostics."""
     seconds = time.perf_counter() - t0
-    if info is not None:
-        info.path = "commensurable"
-        info.passes.append(dict(h=lp.h, points=lp.points, lower=lower, upper=upper, theta=lp.theta, seconds=seconds))
     if progress is not None:
         progress(dict(stage="commensurable", step=lp.h, points=lp.points, lower=lower, upper=upper,
                       gap=Bounds(lower, upper).gap, seconds=seconds))
+    return dict(h=lp.h, points=lp.points, lower=lower, upper=upper, theta=lp.theta, seconds=seconds)
 
 
 def _positive_unit(m: Mechanisms, max_points: int) -> CommonUnit | None:
