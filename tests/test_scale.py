@@ -393,24 +393,6 @@ def test_halves_in_threads_are_the_sequential_tree(monkeypatch):
         grouped.grouped_pass(eps, counts, 2.0**-9, 0.3, -40.0, -1)
 
 
-def test_fixed_cost_passes_run_in_sequence():
-    """A pass of many Power nodes whose fixed cost is most of its work (100 distinct DP-SGD
-    noise levels at a coarse step) runs its halves in sequence -- two threads would only
-    contend for the GIL -- while the same plan at a fine step, and a plan of plain leaves,
-    run in two threads."""
-    from optcomp._directions import direction_workloads
-    from optcomp._inputs import mechanisms
-    from optcomp.mechanisms import Gaussian, Subsampled
-
-    m = mechanisms([Subsampled(Gaussian(0.8 + 0.01 * i), 0.01) for i in range(100)], 0.0, None, [100] * 100)
-    work = direction_workloads(m, m.others)[0][0]
-    coarse, fine = 2.0**-8, 2.0**-12
-    assert not grouped._threaded(work.plan(coarse), coarse)
-    assert grouped._threaded(work.plan(fine), fine)
-    eps = np.sort(np.random.default_rng(5).uniform(0.05, 0.2, 1500))
-    assert grouped._threaded(leaves.leaf_plan(eps, np.ones(eps.size, dtype=np.int64)), 2.0**-9)
-
-
 @pytest.mark.parametrize("delta_g", [1e-3, 1e-12, 1e-300])
 def test_grouped_bounds_against_exact_products(delta_g):
     """The driver (steps, tilt, windows) against the exact product-of-binomials path of

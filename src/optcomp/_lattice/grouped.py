@@ -217,21 +217,6 @@ def _work(item, h: float) -> float:
     return sp / h
 
 
-THREAD_WORK = 200_000.0  # a pass of Power nodes runs in two threads from this much work a node (:func:`_threaded`)
-
-
-def _threaded(plan, h: float) -> bool:
-    """Whether a pass's two halves run in two threads: not when the pass has less than
-    THREAD_WORK of work (:func:`_work`) per Power node -- a node's windows, log-MGF sums and
-    transforms then cost mostly Python-bound fixed work (~3.6 ms a node, the weight of ~85,000
-    there), the GIL held, and two threads only contend for it.  Measured on 100 subsampled
-    Gaussians x 100 (the DP-SGD noise schedule of ``benchmarks/bench_dpsgd.py``): at step 2^-8,
-    45,000 a node, 0.55 s in sequence and 0.9-1.2 s in two threads; at 2^-12, 620,000 a node,
-    3.0 s and 2.4 s.  A choice of speed only: the tree is the same either way."""
-    powers = sum(1 for item in plan if isinstance(item, leaves.Power) and item.count > POWER_COPIES)
-    return math.fsum(_work(item, h) for item in plan) >= THREAD_WORK * powers
-
-
 def _halves(plan, h: float) -> list:
     """``plan`` cut in two at half its total work (:func:`_work`: leaf spans, Power nodes'
     costs) when it has at least PARALLEL_LEAVES leaves, else whole: the tree's shape depends
@@ -439,7 +424,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     S = _mgf_grid(theta)
     parts = _halves(plan, h)
     ticker = _Ticker(progress, h, len(plan))
-    if len(parts) == 2 and workers != 1 and (os.cpu_count() or 1) >= 2 and _threaded(plan, h):
+    if len(parts) == 2 and workers != 1 and (os.cpu_count() or 1) >= 2:
         # the two halves' streams in two threads (NumPy and scipy.fft release the GIL in
         # their loops), each with one FFT worker; the tree is the same as run in sequence
         from concurrent.futures import FIRST_EXCEPTION, wait
