@@ -1154,3 +1154,92 @@ def test_the_domain(family):
 def test_the_domain_thoroughly(family):
     """As :func:`test_the_domain` with many more examples, and every call under 10 s."""
     SLOW(_domain_test(family, timed=True))()
+
+
+# ============================================================================ huge binomial windows beside a small law
+
+
+def _bb_pair_atoms(k, eps, x_min):
+    """The atoms (loss l, P0 mass, P0 mass e^-l) of BlackBox(eps) x k with loss above x_min,
+    from the definition: M ~ Bin(k, p), p = e^eps/(1 + e^eps), l = (2M - k) eps (MV Thm 1.5);
+    the first pmf by mpmath's binomial, each next one by the ratio (k - m)/(m + 1) p/(1 - p)
+    (and e^-l by e^{-2 eps}), until a mass falls below 10^-40 of the sum past the mode, 30
+    digits."""
+    with mp.workdps(30):
+        e = mp.mpf(eps)
+        p = 1 / (1 + mp.exp(-e))
+        m = max(int(mp.floor((k + mp.mpf(x_min) / e) / 2)) + 1, 0)
+        pmf = mp.binomial(k, m) * p**m * (1 - p) ** (k - m)
+        back, step = mp.exp(-(2 * m - k) * e), mp.exp(-2 * e)
+        ratio, total, out = p / (1 - p), mp.mpf(0), []
+        while m <= k:
+            out.append(((2 * m - k) * e, pmf, pmf * back))
+            total += pmf
+            if pmf < total * mp.mpf(10) ** -40 and m > k * p:
+                break
+            pmf *= (k - m) * ratio / (m + 1)
+            back *= step
+            m += 1
+        return out
+
+
+def _bb_pair_h(atoms, eps2, x):
+    """H(x) of those atoms beside BlackBox(eps2) x 1 (its loss s = +-eps2 with P0 masses p2,
+    1 - p2): sum over atoms and signs with l + s > x of P(s) (m - e^{x - s} m e^{-l}) (every
+    atom that can exceed x listed: x >= the atoms' x_min + eps2)."""
+    with mp.workdps(30):
+        e2, x = mp.mpf(eps2), mp.mpf(x)
+        p2 = 1 / (1 + mp.exp(-e2))
+        total = mp.mpf(0)
+        for s, ps in ((e2, p2), (-e2, 1 - p2)):
+            up = [a for a in atoms if a[0] + s > x]
+            total += ps * (mp.fsum(a[1] for a in up) - mp.exp(x - s) * mp.fsum(a[2] for a in up))
+        return total
+
+
+def test_a_huge_binomial_window_beside_a_black_box_is_listed_from_near_the_root():
+    """BlackBox(0.01) x (3 10^7) beside BlackBox(0.5) (windows of ~4.6 10^4 atoms: met in the
+    middle): the exact root and delta_g list the big factor from near the root (a guess
+    under it for eps_g, checked after; eps_g itself for delta_g), not from 9 standard
+    deviations below its mean -- BlackBox(1e-6) x (10^12 - 1) beside BlackBox(0.5, 1e-6)
+    took 19-25 s loaded (two windows of 10.6 M atoms), 4.6 M and 3.9 M atoms now.  Exact:
+    H(e) <= t < H(e (1 - 1e-12)) against the sum from the definition, delta_g(e) within
+    1e-12 of H(e), the inverse law."""
+    k, eps, eps2, d = 3 * 10**7, 0.01, 0.5, 1e-3
+    mechs, counts = [BlackBox(eps), BlackBox(eps2)], [k, 1]
+    e = call("epsilon_g", lambda: optcomp.epsilon_g(mechs, counts=counts, delta_g=d, method="optimal"))
+    atoms = _bb_pair_atoms(k, eps, e * (1 - 1e-12) - eps2)
+    truth = _bb_pair_h(atoms, eps2, e)
+    assert truth <= d < _bb_pair_h(atoms, eps2, e * (1 - 1e-12))
+    v = call("delta_g", lambda: optcomp.delta_g(mechs, counts=counts, eps_g=e, method="optimal"))
+    assert truth <= v <= truth * (1 + 1e-12) and v <= d
+
+
+@pytest.mark.slow
+def test_black_boxes_of_a_tiny_eps_beside_a_black_box_in_seconds():
+    """The slow call of the domain test: BlackBox(1e-6) x (10^12 - 1) beside BlackBox(0.5,
+    1e-6) at delta_g = 1e-3 (19-25 s loaded, 4.4 s idle before; 1.4 s idle now): under 10 s,
+    the inverse law to the ulp, and within the Chernoff bound's bracket of epsilon_bounds."""
+    mechs, counts = [BlackBox(1e-6), BlackBox(0.5, 1e-6)], [10**12 - 1, 1]
+    for bb in (BlackBox(0.5, 1e-6), BlackBox(0.5)):
+        mechs = [BlackBox(1e-6), bb]
+        t0 = time.perf_counter()
+        e = optcomp.epsilon_g(mechs, counts=counts, delta_g=1e-3)
+        assert time.perf_counter() - t0 < 10.0
+        assert optcomp.delta_g(mechs, counts=counts, eps_g=e) <= 1e-3
+        b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds(mechs, counts=counts, delta_g=1e-3))
+        assert b.lower <= e <= b.upper
+
+
+@pytest.mark.parametrize("beside, count", [(BlackBox(3.0), 1), (BlackBox(3.0), 10**6),
+                                           (RandomizedResponse(1.0, 3), 2)])
+def test_delta_at_the_largest_float_beside_a_gaussian(beside, count):
+    """delta_g at eps_g = 1e308 of Gaussians beside a finite law: the lattice's tilt ~1e12
+    made the Chernoff exponent inf - inf (NaN, taken for 1) and the truncation bound e^-inf,
+    an OverflowError in the window cut (the Gaussian domain sweep shrank it for hours).  The
+    truth, Phi(-1e308/mu + ...) beside atoms below 4, is 0 to every float: the bracket
+    [0, <= 1e-300]."""
+    mechs, counts = [Gaussian(1.0), beside], [count, 1]
+    b = call("delta_bounds", lambda: optcomp.delta_bounds(mechs, counts=counts, eps_g=1e308, tol=TOL))
+    assert 0.0 <= b.lower <= b.upper <= 1e-300
+    assert call("delta_g", lambda: optcomp.delta_g(mechs, counts=counts, eps_g=1e308)) <= 1e-300

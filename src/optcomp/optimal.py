@@ -46,6 +46,7 @@ says so and points to ``method="approx"`` instead of starting an hours-long run.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -74,6 +75,7 @@ from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bound
     product_atoms,
     product_distribution,
     _product,
+    raise_lower_edges,
     window_charges,
     window_groups,
 )
@@ -251,7 +253,7 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
         dist = product_distribution(info, shift, slack, lower=True, log2_scale=_scale_for(t))
         x = solve_segments(dist, t)
     else:
-        return min(_MeetInTheMiddle(*info, shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t), top)
+        return min(_mitm_epsilon(info, shift, slack, t, max_atoms), top)
     if 0.0 < x < math.inf and _full_count(groups, REFINE_ATOMS) <= REFINE_ATOMS:  # (never a windowed product)
         # a small distribution whose root sits where H is flat (delta_g near the mass above
         # it) amplifies the float64 error bounds: settle it in 40 digits when they are loose
@@ -263,6 +265,55 @@ def _optimal_epsilon(m: Mechanisms, delta_g: float, max_atoms: int, shrink: floa
     return min(x, top)
 
 
+
+
+def _mitm_epsilon(halves, shift, slack: float, t: float, max_atoms: int) -> float:
+    """The root of the charged H(x) = t of a product beyond FULL_ENUMERATION atoms, met in the
+    middle -- first with every factor's lower edge raised to where its lumped mass sits at or
+    below a guess under the root (:func:`raise_lower_edges`): the Chernoff point x_c with
+    P0[L > x_c] <= t (above the root, since H(x) <= P0[L > x]) less two standard deviations
+    of the loss.  That root r bounds the optimum from above (lumping only raises H) and is
+    the same root when r >= the lumps' threshold (H unchanged from there on, and above t
+    just left of r); else the unraised windows are met in the middle."""
+    groups = list(halves[0]) + list(halves[1])
+    guess = _chernoff_point(groups, shift, t)
+    if guess is not None:
+        raised, threshold = raise_lower_edges(groups, shift, guess)
+        if threshold is not None:
+            kind, info = _distribution_kind(raised, max_atoms)
+            if kind == "full":
+                r = solve_segments(product_distribution(raised, shift, slack, lower=True,
+                                                        log2_scale=_scale_for(t)), t)
+            else:
+                r = _MeetInTheMiddle(*info[0], shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t)
+            if Fraction(r) >= threshold:
+                return r
+    return _MeetInTheMiddle(*halves, shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t)
+
+
+def _chernoff_point(groups, shift, t: float) -> float | None:
+    """The guess of :func:`_mitm_epsilon`: x_c - 2 sd (bisection on the Chernoff bound of
+    :func:`log_excess_guess`; sd of the loss sum_j 4 n_j eps_j^2 p_j (1 - p_j)), None
+    when it is not above the loss's mean (nothing to raise).  A guess only: never trusted."""
+    e = np.array([g[0] for g in groups], dtype=float)
+    c = np.array([float(g[1]) for g in groups])
+    p = 1.0 / (1.0 + np.exp(-e))
+    mean = float(np.sum(c * e * (2.0 * p - 1.0))) + float(shift)
+    sd = float(np.sqrt(np.sum(4.0 * c * e * e * p * (1.0 - p))))
+    lo, hi = mean, float(np.sum(c * e)) + float(shift)
+    log_t = math.log(t)
+    if not lo < hi:
+        return None
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if log_excess_guess(groups, shift, mid) > log_t:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-3 * sd:
+            break
+    guess = hi - 2.0 * sd
+    return guess if guess > mean else None
 
 
 def _underflowed_root(m: Mechanisms, delta_g: float, max_atoms: int, shrink: float) -> float:
@@ -360,16 +411,17 @@ def _windowed_excess(groups, shift, slack: float, x: float, max_atoms: int) -> f
     log_h = max(log_excess_guess(groups, shift, x), _LOG_FLOOR)
     while True:
         windowed = window_groups(groups, log_h, 2 * max_atoms**2)
-        kind, info = _distribution_kind(windowed, max_atoms)
+        listed = raise_lower_edges(windowed, shift, x)[0]  # (the atoms at or below x need no listing)
+        kind, info = _distribution_kind(listed, max_atoms)
         if kind == "full":
-            product = _product(windowed, True)
-            dist = product_distribution(windowed, shift, slack, lower=True, product=product)
+            product = _product(listed, True)
+            dist = product_distribution(listed, shift, slack, lower=True, product=product)
             h = dist.excess(x)
             if h - dist.excess_lower(x) > (PRECISE_REL + 2.0 * dist.error) * h:  # (<= PRECISE_ATOMS atoms)
-                h = min(h, _exact_distance_excess(windowed, shift, slack, x, product))
+                h = min(h, _exact_distance_excess(listed, shift, slack, x, product))
         else:
             h = _MeetInTheMiddle(*info[0], shift=shift, slack=slack).excess(x)
-        charged = window_charges(windowed)
+        charged = window_charges(windowed)  # (the raised edges' lumps add nothing at x: at most this)
         if all(len(g) == 2 for g in windowed) or log_h <= _LOG_FLOOR or charged <= _TAIL * max(h - charged, 1e-300):
             return h
         log_h = max(min(log_h - 16.0, math.log(h - charged) if h > charged else -math.inf), _LOG_FLOOR)

@@ -363,21 +363,27 @@ def _product(groups, lower: bool, log2_scale: int = 0):
         s = log2_scale if i == 0 else 0
         fl, flo, fup, _, _ = binomial_atoms(eps, n, lo, hi, s)
         if lo > 0:
+            # (a window raised above the mode, :func:`raise_lower_edges`: its whole mass, <= 1)
             fup = fup.copy()
-            fup[0] = up(float(fup[0]) + _low_tail(eps, n, lo, s), 1)
+            fup[0] = up(float(fup[0]) + min(_low_tail(eps, n, lo, s), math.ldexp(1.0, s)), 1)
         if hi < n:
             cut = up(cut + _upper_tail(eps, n, hi, log2_scale), 1)
         loss = (loss[:, None] + fl[None, :]).ravel()
         if lower:
             p_lo = (p_lo[:, None] * np.maximum(flo, 0.0)[None, :]).ravel()
         p_up = (p_up[:, None] * fup[None, :]).ravel()
-    order = np.argsort(loss, kind="stable")
+    # (one factor: its atoms ascend already -- no sort of a window of millions)
+    order = np.arange(loss.size) if len(groups) == 1 else np.argsort(loss, kind="stable")
     products = 2.0 * len(groups) * UNIT
+    if len(groups) != 1:
+        loss = loss[order]
+        p_up = p_up[order]
+        p_lo = p_lo[order] if lower else None
     if lower:
-        p_lo = p_lo[order] * (1.0 - products)
-    p_up = p_up[order] * (1.0 + products)
+        p_lo = p_lo * (1.0 - products)
+    p_up = p_up * (1.0 + products)
     underflow = TINY * int(np.count_nonzero(p_up < 1e-300))  # products may underflow
-    return loss[order], p_lo, p_up, (up(underflow + cut, 1) if cut else underflow), order
+    return loss, p_lo, p_up, (up(underflow + cut, 1) if cut else underflow), order
 
 
 def _range(g) -> tuple[int, int]:
@@ -456,6 +462,37 @@ def window_groups(groups, log_t: float, limit: int | None = None):
         out.append((eps, n, lo, hi) if lo > 0 or hi < n else (eps, n))
         size *= hi - lo + 1
     return out
+
+
+def raise_lower_edges(groups, shift: Fraction, x: float):
+    """(groups, threshold): each factor's listed range [lo, hi] with lo raised to the largest
+    m for which every outcome with M_j <= m has loss at most x - margin, whatever the other
+    factors' listed atoms (shift + (2m - n_j) eps_j + sum_{i != j} (2 hi_i - n_i) eps_i, in
+    rationals); threshold is the largest such loss over the raised factors (None: none raised).
+
+    :func:`_product` lumps a factor's mass below lo at lo (the upper masses; dropped from the
+    lower ones), so those outcomes sit at losses <= threshold: for every y >= threshold they
+    add nothing to H(y) = sum_{l > y} m_l (1 - e^{y - l}), upper or lower -- H there is what
+    the unraised windows give, from the atoms above alone (a window of 10^12 mechanisms of
+    1e-6 starts near the root instead of 9 standard deviations below the mean).  The margin
+    (1e-9 (1 + |x|)) keeps the lumped atoms clear of the float positions' error bands."""
+    fx = Fraction(x) - Fraction(1e-9 * (1.0 + abs(x))) - shift
+    tops = [Fraction(g[0]) * (2 * _range(g)[1] - g[1]) for g in groups]
+    total = sum(tops, Fraction(0))
+    out, threshold = [], None
+    for g, top in zip(groups, tops):
+        eps, n = g[0], g[1]
+        lo, hi = _range(g)
+        rest = total - top
+        m = math.floor((n + (fx - rest) / Fraction(eps)) / 2)  # (2m - n) eps + rest <= fx
+        if m <= lo:
+            out.append(g)
+            continue
+        m = min(m, hi)
+        out.append((eps, n, m, hi))
+        loss = shift + Fraction(eps) * (2 * m - n) + rest
+        threshold = loss if threshold is None else max(threshold, loss)
+    return out, threshold
 
 
 def window_charges(groups) -> float:
