@@ -795,7 +795,8 @@ class Workload:
             return 1.0
         K, inf = self._mgf_bound(theta, h)
         tx = theta * x
-        e = K - tx + 2.0 * UNIT * (abs(K) + abs(tx)) + 1e-300
+        # (theta x beyond the float range: e^{K - theta x} is 0, not inf - inf)
+        e = K - tx + 2.0 * UNIT * (abs(K) + abs(tx)) + 1e-300 if tx < math.inf else -math.inf
         if e >= 0.0 or inf >= 1.0:
             return 1.0
         tail = math.ulp(0.0) if e < -745.2 else up(math.exp(e), LIBM_ULPS)  # e^-745.2 < 2^-1074
