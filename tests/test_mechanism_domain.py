@@ -1243,3 +1243,19 @@ def test_delta_at_the_largest_float_beside_a_gaussian(beside, count):
     b = call("delta_bounds", lambda: optcomp.delta_bounds(mechs, counts=counts, eps_g=1e308, tol=TOL))
     assert 0.0 <= b.lower <= b.upper <= 1e-300
     assert call("delta_g", lambda: optcomp.delta_g(mechs, counts=counts, eps_g=1e308)) <= 1e-300
+
+
+def test_a_window_deep_in_the_tail_is_enumerated_from_near_the_root():
+    """epsilon_bounds of BlackBox(1) x 10^6 beside BlackBox(3) at delta_g = 1e-300: the
+    product's windows reached 37 standard deviations below the mean too (6.8 10^4 atoms,
+    past the enumeration's 2^15), so the lattice answered (4.5 s alone, 9 s at load 3); from
+    near the root they are enumerated (0.05 s).  Against the sum from the definition: the
+    bracket within 1e-12 and around the root, delta_bounds at its upper end holding the truth."""
+    k, d = 10**6, 1e-300
+    mechs, counts = [BlackBox(1.0), BlackBox(3.0)], [k, 1]
+    b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds(mechs, counts=counts, delta_g=d))
+    assert b.upper - b.lower <= 1e-12 * b.upper
+    atoms = _bb_pair_atoms(k, 1.0, b.lower * (1 - 1e-12) - 3.0)
+    assert _bb_pair_h(atoms, 3.0, b.upper) <= d < _bb_pair_h(atoms, 3.0, b.lower * (1 - 1e-12))
+    truth = _bb_pair_h(atoms, 3.0, b.upper)
+    contains(call("delta_bounds", lambda: optcomp.delta_bounds(mechs, counts=counts, eps_g=b.upper)), truth)

@@ -75,6 +75,7 @@ from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bound
     product_atoms,
     product_distribution,
     _product,
+    chernoff_point,
     raise_lower_edges,
     window_charges,
     window_groups,
@@ -276,7 +277,7 @@ def _mitm_epsilon(halves, shift, slack: float, t: float, max_atoms: int) -> floa
     the same root when r >= the lumps' threshold (H unchanged from there on, and above t
     just left of r); else the unraised windows are met in the middle."""
     groups = list(halves[0]) + list(halves[1])
-    guess = _chernoff_point(groups, shift, t)
+    guess = chernoff_point(groups, shift, t)
     if guess is not None:
         raised, threshold = raise_lower_edges(groups, shift, guess)
         if threshold is not None:
@@ -289,31 +290,6 @@ def _mitm_epsilon(halves, shift, slack: float, t: float, max_atoms: int) -> floa
             if Fraction(r) >= threshold:
                 return r
     return _MeetInTheMiddle(*halves, shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t)
-
-
-def _chernoff_point(groups, shift, t: float) -> float | None:
-    """The guess of :func:`_mitm_epsilon`: x_c - 2 sd (bisection on the Chernoff bound of
-    :func:`log_excess_guess`; sd of the loss sum_j 4 n_j eps_j^2 p_j (1 - p_j)), None
-    when it is not above the loss's mean (nothing to raise).  A guess only: never trusted."""
-    e = np.array([g[0] for g in groups], dtype=float)
-    c = np.array([float(g[1]) for g in groups])
-    p = 1.0 / (1.0 + np.exp(-e))
-    mean = float(np.sum(c * e * (2.0 * p - 1.0))) + float(shift)
-    sd = float(np.sqrt(np.sum(4.0 * c * e * e * p * (1.0 - p))))
-    lo, hi = mean, float(np.sum(c * e)) + float(shift)
-    log_t = math.log(t)
-    if not lo < hi:
-        return None
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if log_excess_guess(groups, shift, mid) > log_t:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-3 * sd:
-            break
-    guess = hi - 2.0 * sd
-    return guess if guess > mean else None
 
 
 def _underflowed_root(m: Mechanisms, delta_g: float, max_atoms: int, shrink: float) -> float:
