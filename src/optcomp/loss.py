@@ -166,10 +166,10 @@ def suffix_dw(w0: np.ndarray, pos: np.ndarray, unit: float = 1.0, *, pos_err: fl
 def _suffix_dw_uniform(w0: np.ndarray, gap: float, pos_err: float, upward: bool, d0) -> tuple[np.ndarray, np.ndarray]:
     """:func:`suffix_dw` for atoms spaced ``gap`` apart (the same recurrences and bound)."""
     n = w0.size
-    if d0 is None:
-        d0 = np.zeros(n)
     g = float(_widen(np.array([gap]), pos_err, upward)[0])
     e, f = math.exp(-g), -math.expm1(-g)
+    if d0 is None and n <= _BLOCK:
+        d0 = np.zeros(n)
     if n <= _BLOCK:
         D = np.empty(n)
         W = np.empty(n)
@@ -184,15 +184,17 @@ def _suffix_dw_uniform(w0: np.ndarray, gap: float, pos_err: float, upward: bool,
     nb = -(-n // _BLOCK)
     pad = nb * _BLOCK - n
     w0p = np.concatenate([w0, np.zeros(pad)]).reshape(nb, _BLOCK).T.copy()
-    d0p = np.concatenate([d0, np.zeros(pad)]).reshape(nb, _BLOCK).T.copy()
+    # (no own D values -- atoms -- : no zero array to add, bit-identical)
+    d0p = None if d0 is None else np.concatenate([d0, np.zeros(pad)]).reshape(nb, _BLOCK).T.copy()
     D = np.empty((_BLOCK, nb))
     W = np.empty((_BLOCK, nb))
-    D[-1], W[-1] = d0p[-1], w0p[-1]
+    D[-1], W[-1] = (0.0 if d0p is None else d0p[-1]), w0p[-1]
     with np.errstate(under="ignore"):
         for i in range(_BLOCK - 2, -1, -1):
             np.multiply(W[i + 1], f, out=D[i])
             D[i] += D[i + 1]
-            D[i] += d0p[i]
+            if d0p is not None:
+                D[i] += d0p[i]
             np.multiply(W[i + 1], e, out=W[i])
             W[i] += w0p[i]
         # the padding sits at the last block's end; block starts are _BLOCK gaps apart

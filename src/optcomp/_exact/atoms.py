@@ -487,8 +487,10 @@ def raise_lower_edges(groups, shift: Fraction, x: float):
     add nothing to H(y) = sum_{l > y} m_l (1 - e^{y - l}), upper or lower -- H there is what
     the unraised windows give, from the atoms above alone (a window of 10^12 mechanisms of
     1e-6 starts near the root instead of 9 standard deviations below the mean).  The margin
-    (1e-9 (1 + |x|)) keeps the lumped atoms clear of the float positions' error bands."""
-    fx = Fraction(x) - Fraction(1e-9 * (1.0 + abs(x))) - shift
+    (1e-9 (1 + |x|), at least 8 times the float positions' error bound) keeps the lumped
+    atoms clear of the error bands in which a distance is widened."""
+    margin = max(1e-9 * (1.0 + abs(x)), 8.0 * _position_error(groups))
+    fx = Fraction(x) - Fraction(margin) - shift
     tops = [Fraction(g[0]) * (2 * _range(g)[1] - g[1]) for g in groups]
     total = sum(tops, Fraction(0))
     out, threshold = [], None
