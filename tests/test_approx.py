@@ -490,10 +490,12 @@ def test_homogeneous_path_against_mpmath(eps, k, delta_g):
 
 
 def test_grouped_inputs_use_the_lattice_and_agree_with_exact():
-    # 61 * 41 * 16 atoms: beyond enumeration; decimals take the commensurable path (step
-    # 0.05, exact up to float residues), values off every short decimal the lattice
-    for eps, path, tol in (([0.1] * 60 + [0.25] * 40 + [0.7] * 15, "commensurable", 1e-9),
-                           ([0.1 + 1e-7 * math.pi] * 60 + [0.25 + 1e-7 * math.e] * 40 + [0.7] * 15, "lattice", 1e-6)):
+    # 601 * 401 * 151 atoms, windowed from near the root still beyond enumeration (x 60, 40,
+    # 15 is enumerated now); decimals take the commensurable path (step 0.05, exact up to
+    # float residues), values off every short decimal the lattice
+    for eps, path, tol in (([0.1] * 600 + [0.25] * 400 + [0.7] * 150, "commensurable", 1e-9),
+                           ([0.1 + 1e-7 * math.pi] * 600 + [0.25 + 1e-7 * math.e] * 400 + [0.7] * 150, "lattice",
+                            1e-6)):
         m = mechanisms(eps)
         for dg in (1e-8, 1e-3):
             info = lattice.BracketInfo()
