@@ -259,7 +259,7 @@ def test_long_double_tree_error_bound_holds():
 # ----------------------------------------------------------------------------- progress
 
 
-def test_progress_callable_receives_each_pass():
+def test_progress_callable_receives_each_pass(monkeypatch):
     seen = []
     rng = np.random.default_rng(3)
     eps = rng.uniform(0.05, 0.2, 200)  # arbitrary reals: lattice passes
@@ -271,6 +271,7 @@ def test_progress_callable_receives_each_pass():
     optcomp.delta_g(eps, eps_g=b.upper, method="approx", progress=seen.append)
     assert seen and seen[-1]["stage"] == "lattice"
     seen.clear()
+    monkeypatch.setattr(lattice, "ENUMERATED_ATOMS", 0)  # (listed from near the root, this is exact)
     optcomp.delta_bounds([0.1, 0.25], counts=[400, 400], eps_g=60.0, tol=1e-9, progress=seen.append)
     assert seen and seen[0]["stage"] == "commensurable"
 
@@ -394,9 +395,10 @@ def test_halves_in_threads_are_the_sequential_tree(monkeypatch):
 
 
 @pytest.mark.parametrize("delta_g", [1e-3, 1e-12, 1e-300])
-def test_grouped_bounds_against_exact_products(delta_g):
+def test_grouped_bounds_against_exact_products(delta_g, monkeypatch):
     """The driver (steps, tilt, windows) against the exact product-of-binomials path of
-    optcomp.optimal, down to delta_g = 1e-300."""
+    optcomp.optimal, down to delta_g = 1e-300 (the lattice's: no enumeration first)."""
+    monkeypatch.setattr(lattice, "ENUMERATED_ATOMS", 0)
     eps = [0.05 + 1e-9 * math.pi, 0.11 + 1e-9 * math.e, 0.4 + 1e-9]
     counts = [800, 60, 9]
     m = mechanisms(np.array(eps), 0.0, None, np.array(counts))
