@@ -3,7 +3,11 @@ a window of one binomial (homogeneous, k up to 10^12), a product of binomials (e
 whole, or a window of it: :func:`window_groups`), one atom (every eps 0 or >= BIG_EPS) --
 with its masses' error bounds, and the bracket functions
 the lattice driver calls before any lattice (:func:`exact_epsilon_bounds`,
-:func:`exact_excess_bounds`).  Never searches: the drivers choose."""
+:func:`exact_excess_bounds`).  Never searches: the drivers choose.
+
+Length (~630 lines): the windows of one binomial and of a product (their edges, tails and
+the edges raised near the root, :func:`raise_lower_edges`) are charged by the same tail
+bounds, which every window's certificate reads, so they stay in one module."""
 
 from __future__ import annotations
 
