@@ -209,6 +209,32 @@ def test_weights_are_one_multiset_however_they_are_written():
     assert 1.0 / 11.0 * (1 - 1e-15) <= c <= 1.0 / 11.0
 
 
+_EPS = st.floats(1e-300, 1e300) | st.sampled_from([1.0, 1.0 + 2**-52, 3.0, 5e-324, 1e308])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_EPS, st.sampled_from([0.0, 1e-6, 1e-300]), st.integers(1, 10**6)), min_size=1, max_size=6),
+       st.floats(0.0, 1e300) | st.sampled_from([0.0, 1.0 - 2**-53, 5e-324, 1e10]))
+def test_a_rescaled_multiset_is_the_multiset_of_the_rescaled_pairs(items, c):
+    """The searches rescale the validated multiset (``Mechanisms.scaled``) instead of
+    validating ``c * weights`` anew: the same multiset the public functions read from
+    ``(c * eps, delta, counts)`` -- products that round together merged, overflow refused."""
+    from optcomp._inputs import mechanisms
+
+    e, d, n = (list(x) for x in zip(*items))
+    m = mechanisms(e, d, counts=n)
+    with np.errstate(over="ignore"):
+        products = np.asarray(e) * c
+    got = m.scaled(c)
+    if not np.all(np.isfinite(products)):
+        assert got is None
+        return
+    want = mechanisms(products, d, counts=n)
+    assert got == want and got.k == want.k
+    assert got.eps.tolist() == want.eps.tolist() and got.delta.tolist() == want.delta.tolist()
+    assert not got.eps.flags.writeable
+
+
 def test_kov_recipe_is_corollary_4_1_and_certified():
     k, eps_g, delta_g = 100, 0.5, 1e-6
     r = calibrate.kov_recipe(k, eps_g, delta_g, sensitivity=2.0)

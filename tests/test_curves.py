@@ -102,7 +102,14 @@ def test_the_toolkit_validates_a_multiset_once_not_per_evaluation(monkeypatch):
     real = _inputs._split_mechanisms
     monkeypatch.setattr(_inputs, "_split_mechanisms", lambda eps: calls.append(1) or real(eps))
     curve = optcomp.privacy_curve([0.1, 0.3, Laplace(5.0)], counts=[20, 3, 2], num=40, method="approx")
-    assert len(calls) <= 2, len(calls)  # the curve's own validation (+ at most one for its grid's end)
+    assert len(calls) == 1, len(calls)  # the curve's own validation (its grid's end included)
+    calls.clear()
+    w = np.linspace(0.1, 1.0, 12)
+    c = optcomp.calibrate.largest_scale(w, 1.0, 1e-6, method="optimal", rtol=1e-9)  # ~10 evaluations
+    assert len(calls) == 1, len(calls)
+    calls.clear()
+    e1 = optcomp.calibrate.per_query_epsilon(100, 1.0, 1e-6, delta=1e-9, rtol=1e-9)
+    assert len(calls) == 1, len(calls)
     calls.clear()
     xs, dg = region.family_from_eps_grid(0.2, k=30, method="optimal", num=40)
     assert len(calls) == 1 and xs.size > 10
@@ -110,7 +117,16 @@ def test_the_toolkit_validates_a_multiset_once_not_per_evaluation(monkeypatch):
     calls.clear()
     e = [acc.get_epsilon(d) for d in (1e-3, 1e-6, 1e-9)]
     assert calls == []
+    ledger_curve = curves.privacy_curve_of(acc.multiset, eps_g=[0.5, 1.0, 2.0])
+    assert calls == []  # the command line's curve: from the ledger's multiset
+    assert ledger_curve.delta.tolist() == optcomp.privacy_curve([0.1, Laplace(5.0)], counts=[20, 2],
+                                                                eps_g=[0.5, 1.0, 2.0]).delta.tolist()
+    with pytest.raises(ValueError, match="m must hold at least one mechanism"):
+        curves.privacy_curve_of(optcomp.Accountant().multiset)
     monkeypatch.setattr(_inputs, "_split_mechanisms", real)
+    assert optcomp.epsilon_g(c * w, delta_g=1e-6, method="optimal") <= 1.0  # rescaled = validated anew
+    assert optcomp.epsilon_g(c * (1 + 2e-9) * w, delta_g=1e-6, method="optimal") > 1.0
+    assert optcomp.epsilon_g(e1, 1e-9, k=100, delta_g=1e-6) <= 1.0
     assert e == [optcomp.epsilon_g([0.1, Laplace(5.0)], counts=[20, 2], delta_g=d) for d in (1e-3, 1e-6, 1e-9)]
     i = curve.eps_g.size // 2
     assert curve.delta[i] == optcomp.delta_bounds([0.1, 0.3, Laplace(5.0)], counts=[20, 3, 2],

@@ -276,6 +276,20 @@ class Mechanisms:
             )
         return np.repeat(self.eps, self.count)
 
+    def scaled(self, c: float) -> "Mechanisms | None":
+        """The pairs with every eps multiplied by ``c`` >= 0 (each product rounded to nearest,
+        as ``c * eps`` in the caller's hands), deltas and counts kept, equal products merged:
+        what :func:`mechanisms` returns for ``(c * eps, delta, counts)``, without checking the
+        multiset again.  None when a product overflows (no such mechanism).  Pairs only."""
+        if self.others:
+            raise ValueError("scaled: a multiset with mechanism objects has no eps to scale")
+        with np.errstate(over="ignore"):
+            eps = self.eps * float(c) + 0.0
+        if not np.all(np.isfinite(eps)):
+            return None
+        e, d, n, _ = _grouped(eps, self.delta, self.count)
+        return Mechanisms._read_only(e, d, n)
+
     def positive(self) -> tuple[np.ndarray, np.ndarray]:
         """(eps, count) of the mechanisms with eps > 0, equal eps values merged (given no
         delta event, delta does not change the loss distribution); eps ascending."""

@@ -24,9 +24,9 @@ Functions:
 * :func:`noise_table` -- per-query eps and Laplace noise under basic / DRV / KOV /
   optimal composition, with the KOV recipe beside them (and mechanism-aware rows on request).
 
-How it is computed: a bracketing search over the public API (:func:`optcomp.epsilon_g`),
-which is nondecreasing in eps for every method -- regula falsi on log eps_g against log eps
-inside the bracket [last eps that passed, first that failed], safeguarded by bisection
+How it is computed: a bracketing search over eps_g (what :func:`optcomp.epsilon_g` returns,
+computed on the multiset validated once and rescaled per evaluation), which is nondecreasing
+in eps for every method -- regula falsi on log eps_g against log eps inside the bracket [last eps that passed, first that failed], safeguarded by bisection
 (:mod:`optcomp._search`), started for ``optimal``/``approx`` from the answer of the KOV bound
 (cheap, and just below the optimal answer): typically under ten exact evaluations
 instead of ~70 for a bisection (k = 10^12 identical queries: 8 evaluations, ~9 s at load 6
@@ -58,8 +58,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-import optcomp
-
+from . import _evaluate
 from ._inputs import (MAX_K, ParameterTypeError, _as_vector, _describe, _integer, check_count,
                       check_delta_g, check_eps_g, check_k, check_probability, check_sensitivity, mechanisms)
 from ._search import _RTOL, _check_rtol, _search, largest_passing  # largest_passing: public here
@@ -150,20 +149,18 @@ def largest_scale(weights, eps_g: float, delta_g: float, *, delta=0.0, counts=No
     d = _check_deltas(delta, w.size)
     rtol = _check_rtol(rtol)
     check_method(method, options)
-    m = mechanisms(w, d, counts=c)  # the multiset of (weight, delta) pairs, equal ones grouped
-    w, d, c = m.eps, m.delta, m.count
-    optcomp.epsilon_g(w, d, counts=c, delta_g=delta_g, method=method, **options)  # validate the rest once
+    weighted = mechanisms(w, d, counts=c)  # the multiset of (weight, delta) pairs, equal ones grouped
+    _evaluate.epsilon(weighted, delta_g, method, **options)  # the method's options checked once
 
-    def value_for(m: str, opts: dict) -> Callable[[float], float]:
+    def value_for(method: str, opts: dict) -> Callable[[float], float]:
         def value(scale: float) -> float:
-            with np.errstate(over="ignore"):
-                eps = scale * w
-            if not np.all(np.isfinite(eps)):  # beyond the float range: nothing is certified
+            m = weighted.scaled(scale)  # the queries at this scale, never validated again
+            if m is None:  # beyond the float range: nothing is certified
                 return math.inf
-            return optcomp.epsilon_g(eps, d, counts=c, delta_g=delta_g, method=m, **opts)
+            return _evaluate.epsilon(m, delta_g, method, **opts)
         return value
 
-    start = max(eps_g, 1e-3) / float(np.dot(w, c.astype(float)))  # basic composition's answer
+    start = max(eps_g, 1e-3) / float(np.dot(weighted.eps, weighted.count.astype(float)))  # basic composition's answer
     scale = _search(value_for, method, options, eps_g, start, rtol=rtol, progress=progress,
                     what=f"largest_scale under {method}")
     return 0.0 if scale is None else scale
@@ -212,8 +209,10 @@ def per_query_epsilon(k: int, eps_g: float, delta_g: float, *, delta: float = 0.
     rtol = _check_rtol(rtol)
     check_method(method, options)
 
-    def value_for(m: str, opts: dict) -> Callable[[float], float]:
-        return lambda e: optcomp.epsilon_g(e, delta, k=k, delta_g=delta_g, method=m, **opts)
+    unit = mechanisms(1.0, delta, k=k)  # k identical (1, delta) queries: scaled by eps below
+
+    def value_for(method: str, opts: dict) -> Callable[[float], float]:
+        return lambda e: _evaluate.epsilon(unit.scaled(e), delta_g, method, **opts)
 
     eps = _search(value_for, method, options, eps_g, max(eps_g, 1e-3) / k, rtol=rtol, progress=progress,
                   what=f"per-query eps under {method}")

@@ -515,14 +515,6 @@ def _options(args, method: str | None = None) -> dict:
     return opts
 
 
-def _as_lists(acc):
-    """The ledger as (eps, delta, counts) lists, as :func:`optcomp.curves.privacy_curve` takes them."""
-    e = [m[0] for m in acc.mechanisms]
-    d = [m[1] for m in acc.mechanisms]
-    c = [m[2] for m in acc.mechanisms]
-    return e, d, c
-
-
 def _objects(acc) -> list:
     """The mechanism objects of the ledger (the entries that are not (eps, delta) pairs)."""
     return [e for e, _, _ in acc.mechanisms if not isinstance(e, float)]
@@ -784,11 +776,10 @@ def _cmd_split(args):
 
 
 def _cmd_curve(args):
-    from .curves import privacy_curve
+    from .curves import privacy_curve_of
 
     acc = _mechanisms(args)
-    e, d, c = _as_lists(acc)
-    curve = privacy_curve(e, d, counts=c, eps_g=args.eps_g, num=args.num, method=args.method,
+    curve = privacy_curve_of(acc.multiset, eps_g=args.eps_g, num=args.num, method=args.method,
                           num_alpha=args.num_alpha, **_options(args, args.method))
     if args.tradeoff:
         rows = [[a, b, u] for a, b, u in zip(curve.alpha.tolist(), curve.beta.tolist(), curve.beta_upper.tolist())]

@@ -41,13 +41,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-import optcomp
-
 from . import _evaluate, region
 from ._inputs import _as_vector, _integer, mechanisms
 from .methods import check_method
 
-__all__ = ["privacy_curve", "PrivacyCurve", "default_grid"]
+__all__ = ["privacy_curve", "privacy_curve_of", "PrivacyCurve", "default_grid"]
 
 _BRACKETING = ("eta", "tol", "max_points", "max_memory")
 
@@ -137,15 +135,24 @@ def default_grid(eps, delta, counts, method: str, num: int, *, others=()) -> np.
     tol = 1e-3 for ``approx``/``auto``; delta~ raised to 1e-6, 1e-3, 0.1 while nothing is
     certified), or sum_i eps_i (1 without pairs) when none of them is.
     """
-    if len(others):
-        return np.linspace(0.0, _mechanism_end(eps, delta, counts, method, others), num)
+    e = list(np.asarray(eps, dtype=float).tolist()) + [mech for mech, _ in others]
+    d = list(np.asarray(delta, dtype=float).tolist()) + [0.0] * len(others)
+    c = [int(n) for n in np.asarray(counts).tolist()] + [int(n) for _, n in others]
+    return _grid(mechanisms(e, d, counts=c), method, num)
+
+
+def _grid(m, method: str, num: int) -> np.ndarray:
+    """:func:`default_grid` of the validated multiset ``m``."""
+    eps, delta, counts = m.eps, m.delta, m.count
+    log_keep = float(np.dot(np.log1p(-delta), counts.astype(float)))
+    if m.others:
+        return np.linspace(0.0, _mechanism_end(m, log_keep, method), num)
     total = _total(eps, counts)
     upper = total
     if method != "basic" and total > 0:
-        log_keep = float(np.dot(np.log1p(-delta), counts.astype(float)))
         target = -math.expm1(math.log1p(-1e-12) + log_keep)
         if target < 1.0:
-            cap = optcomp.epsilon_g(eps, delta, counts=counts, delta_g=target, method="kov")
+            cap = _evaluate.epsilon(m, target, "kov")
             if math.isfinite(cap) and cap > 0:
                 upper = min(total, cap)
     grid = np.linspace(0.0, upper, num)
@@ -158,22 +165,18 @@ def default_grid(eps, delta, counts, method: str, num: int, *, others=()) -> np.
     return grid
 
 
-def _mechanism_end(eps, delta, counts, method: str, others) -> float:
-    """The right end of :func:`default_grid` for pairs (eps, delta, counts) beside the
-    mechanism objects ``others``: where ``method`` certifies delta ~ 1e-12 above the floor."""
-    e = list(np.asarray(eps, dtype=float).tolist()) + [mech for mech, _ in others]
-    d = list(np.asarray(delta, dtype=float).tolist()) + [0.0] * len(others)
-    c = [int(n) for n in np.asarray(counts).tolist()] + [int(n) for _, n in others]
-    log_keep = float(np.dot(np.log1p(-np.asarray(delta, dtype=float)), np.asarray(counts, dtype=float)))
+def _mechanism_end(m, log_keep: float, method: str) -> float:
+    """The right end of :func:`default_grid` for the multiset ``m`` holding mechanism objects
+    (``log_keep``: log prod_i (1 - delta_i) of its pairs): where ``method`` certifies delta ~
+    1e-12 above the floor."""
     how = {"method": "approx", "tol": _GRID_TOL} if method in ("approx", "auto") else {"method": method}
-    m = mechanisms(e, d, counts=c)
     for above in (1e-12, 1e-6, 1e-3, 0.1):
         target = -math.expm1(math.log1p(-above) + log_keep)
         if target < 1.0:
             cap = _evaluate.epsilon(m, target, **how)
             if math.isfinite(cap) and cap > 0:
                 return cap
-    total = _total(eps, counts)
+    total = _total(m.eps, m.count)
     return total if total > 0 else 1.0
 
 
@@ -239,13 +242,27 @@ def privacy_curve(eps, delta=0.0, *, k=None, counts=None, eps_g=None, num: int =
     num_alpha = _integer("num_alpha", num_alpha, 2, region.MAX_NUM)
     check_method(method, options)
     m = mechanisms(eps, delta, k, counts)  # validated as by the public API: errors name the parameter
+    return privacy_curve_of(m, eps_g=eps_g, num=num, method=method, num_alpha=num_alpha, progress=progress,
+                            **options)
+
+
+def privacy_curve_of(m, *, eps_g=None, num: int = 101, method: str = "auto", num_alpha: int = 1001,
+                     progress=None, **options) -> PrivacyCurve:
+    """:func:`privacy_curve` of a validated multiset ``m`` (``optcomp.Accountant(...).multiset``,
+    or :func:`optcomp._inputs.mechanisms`' result), which is not read again: the command line's
+    curves and a ledger's come from here.  The other arguments are checked as there."""
+    num = _integer("num", num, 2, region.MAX_NUM)
+    num_alpha = _integer("num_alpha", num_alpha, 2, region.MAX_NUM)
+    check_method(method, options)
+    if m.k == 0:
+        raise ValueError("m must hold at least one mechanism, got an empty multiset")
     if m.others and method not in ("optimal", "approx", "auto"):
         m.black_box_only(method)  # a theorem about (eps, delta) pairs: refused before any work
-    e, d, c = m.eps, m.delta, m.count  # the (eps, delta) pairs
+    e, c = m.eps, m.count  # the (eps, delta) pairs' eps and counts
     if method == "auto":  # decided once for the whole curve: exact if feasible, else approx's brackets
         method, options = _resolve_auto(m, options)
     if eps_g is None:
-        grid = default_grid(e, d, c, method, num, others=m.others)
+        grid = _grid(m, method, num)
     else:
         grid = np.atleast_1d(_as_vector("eps_g", eps_g))
         if grid.size < 1:
