@@ -223,17 +223,22 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
             h = coarse
         t0 = time.perf_counter()
         lp = None  # (the previous pass's arrays are not kept during this one)
+        failure = None  # (memory, message) of a pass refused by the budget
         try:
             lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
         except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
             if exc.bounds is not None:
                 raise
-            memory = getattr(exc, "memory", None)
+            failure = (getattr(exc, "memory", None), str(exc))
+        if failure is not None:
+            memory, message = failure
             if memory is not None:
                 refused = max(refused, h)
-                # the refused pass's arrays are held by a reference cycle (its exception's
-                # traceback, through the pass's frames and futures) until the cyclic collector
-                # runs: freed now, before a coarser pass allocates its own
+                # the refused pass's arrays (a slice of leaves held by its suspended generator,
+                # nodes) are held by a reference cycle (the exception's traceback, through the
+                # pass's frames and futures) until the cyclic collector runs: freed now, once
+                # the exception is gone (collected inside its except block, the cycle was
+                # still reachable), before a coarser pass allocates its own
                 gc.collect()
             if not gaps and memory is not None and coarser < MEMORY_RETRIES:
                 # no bracket yet: a coarser pass that fits the budget gives one (the memory of a
@@ -242,9 +247,9 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
                 h = step_below(h * 4.0 * memory[0] / memory[1])
                 continue
             gap, quantity = names
-            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {exc}; best "
+            raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {message}; best "
                                   f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
-                                  "eta) or max_memory.", best) from None
+                                  "eta) or max_memory.", best)
         b = evaluate(lp, best)
         passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                            seconds=time.perf_counter() - t0))

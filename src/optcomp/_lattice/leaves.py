@@ -45,7 +45,7 @@ from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, UNIT
 
 ATOM_BYTES = 240  # memory per atom of a leaf being built or put on the lattice (its arrays and temporaries)
-BUNDLE_ATOMS = 1024  # small groups / singletons are composed exactly into leaves of <= this many atoms
+BUNDLE_ATOMS = 256  # small groups / singletons are composed exactly into leaves of <= this many atoms
 # (256 took 10-25% less CPU for 10^3-10^5 singletons, but a pass refused by a 64 MiB budget then
 # peaked at 240 MB against 160: tests/test_memory.py)
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
@@ -646,7 +646,8 @@ def _bundle_leaves(eps2d: np.ndarray, counts: tuple, h: float, theta: float, S: 
     nl, m = eps2d.shape
     natoms = math.prod(int(c) + 1 for c in counts)
     width = 2.0 * float(np.max(eps2d @ np.array(counts, dtype=float))) / h + 4.0
-    _memory_budget().need(nl * (ATOM_BYTES * natoms + 3 * 8 * width), f"{nl:,} bundle leaves at step h={h:g}")
+    # the rows (3 per leaf) and one bincount row beside them; the atoms' arrays and temporaries
+    _memory_budget().need(nl * (ATOM_BYTES * natoms + 4 * 8 * width), f"{nl:,} bundle leaves at step h={h:g}")
     loss = np.zeros((nl, 1))
     logp = np.zeros((nl, 1))
     mag = np.zeros(nl)
@@ -940,8 +941,13 @@ def upper_row_mgf(leaf: Leaf, S: np.ndarray, h: float, rho_up: float, blocks: bo
 def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
     """The leaves of ``plan`` in order (:class:`Leaf` items as they are), as (rows (3, W), base, logZ (3,), rho (3,), E2 (3,),
     K, slack): binomial windows one by one (:func:`_leaf_one`), runs of bundles of the same
-    shape (the same counts) in slices by :func:`_bundle_leaves` (``VECTOR_LEAVES``)."""
+    shape (the same counts) in slices by :func:`_bundle_leaves` (``VECTOR_LEAVES``).  A slice's
+    rows stay alive while its leaves are handed out: they are held in the call's memory budget
+    until then, and a slice holds at most 1/256 of the budget in lattice points (the rows are
+    24 bytes a point; the bincount row and the leaves' copies beside them)."""
     i, n = 0, len(plan)
+    budget = _memory_budget()
+    slice_points = min(LEAF_SLICE_POINTS, max(2**14, budget.limit // 256))
     while i < n:
         items = plan[i]
         if not VECTOR_LEAVES or isinstance(items, Leaf) or (len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS):
@@ -957,13 +963,18 @@ def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
             if isinstance(nxt, Leaf) or tuple(int(c) for _, c in nxt) != shape:
                 break
             w = max(wmax, 2.0 * sum(c * e for e, c in nxt) / h + 4.0)
-            if (j - i + 1) * w > LEAF_SLICE_POINTS:
+            if (j - i + 1) * w > slice_points:
                 break
             wmax = w
             j += 1
         eps2d = np.array([[e for e, _ in plan[t]] for t in range(i, j)], dtype=float)
         rows, widths, bases, logZ, rho, E2, K = _bundle_leaves(eps2d, shape, h, theta, S)
-        for t in range(j - i):  # copies: a view would keep the whole slice (up to 48 MB) alive
-            yield rows[:, t, : int(widths[t])].copy(), int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
-        del rows
+        held = rows.nbytes
+        budget.hold(held)  # (checked by _bundle_leaves' estimate)
+        try:
+            for t in range(j - i):  # copies: a view would keep the whole slice (up to 48 MB) alive
+                yield rows[:, t, : int(widths[t])].copy(), int(bases[t]), logZ[:, t], rho[:, t], E2[:, t], K[t], 0.0
+        finally:
+            del rows
+            budget.release(held)
         i = j
