@@ -137,15 +137,15 @@ def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_poi
     # relative gap of H ~ lambda x the gap in eps (lambda = |d log H / dx| ~ theta at the tilt)
     lam = min(log_slope(work, theta), 1.0 + theta)
     h = initial_step(work.weight(theta), tol / lam)
+    log_h = work.cgf(theta)[0] - theta * eps_g  # the float Chernoff estimate of log H(eps_g)
     # H(eps_g) below float's floor (eps_g = 1e308): the certified Chernoff bound, no lattice
     # (tried only where the float estimate of log H says so: it builds every leaf once)
-    if work.cgf(theta)[0] - theta * eps_g < math.log(DELTA_FLOOR) - 8.0:
+    if log_h < math.log(DELTA_FLOOR) - 8.0:
         near_zero = to_delta(0.0, work.chernoff_delta(eps_g, theta, chernoff_step(work, h)))
         if near_zero.gap <= DELTA_FLOOR:
             return near_zero
     # the untilted mass sent to +inf: a tiny fraction of the Chernoff estimate of H(eps_g)
-    log_slack = (work.cgf(theta)[0] - theta * eps_g
-                 + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * work.leaves_count() + 4)))
+    log_slack = (log_h + math.log(1e-6 * max(SLACK_REL, min(2.0**-20, tol / 64.0)) / (4 * work.leaves_count() + 4)))
 
     def finished(b: Bounds, lp: LatticePass) -> bool:
         if b.gap <= tol * b.upper + DELTA_FLOOR or b.upper <= floor:
