@@ -217,16 +217,25 @@ def _work(item, h: float) -> float:
     return sp / h
 
 
-def _halves(plan, h: float) -> list:
-    """``plan`` cut in two at half its total work (:func:`_work`: leaf spans, Power nodes'
-    costs) when it has at least PARALLEL_LEAVES leaves, else whole: the tree's shape depends
-    on the plan and the step only, never on the number of threads that run it."""
+THREADED_FIXED = 0.5  # a pass whose Power nodes' fixed cost is at least this share of its work runs in one thread
+
+
+def _halves(plan, h: float) -> tuple[list, bool]:
+    """(parts, threaded): ``plan`` cut in two at half its total work (:func:`_work`: leaf
+    spans, Power nodes' costs) when it has at least PARALLEL_LEAVES leaves, else whole --
+    the tree's shape depends on the plan and the step only, never on the number of threads
+    that run it; ``threaded``: whether two threads pay, i.e. the Power nodes' fixed cost
+    (their laws, windows and log-MGF sums: Python and small arrays, under the GIL) is less
+    than THREADED_FIXED of the work (100 groups of 100 subsampled Gaussian steps at
+    h = 0.0039: 0.80 s in two threads, 0.53 s in one; at h = 0.00024, 2.36 s against 2.66 s)."""
     if len(plan) < PARALLEL_LEAVES:
-        return [plan]
-    w = np.cumsum([_work(item, h) for item in plan])
+        return [plan], False
+    work = [_work(item, h) for item in plan]
+    fixed = POWER_WORK * sum(1 for item in plan if isinstance(item, leaves.Power) and item.count > POWER_COPIES)
+    w = np.cumsum(work)
     cut = int(np.searchsorted(w, 0.5 * w[-1]))
     cut = min(max(cut, 1), len(plan) - 1)
-    return [plan[:cut], plan[cut:]]
+    return [plan[:cut], plan[cut:]], fixed < THREADED_FIXED * float(w[-1])
 
 
 _POOL = None
@@ -398,8 +407,8 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
     and cut; chunk roots are merged pairwise as in a binary counter (equal levels first),
     each merge cut again, the last merge with the max-norm bound.  A plan of at least
     PARALLEL_LEAVES leaves is streamed as two halves of equal work (:func:`_work`), run in
-    two threads when ``workers != 1`` (NumPy and scipy.fft release the GIL; ~1.7x on two
-    cores), their roots merged last: the tree, hence every bit of the result, is the same
+    two threads when ``workers != 1`` and Power nodes' fixed costs do not dominate (NumPy and
+    scipy.fft release the GIL; ~1.7x on two cores; :func:`_halves`), their roots merged last: the tree, hence every bit of the result, is the same
     either way.  Memory: per stream one slice of leaves, one chunk plus O(log) nodes.  A plan
     that is one :class:`optcomp._lattice.leaves.Power` alone is composed by one FFT instead
     (:func:`optcomp._lattice.selfcompose.power_pass`); in a longer plan each Power (a group
@@ -422,9 +431,9 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         if lp is not None:
             return lp
     S = _mgf_grid(theta)
-    parts = _halves(plan, h)
+    parts, threaded = _halves(plan, h)
     ticker = _Ticker(progress, h, len(plan))
-    if len(parts) == 2 and workers != 1 and (os.cpu_count() or 1) >= 2:
+    if threaded and workers != 1 and (os.cpu_count() or 1) >= 2:
         # the two halves' streams in two threads (NumPy and scipy.fft release the GIL in
         # their loops), each with one FFT worker; the tree is the same as run in sequence
         from concurrent.futures import FIRST_EXCEPTION, wait
