@@ -606,3 +606,28 @@ def test_lattice_tighter_than_exact_path_at_1e300(monkeypatch):
         d = lattice.lattice_delta_bounds(m, x, 1e-4)
         H = mp_H_many(atoms, [x])[0]
         assert d.lower <= H <= d.upper
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(10, 40), st.floats(-9.0, 1.8), st.floats(0.0, 2.0), st.integers(1, 4), st.floats(-300.0, -1.0),
+       st.integers(0, 2**32 - 1))
+def test_beyond_listing_only_where_the_exact_producers_give_up(n, log_lo, log_width, cmax, log_dg, seed):
+    """The driver skips the exact producers only where they return None (a product beyond
+    ENUMERATED_ATOMS atoms): checked against them on groups of eps up to ~400 (windows of one
+    atom where e^-eps is below the tail) at delta_g down to 1e-300, both directions."""
+    rng = np.random.default_rng(seed)
+    eps = 10.0 ** rng.uniform(log_lo, log_lo + log_width, n)
+    counts = rng.integers(1, cmax + 1, n)
+    m = mechanisms(eps, 0.0, None, counts)
+    vals, _ = m.positive()
+    dg = 10.0**log_dg
+    t_low, t_high = residual_target(m, dg), residual_target(m, dg, round_up=True)
+    from optcomp._exact.atoms import exact_epsilon_bounds, exact_excess_bounds
+
+    if lattice._beyond_listing(vals, math.log(t_low)):
+        assert exact_epsilon_bounds(m, t_low, t_high, lattice.ENUMERATED_ATOMS) is None
+    if lattice._beyond_listing(vals, 0.0):
+        x = float(np.dot(vals, m.positive()[1])) * float(rng.uniform(0.0, 0.9))
+        assert exact_excess_bounds(m, x, lattice.ENUMERATED_ATOMS) is None
+    if vals.size < lattice.ENUMERATED_ATOMS.bit_length():
+        assert not lattice._beyond_listing(vals, 0.0)
