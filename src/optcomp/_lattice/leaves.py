@@ -45,7 +45,10 @@ from .._memory import current as _memory_budget
 from .._rounding import LIBM_ULPS, UNIT
 
 ATOM_BYTES = 240  # memory per atom of a leaf being built or put on the lattice (its arrays and temporaries)
-BUNDLE_ATOMS = 256  # small groups / singletons are composed exactly into leaves of <= this many atoms
+GROUP_ATOMS = 1024  # a group with c + 1 above this many atoms is a leaf alone (a window of its binomial)
+BUNDLE_ATOMS = 256  # smaller groups are composed exactly into leaves of <= this many atoms (one group alone may
+#                    exceed it): 10^5 distinct eps at tol 1e-3 took 3.9 s at 1024, 2.7 s at 256 (the bundles' work
+#                    per group grows like 2^m / m in their m groups; the tree's is the same)
 # (256 took 10-25% less CPU for 10^3-10^5 singletons, but a pass refused by a 64 MiB budget then
 # peaked at 240 MB against 160: tests/test_memory.py)
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
@@ -494,14 +497,14 @@ def _group_cgf(items) -> Callable:
 
 def group_leaf(items, theta: float, log_slack: float) -> Leaf:
     """The leaf of randomized-response groups: ``items`` is one (eps, c) group with
-    c + 1 > BUNDLE_ATOMS (a window of its binomial, :func:`_group_window`; the P-mass below
+    c + 1 > GROUP_ATOMS (a window of its binomial, :func:`_group_window`; the P-mass below
     the window is lumped at its lowest atom, the mass above goes to +inf), or several small
     ones composed exactly (every combination).  Positions (2j - c) eps and masses (from
     :func:`optcomp._binomial.binomial_log_pmf` for a window) carry their error bounds; the
     same atoms serve both sides (the pair is known exactly)."""
     from .._binomial import binomial_log_pmf
 
-    if len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS:
+    if len(items) == 1 and items[0][1] + 1 > GROUP_ATOMS:
         eps, c = items[0]
         j_lo, j_hi, log_lump, log_up = _group_window(eps, c, theta, log_slack)
         _memory_budget().need(ATOM_BYTES * (j_hi - j_lo + 1), f"a window of {j_hi - j_lo + 1:,} binomial atoms")
@@ -899,15 +902,16 @@ def group_mgf(items, S: np.ndarray) -> np.ndarray:
 
 
 def leaf_plan(vals: np.ndarray, cnts: np.ndarray) -> list:
-    """The leaves: each group with c + 1 > BUNDLE_ATOMS alone (a binomial window), the others
-    bundled (in eps order) while the product of their (c + 1) stays <= BUNDLE_ATOMS."""
+    """The leaves: each group with c + 1 > GROUP_ATOMS alone (a binomial window), the others
+    bundled (in eps order) while the product of their (c + 1) stays <= BUNDLE_ATOMS (a group
+    with c + 1 above that: a bundle of its own, every atom)."""
     plan, cur, size = [], [], 1
     for e, c in zip(vals.tolist(), cnts.tolist()):
         c = int(c)
-        if c + 1 > BUNDLE_ATOMS:
+        if c + 1 > GROUP_ATOMS:
             plan.append([(e, c)])
             continue
-        if size * (c + 1) > BUNDLE_ATOMS:
+        if cur and size * (c + 1) > BUNDLE_ATOMS:
             plan.append(cur)
             cur, size = [], 1
         cur.append((e, c))
@@ -950,7 +954,7 @@ def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
     slice_points = min(LEAF_SLICE_POINTS, max(2**14, budget.limit // 256))
     while i < n:
         items = plan[i]
-        if not VECTOR_LEAVES or isinstance(items, Leaf) or (len(items) == 1 and items[0][1] + 1 > BUNDLE_ATOMS):
+        if not VECTOR_LEAVES or isinstance(items, Leaf) or (len(items) == 1 and items[0][1] + 1 > GROUP_ATOMS):
             yield _leaf_one(items, h, theta, log_slack, S)
             i += 1
             continue
