@@ -24,7 +24,8 @@ from .selfcompose import power_node, power_pass
 from .tree import _fft_tree, _row_blocks
 
 
-CHUNK_POINTS = 2**17  # leaf lattice points per chunk of the streamed FFT tree
+CHUNK_POINTS = 2**16  # leaf lattice points per chunk of the streamed FFT tree (a chunk is composed whole, uncut:
+#                      10^5 distinct eps at tol 1e-3, ~15% less CPU than at 2^17; 2^15 and 2^14 no better)
 CHUNK_POW2 = True  # flush a chunk at a power-of-two number of leaves once it holds >= CHUNK_POINTS / 2
 WINDOW_LOG = leaves.WINDOW_LOG  # tilted mass lumped (upper) / dropped (lower) below each node's window
 SLACK_REL = 2.0**-40  # untilted mass sent to +inf above the windows, relative to the target, in all
