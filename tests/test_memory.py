@@ -247,3 +247,30 @@ def test_the_toolkit_hands_max_memory_on(method):
     c = optcomp.privacy_curve(0.1, k=10, num=3, method=method, max_memory=2**30)
     assert np.array_equal(c.delta, optcomp.privacy_curve(0.1, k=10, num=3, method=method).delta)
     assert acc.get_epsilon(1e-6, method=method, max_memory=2**30) == acc.get_epsilon(1e-6, method=method)
+
+
+def test_a_bundle_slice_is_held_in_the_budget_while_its_leaves_are_handed_out():
+    """The rows of a slice of bundled leaves live until its last leaf is handed out: they are
+    counted as held by the call's budget meanwhile (so a pass's later steps see them) and
+    released after, also when the pass stops early; a slice holds at most 1/256 of the
+    budget in lattice points."""
+    from optcomp._lattice import grouped, leaves
+
+    eps = np.sort(np.random.default_rng(3).uniform(0.05, 0.2, 2000))
+    plan = leaves.leaf_plan(eps, np.ones(eps.size, dtype=np.int64))
+    h, theta = 2.0**-10, 0.5
+    S = grouped._mgf_grid(theta)
+    with _memory.limit(64 * MiB) as budget:
+        built = leaves.build(plan, h, theta, -40.0, S)
+        first = next(built)
+        held = budget.held
+        assert held >= 3 * 8 * first[0].shape[1] * 2  # the slice's rows (several leaves) are held
+        assert held <= 3 * 8 * (64 * MiB // 256 + first[0].shape[1])  # ... at most 1/256 of the budget in points
+        for _ in built:
+            assert budget.held > 0
+        assert budget.held == 0
+        built = leaves.build(plan, h, theta, -40.0, S)
+        next(built)
+        assert budget.held > 0
+        built.close()  # a pass stopped early (an error elsewhere): the slice released
+        assert budget.held == 0
