@@ -101,7 +101,7 @@ def _enumerated(run) -> Bracket | None:
 def _beyond_listing(vals, log_t: float) -> bool:
     """True when the exact producers cannot list the product of the groups ``vals`` (eps > 0,
     ascending) within ENUMERATED_ATOMS atoms, aimed at a target e^log_t (<= 1; 0 for any):
-    at least need of its factors keep two atoms or more (2^need > ENUMERATED_ATOMS).
+    at least bit_length(ENUMERATED_ATOMS) of its factors keep two atoms or more.
 
     A factor's window (:func:`~optcomp._exact.atoms.window_groups`) is one atom m only if
     its two tails, each at most _TAIL e^log_t / (2 G) for G factors, hold all its mass off
@@ -109,10 +109,11 @@ def _beyond_listing(vals, log_t: float) -> bool:
     largest atom of a sum of independent terms is at most that of one term).  Raising the
     lower edges (:func:`~optcomp._exact.atoms.raise_lower_edges`) makes a factor one atom
     only when the largest listed loss of the whole product is below the guess, and then
-    every factor at once; that guess lies under the Chernoff point, where the windows'
-    tops (2^-50 deeper in the tail) are not, so the product stays beyond the listing and
-    the producers' time (~3.7 s for 10^5 distinct eps, in rationals) is saved: the lattice
-    answers as it would after them."""
+    every factor at once (one atom, at or below the guess); that guess lies under the
+    Chernoff point, where the windows' tops (2^-50 deeper in the tail) do not, so the
+    product stays beyond the listing (an argument, not a check: were it wrong, the lattice
+    would answer in place of the listing, its bracket certified as well).  Saves the
+    producers' time (~3.7 s for 10^5 distinct eps, in rationals) where they give up."""
     small = vals[vals < BIG_EPS]
     need = max(2, ENUMERATED_ATOMS.bit_length())  # 2^need > ENUMERATED_ATOMS
     if small.size < need:

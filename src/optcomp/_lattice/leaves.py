@@ -49,8 +49,8 @@ GROUP_ATOMS = 1024  # a group with c + 1 above this many atoms is a leaf alone (
 BUNDLE_ATOMS = 256  # smaller groups are composed exactly into leaves of <= this many atoms (one group alone may
 #                    exceed it): 10^5 distinct eps at tol 1e-3 took 3.9 s at 1024, 2.7 s at 256 (the bundles' work
 #                    per group grows like 2^m / m in their m groups; the tree's is the same)
-# (256 took 10-25% less CPU for 10^3-10^5 singletons, but a pass refused by a 64 MiB budget then
-# peaked at 240 MB against 160: tests/test_memory.py)
+# (with a bundle slice's rows held in the budget while its leaves are handed out, :func:`build`: a
+# pass refused by a 64 MiB budget peaks at ~100 MB, against 240 MB before that accounting)
 WINDOW_LOG = math.log(2.0**-60)  # tilted mass lumped (upper) / dropped (lower) below each window
 
 
