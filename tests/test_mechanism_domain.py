@@ -555,6 +555,22 @@ def test_a_large_sigma_discrete_gaussian_is_fast_and_exact(sigma):
     assert p.upper - p.lower <= 1e-15 * p.upper
 
 
+def test_a_discrete_gaussian_of_a_huge_sigma_alone():
+    """DiscreteGaussian(1e293) alone at delta_g = 1e-298 (the bisection on its profile once
+    took ~64 settled evaluations, each an mpmath exp of a 10^587 argument): its profile is
+    mu-GDP's (mu = 1/sigma) within e^{-2 pi^2 sigma^2} relative (Poisson summation), so the
+    bracket's ends straddle the root of the Gaussian reference."""
+    m, d = DiscreteGaussian(1e293, 1), 1e-298
+    b = call("dg eps", lambda: optcomp.epsilon_bounds([m], counts=[1], delta_g=d))
+    e = call("dg eps", lambda: optcomp.epsilon_g([m], counts=[1], delta_g=d))
+    mu = mp.mpf(1) / mp.mpf(1e293)
+    with mp.workdps(30):
+        for x in (b.upper, e):
+            assert h_gauss(mu, mp.mpf(x)) <= mp.mpf(d) * (1 + MARGIN)
+        assert h_gauss(mu, mp.mpf(b.lower)) >= mp.mpf(d) * (1 - MARGIN)
+        assert b.upper - b.lower <= 1e-4 * b.upper
+
+
 @pytest.mark.slow
 def test_discrete_gaussian_15000_under_ten_seconds():
     m = DiscreteGaussian(15000.0)

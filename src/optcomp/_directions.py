@@ -132,7 +132,8 @@ def single_mechanism(m: Mechanisms, others):
 
 def profile_epsilon(mech, delta_g: float) -> Bounds | None:
     """Certified (lower, upper) on the least x with delta(x) <= delta_g for one mechanism, by
-    bisection on its certified profile (``profile_bounds``), over the floats' bit patterns
+    bisection on its certified profile (``profile_side``: each decision at the least working
+    precision that makes it), over the floats' bit patterns
     (at most ~64 evaluations to adjacent floats): the upper end a float x with upper(x) <=
     delta_g, the lower end one with lower(x) > delta_g (delta decreases; where the
     profile's bracket straddles delta_g the two ends part by its width).  [inf, inf] when
@@ -147,16 +148,18 @@ def profile_epsilon(mech, delta_g: float) -> Bounds | None:
     def flt(i: int) -> float:
         return struct.unpack("<d", struct.pack("<q", i))[0]
 
-    if mech.profile_bounds(0.0).upper <= delta_g:
+    side = getattr(mech, "profile_side", None) or (
+        lambda x, d: 1 if mech.profile_bounds(x).lower > d else (-1 if mech.profile_bounds(x).upper <= d else 0))
+    if side(0.0, delta_g) < 0:
         return Bounds(0.0, 0.0)
     if mech.kind == "atoms" and any(law.inf_lo - law.beyond_lo > delta_g
                                     for law in (mech.law(1.0, d) for d in mech.directions())):
         return Bounds(math.inf, math.inf)
     fmax = sys.float_info.max
-    at_max = mech.profile_bounds(fmax)
-    if at_max.lower > delta_g:
+    at_max = side(fmax, delta_g)
+    if at_max > 0:
         return Bounds(fmax, math.inf)
-    if at_max.upper > delta_g:  # undecided at every x (delta_g = the mass at +inf): the engine's frames
+    if at_max == 0:  # undecided at every x (delta_g = the mass at +inf): the engine's frames
         return None
 
     def search(passes) -> float:
@@ -170,18 +173,18 @@ def profile_epsilon(mech, delta_g: float) -> Bounds | None:
                 lo = mid
         return flt(hi)
 
-    upper = search(lambda x: mech.profile_bounds(x).upper <= delta_g)
+    upper = search(lambda x: side(x, delta_g) < 0)
     # the lower end: galloping down from the upper one (a few ulps where the profile is tight)
     top, step = bits(upper), 1
     while True:
         cand = max(top - step, 0)
-        if cand == 0 or mech.profile_bounds(flt(cand)).lower > delta_g:
+        if cand == 0 or side(flt(cand), delta_g) > 0:
             break
         step *= 4
     lo, hi = cand, top  # lower(flt(lo)) > delta_g (or lo = 0), and not at hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if mech.profile_bounds(flt(mid)).lower > delta_g:
+        if side(flt(mid), delta_g) > 0:
             lo = mid
         else:
             hi = mid

@@ -119,9 +119,10 @@ class FiniteLaw:
     def size(self) -> int:
         return len(self.pos)
 
-    def top(self):
-        """(exact or None, mpmath) of the largest atom's position."""
-        return self.exact[-1], self.pos[-1] + self.perr[-1]
+    def top(self, up: bool = True):
+        """(exact or None, mpmath) of the largest atom's position: its mpmath position plus
+        its error (``up``), or minus it (a lower end)."""
+        return self.exact[-1], self.pos[-1] + self.perr[-1] if up else self.pos[-1] - self.perr[-1]
 
 
 def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0, a_exact=None, t_exact=None) -> FiniteLaw:
@@ -394,9 +395,7 @@ class Composition:
         known = True
         with mpmath.workprec(PREC):
             for law, c in self.factors:
-                e, a = law.top()
-                if not up:  # (law.top() is the position plus its error)
-                    a = law.pos[-1] - law.perr[-1]
+                e, a = law.top(up)
                 approx += c * a
                 if e is None:
                     known = False

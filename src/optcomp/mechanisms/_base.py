@@ -27,7 +27,7 @@ import numpy as np
 from .._inputs import ParameterTypeError, _check_real, _describe, _integer
 from .._laws import DIRECTIONS, FORWARD, MAX_ATOMS, TAIL, AtomLaw, CellLaw, Mechanism, Points, loss_end
 from .._rounding import mpf_exact
-from .._pairs import LOWER, UPPER, DiscretePair, bracket, lattice_index, lattice_index_mp, lattice_pair, mpf_err, settle
+from .._pairs import LOWER, PRECISIONS, UPPER, DiscretePair, bracket, lattice_index, lattice_index_mp, lattice_pair, mpf_err, settle
 from .._types import Bounds
 
 #: family name -> class, in the order the families were defined (read by the JSON ledger, the
@@ -163,6 +163,23 @@ class _Registered(Mechanism):
         x = _eps_arg(eps)
         brackets = [settle(lambda d=d: self._delta_mp(mpmath.mpf(x), d)) for d in self.directions()]
         return Bounds(max(b[0] for b in brackets), max(b[1] for b in brackets))
+
+    def profile_side(self, eps, delta) -> int:
+        """Where the privacy profile delta(eps) lies against ``delta``, certified: +1 when it
+        is above (its certified lower end exceeds ``delta``), -1 when it is at most ``delta``
+        (its upper end is), 0 when even the last working precision cannot tell.  The
+        precisions grow only until one of the two holds -- a decision away from ``delta``
+        needs far fewer digits than :meth:`profile_bounds`' settled bracket (every
+        precision's bracket is valid: ``_delta_mp`` bounds its own error)."""
+        x = _eps_arg(eps)
+        for prec in PRECISIONS:
+            with mpmath.workprec(prec):
+                brackets = [bracket(*self._delta_mp(mpmath.mpf(x), d)) for d in self.directions()]
+            if max(b[0] for b in brackets) > delta:
+                return 1
+            if max(b[1] for b in brackets) <= delta:
+                return -1
+        return 0
 
     def _delta_mp(self, x, direction):  # pragma: no cover - abstract
         raise NotImplementedError

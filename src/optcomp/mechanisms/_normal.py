@@ -139,7 +139,10 @@ def kernel_total(sigma):
     function), for sigma >= 1: the series is within 3 e^{-2 pi^2 sigma^2} of 1."""
     sig = mpmath.mpf(sigma)
     base = sig * mpmath.sqrt(2 * mpmath.pi)
-    eta = 3 * mpmath.exp(-2 * mpmath.pi**2 * sig * sig)
+    arg = 2 * mpmath.pi**2 * sig * sig
+    # e^{-a} <= 2^{-a} (e > 2): for a >= 2^20 the bound 2^-(2^20) is far below any working
+    # precision's ulp, and mpmath's exp of a huge argument costs seconds
+    eta = 3 * (mpmath.exp(-arg) if arg < 2**20 else mpmath.ldexp(1, -2**20))
     return base, base * eta + mpf_err(base, bits=4)
 
 

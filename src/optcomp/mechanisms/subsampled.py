@@ -212,6 +212,11 @@ class Subsampled(_Registered):
             return self._inner.profile_bounds(eps)
         return super().profile_bounds(eps)
 
+    def profile_side(self, eps, delta) -> int:
+        if self._whole:
+            return self._inner.profile_side(eps, delta)
+        return super().profile_side(eps, delta)
+
     def _pair(self, h, side, direction, tail, max_atoms):
         if self._whole:
             return self._inner._pair(h, side, direction, tail, max_atoms)
