@@ -49,7 +49,6 @@ says so and points to ``method="approx"`` instead of starting an hours-long run.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -78,8 +77,8 @@ from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bound
     product_atoms,
     product_distribution,
     _product,
-    chernoff_point,
     raise_lower_edges,
+    solved_near_the_root,
     window_charges,
     window_groups,
 )
@@ -279,19 +278,16 @@ def _mitm_epsilon(halves, shift, slack: float, t: float, max_atoms: int) -> floa
     of the loss.  That root r bounds the optimum from above (lumping only raises H) and is
     the same root when r >= the lumps' threshold (H unchanged from there on, and above t
     just left of r); else the unraised windows are met in the middle."""
-    groups = list(halves[0]) + list(halves[1])
-    guess = chernoff_point(groups, shift, t)
-    if guess is not None:
-        raised, threshold = raise_lower_edges(groups, shift, guess)
-        if threshold is not None:
-            kind, info = _distribution_kind(raised, max_atoms)
-            if kind == "full":
-                r = solve_segments(product_distribution(raised, shift, slack, lower=True,
-                                                        log2_scale=_scale_for(t)), t)
-            else:
-                r = _MeetInTheMiddle(*info[0], shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t)
-            if Fraction(r) >= threshold:
-                return r
+    def met(raised):
+        kind, info = _distribution_kind(raised, max_atoms)
+        if kind == "full":
+            return solve_segments(product_distribution(raised, shift, slack, lower=True,
+                                                       log2_scale=_scale_for(t)), t)
+        return _MeetInTheMiddle(*info[0], shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t)
+
+    r = solved_near_the_root(list(halves[0]) + list(halves[1]), shift, t, met)
+    if r is not None:
+        return r
     return _MeetInTheMiddle(*halves, shift=shift, slack=slack, log2_scale=_scale_for(t)).epsilon(t)
 
 

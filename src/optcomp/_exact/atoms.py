@@ -291,17 +291,16 @@ def exact_epsilon_bounds(m: Mechanisms, t_low: float, t_high: float, max_atoms: 
                 _homogeneous_epsilon(eps, n, t_low, shift, slack))
     if _atom_count(groups, max_atoms) > max_atoms and t_low > 0.0:
         groups = window_groups(groups, math.log(t_low), max_atoms)
-        guess = chernoff_point(groups, shift, t_low) if _atom_count(groups, max_atoms) > max_atoms else None
-        if guess is not None:
-            # windows from near the root (:func:`raise_lower_edges`): both ends are certified
-            # whatever the guess (lumping raises the upper H, dropping lowers the lower one),
-            # and as tight as the unraised windows' when the lower end is past the lumps
-            raised, threshold = raise_lower_edges(groups, shift, guess)
-            if threshold is not None and _atom_count(raised, max_atoms) <= max_atoms:
+        if _atom_count(groups, max_atoms) > max_atoms:
+            def listed(raised):  # (its lower end is the root checked against the lumps)
+                if _atom_count(raised, max_atoms) > max_atoms:
+                    return None
                 dist = product_distribution(raised, shift, slack, lower=True, log2_scale=_scale_for(t_low))
-                lower = dist.epsilon_lower(t_high)
-                if Fraction(lower) >= threshold:
-                    return lower, solve_segments(dist, t_low)
+                return dist, dist.epsilon_lower(t_high)
+
+            near = solved_near_the_root(groups, shift, t_low, listed, root=lambda r: r[1])
+            if near is not None:
+                return near[1], solve_segments(near[0], t_low)
     if _atom_count(groups, max_atoms) <= max_atoms:
         dist = product_distribution(groups, shift, slack, lower=True, log2_scale=_scale_for(t_low))
         return dist.epsilon_lower(t_high), solve_segments(dist, t_low)
@@ -511,6 +510,26 @@ def raise_lower_edges(groups, shift: Fraction, x: float):
         loss = shift + Fraction(eps) * (2 * m - n) + rest
         threshold = loss if threshold is None else max(threshold, loss)
     return out, threshold
+
+
+def solved_near_the_root(groups, shift, t: float, solve, root=lambda r: r):
+    """``solve(raised)`` of the factors with their lower edges raised to a guess under the
+    root of H(x) = t (:func:`chernoff_point`, :func:`raise_lower_edges`), kept only when its
+    root (``root(result)``) is at or past the lumps' threshold, else None (no guess, nothing
+    raised, ``solve`` returned None, or the root fell among the lumps).  Whatever the guess,
+    the raised factors' answers are certified (lumping raises the upper H, dropping lowers
+    the lower one); from the threshold on H is the unraised windows' own, so a root there is
+    theirs too."""
+    guess = chernoff_point(groups, shift, t)
+    if guess is None:
+        return None
+    raised, threshold = raise_lower_edges(groups, shift, guess)
+    if threshold is None:
+        return None
+    result = solve(raised)
+    if result is None or Fraction(root(result)) < threshold:
+        return None
+    return result
 
 
 def chernoff_point(groups, shift, t: float) -> float | None:
