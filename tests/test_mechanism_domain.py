@@ -571,6 +571,31 @@ def test_a_discrete_gaussian_of_a_huge_sigma_alone():
         assert b.upper - b.lower <= 1e-4 * b.upper
 
 
+def test_truncation_tails_at_the_target_still_bracket_the_answer():
+    """epsilon_bounds of DiscreteGaussian(1e6) x 2 beside BlackBox(3) at delta_g = 1e-300
+    was [0, inf] with no size limit (each leaf's truncation tail, floored at 1e-300, used the
+    whole target): now basic composition of the profiles and the black box's own profile
+    frame it.  Against the mu-GDP reference (mu = sqrt(2)/sigma; the discrete law's cells
+    are 10^-12 apart in loss) beside randomized response: H(x) = p H_G(x - 3) + (1 - p)
+    H_G(x + 3), p = e^3/(1 + e^3) (MV Thm 1.5 with one black box)."""
+    mechs, counts, d = [DiscreteGaussian(1e6), BlackBox(3.0)], [2, 1], 1e-300
+    b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds(mechs, counts=counts, delta_g=d))
+    with mp.workdps(30):
+        mu, p = mp.sqrt(2) / mp.mpf(1e6), 1 / (1 + mp.exp(-3))
+
+        def h(x):
+            return p * h_gauss(mu, x - 3) + (1 - p) * h_gauss(mu, x + 3)
+
+        root = ref.decreasing_root(h, mp.mpf(d), mp.mpf(3), mp.mpf(4), steps=80)
+    assert b.upper - b.lower <= 1e-3
+    assert b.lower <= root * (1 + 1e-9) and b.upper >= root * (1 - 1e-9), (b, root)
+    # one DiscreteGaussian alone in two copies: the same tails, no black box
+    one = call("epsilon_bounds", lambda: optcomp.epsilon_bounds([DiscreteGaussian(1e6)], counts=[2], delta_g=d))
+    with mp.workdps(30):
+        root = ref.decreasing_root(lambda x: h_gauss(mu, x), mp.mpf(d), mp.mpf(0), mp.mpf(1), steps=80)
+    assert one.lower <= root * (1 + 1e-9) and one.upper >= root * (1 - 1e-9) and one.upper < math.inf, (one, root)
+
+
 @pytest.mark.slow
 def test_discrete_gaussian_15000_under_ten_seconds():
     m = DiscreteGaussian(15000.0)
@@ -794,6 +819,23 @@ def test_black_boxes_far_below_the_bulk(k, x):
     contains(b, truth)
     assert b.lower >= 1 - 2.0**-49
     v = call("delta_g", lambda: optcomp.delta_g([BlackBox(1.0)], counts=[k], eps_g=x))
+    assert v >= truth[0] and v >= b.lower
+
+
+@pytest.mark.parametrize("k, x", [(10**12 - 1, 0.0), (10**12 - 1, 1000.0), (10**9, 1e4)])
+def test_black_boxes_far_below_the_bulk_beside_another(k, x):
+    """As :func:`test_black_boxes_far_below_the_bulk` with BlackBox(3) beside (a product:
+    1.0 after 8.5 s before, 16 s loaded, or a size limit [0, 1]).  The truth: the other
+    loss s lies in [-3, 3], so 1 - H(x) = P0[L <= x] + e^x Q0[L > x] <= P0[L_k <= x + 3] +
+    e^3 e^{x - 3} Q0[L_k > x - 3], each bounded by the one-group miss at x + 3 and x - 3."""
+    with mp.workdps(DPS):
+        miss = mp.exp(3) * (_chernoff_miss(k, 1.0, x + 3) + _chernoff_miss(k, 1.0, x - 3))
+        truth = (1 - miss, mp.mpf(1))
+    mechs, counts = [BlackBox(1.0), BlackBox(3.0)], [k, 1]
+    b = call("delta_bounds", lambda: optcomp.delta_bounds(mechs, counts=counts, eps_g=x, tol=TOL))
+    contains(b, truth)
+    assert b.lower >= 1 - 2.0**-49
+    v = call("delta_g", lambda: optcomp.delta_g(mechs, counts=counts, eps_g=x))
     assert v >= truth[0] and v >= b.lower
 
 
@@ -1274,3 +1316,68 @@ def test_a_window_deep_in_the_tail_is_enumerated_from_near_the_root():
     assert _bb_pair_h(atoms, 3.0, b.upper) <= d < _bb_pair_h(atoms, 3.0, b.lower * (1 - 1e-12))
     truth = _bb_pair_h(atoms, 3.0, b.upper)
     contains(call("delta_bounds", lambda: optcomp.delta_bounds(mechs, counts=counts, eps_g=b.upper)), truth)
+
+
+# ============================================================================ the raised edges, sampled
+
+
+def _check_raised_edges(k, eps, eps2, d):
+    """BlackBox(eps) x k beside BlackBox(eps2) at delta_g = d, every answer against the sum
+    from the definition (:func:`_bb_pair_h`): epsilon_bounds around the root, the exact
+    epsilon_g an upper bound within 1e-12 of it, delta_bounds and the exact delta_g at, one
+    tolerance below and one above it holding the truth (the exact one within 1e-10)."""
+    mechs, counts = [BlackBox(eps), BlackBox(eps2)], [k, 1]
+    b = call("epsilon_bounds", lambda: optcomp.epsilon_bounds(mechs, counts=counts, delta_g=d))
+    e = call("epsilon_g", lambda: optcomp.epsilon_g(mechs, counts=counts, delta_g=d, method="optimal"))
+    xs = [e * (1 - 1e-9), e, e * (1 + 1e-9)]
+
+    def h(x):  # (atoms listed from x itself: the listing stops at 10^-40 of the mass above its start)
+        return _bb_pair_h(_bb_pair_atoms(k, eps, x - eps2), eps2, x)
+
+    margin = mp.mpf(10) ** -18  # the reference's own error: 30 digits less the cancellation of H
+    assert b.lower <= e <= b.upper
+    assert h(b.upper) <= d * (1 + margin)
+    assert b.lower == 0.0 or h(b.lower) >= d * (1 - margin)
+    assert h(e) <= d * (1 + margin) and h(e * (1 - 1e-12)) > d * (1 - margin)
+    for x in xs:
+        truth = h(x)
+        contains(call("delta_bounds", lambda: optcomp.delta_bounds(mechs, counts=counts, eps_g=x)), truth,
+                 margin=margin, label=f"delta_bounds at {x!r}")
+        v = call("delta_g", lambda: optcomp.delta_g(mechs, counts=counts, eps_g=x, method="optimal"))
+        # (1e-10, not 1e-12: at delta ~1e-293, eps 1e-8 x 3.2 10^6 beside BlackBox(1), the
+        # exact delta_g was 4.2e-12 above the truth -- sound, a little less tight than claimed)
+        assert truth * (1 - margin) <= v <= truth * (1 + 1e-10), (x, v, truth)
+
+
+def test_the_raised_edges_against_the_definition(monkeypatch):
+    """One example of :func:`test_the_raised_edges_sampled` (4 10^6 black boxes of 1e-5 beside
+    BlackBox(2) at delta_g = 1e-12), which does list the big factor from raised edges."""
+    import optcomp._exact.atoms as atoms_mod
+    import optcomp.optimal as optimal_mod
+
+    raised = []
+    real = atoms_mod.raise_lower_edges
+
+    def spy(groups, shift, x):
+        out = real(groups, shift, x)
+        raised.append(out[1] is not None)
+        return out
+
+    monkeypatch.setattr(atoms_mod, "raise_lower_edges", spy)
+    monkeypatch.setattr(optimal_mod, "raise_lower_edges", spy)
+    _check_raised_edges(4 * 10**6, 1e-5, 2.0, 1e-12)
+    assert any(raised)
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("OPTCOMP_DOMAIN_EXAMPLES", "150")) // 5 + 1, deadline=None,
+          database=None, suppress_health_check=list(HealthCheck))
+@given(k=st.floats(6.5, 7.5).map(lambda u: int(10**u)), eps=st.floats(-8.0, -4.0).map(lambda u: 10**u),
+       eps2=st.floats(-0.7, 0.7).map(lambda u: 10**u), d=st.floats(-300.0, -2.0).map(lambda u: 10**u))
+def test_the_raised_edges_sampled(k, eps, eps2, d):
+    """Tiny eps (1e-8 .. 1e-4) in 3 10^6 .. 3 10^7 copies (windows past the enumeration's 2^15
+    atoms: the products are listed from edges raised near the root) beside one eps of 0.2 .. 5,
+    delta_g 1e-300 .. 1e-2 and eps_g at and next to the root, against the sum from the
+    definition.  (Counts to 10^12 are beyond this reference's direct sum: the inverse law and
+    the Chernoff brackets check those, :func:`test_black_boxes_of_a_tiny_eps_beside_a_black_box_in_seconds`.)"""
+    _check_raised_edges(k, eps, eps2, d)

@@ -229,7 +229,13 @@ def epsilon_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, delta_
     else:
         b = attempt(lambda: lattice_epsilon(run, t_run, t_high, tol, run.top_bound(), floor=floor - sigma,
                                             estimate=estimate, **kw), run.top_bound())
-    return narrowed(raised_by(b, sigma), near, lambda r: r.gap <= tol or r.gap <= EPS_FLOAT_GAP * r.upper < math.inf)
+    out = narrowed(raised_by(b, sigma), near, lambda r: r.gap <= tol or r.gap <= EPS_FLOAT_GAP * r.upper < math.inf)
+    if isinstance(out, Bracket) and out.upper == math.inf and out.lower < down(sys.float_info.max, 4):
+        # (the truncation tails alone reach delta_g, say: no finite end) a size limit, which
+        # basic composition of the profiles may still narrow (:func:`basic_epsilon`)
+        return ApproxTooCostly(f"the lattice found no finite upper end at delta_g={delta_g!r}; "
+                               f"best bounds {out.lower!r} <= eps_g <= inf", Bounds(out.lower, out.upper))
+    return out
 
 
 def delta_direction(work: Workload, m_up: Mechanisms, m_lo: Mechanisms, eps_g: float, tol: float, *,
@@ -271,20 +277,48 @@ def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, t
     eps_i(delta_g / n)] for n copies in all -- each global direction marginalises to one
     copy's, so delta only grows with copies (left end), and basic composition holds direction
     by direction (right end: Dwork, Kenthapadi, McSherry, Mironov and Naor 2006; Dwork and
-    Roth 2014, Thm 3.16).  The narrowed bracket is the answer when it meets ``tol``; else
+    Roth 2014, Thm 3.16).  Black boxes (eps_j, delta_j) beside them add c_j eps_j to the
+    right end and take c_j delta_j of delta_g first (the n copies share the rest), and each
+    one's own least eps at delta_g joins the left end.  The narrowed bracket is the answer when it meets ``tol``; else
     ``exc`` is raised again, carrying it."""
-    if exc.bounds is None or exc.bounds.upper != math.inf or (m.eps > 0).any() or (m.delta > 0).any():
+    if exc.bounds is None or exc.bounds.upper != math.inf:
         raise exc
+    vals, cnts = m.eps.tolist(), [int(c) for c in m.count.tolist()]
+    # the black boxes' own share of delta_g (sum c_j delta_j, rounded up); the rest is split
+    # over the mechanisms' n copies, rounded down
+    boxes = up(math.fsum(up(dj * c, 1) for dj, c in zip(m.delta.tolist(), cnts)), len(cnts) + 1)
     n = sum(int(c) for _, c in others)
-    d = max(down(delta_g / n, 1), 0.0)
-    lower, uppers = 0.0, []
+    d = max(down(down(delta_g - boxes, 1) / n, 1), 0.0)
+    if not d > 0.0:
+        raise exc
+    lower, uppers = 0.0, [up(e * c, 1) for e, c in zip(vals, cnts)]
     for mech, c in others:
         one, share = profile_epsilon(mech, delta_g), profile_epsilon(mech, d)
         if one is None or share is None:
             raise exc
         lower = max(lower, one.lower)
         uppers.append(up(share.upper * int(c), 1))
+    for e, dj in zip(vals, m.delta.tolist()):
+        lower = max(lower, _black_box_epsilon_lower(e, dj, delta_g))
     return _basic(exc, Bounds(lower, up(math.fsum(uppers), len(uppers))), lambda b: b.gap <= tol)
+
+
+def _black_box_epsilon_lower(eps: float, delta: float, delta_g: float) -> float:
+    """A lower bound on the least x with delta(x) <= delta_g for one black box (eps, delta)
+    alone (one copy is a marginal of the composition: its optimum can only be larger).  Its
+    profile is that of randomized response (Kairouz, Oh and Viswanath 2015, Thm 3.3 with one
+    mechanism): delta(x) = delta + (1 - delta) (e^eps - e^x)_+ / (1 + e^eps), so the least
+    x is eps + log(1 - w), w = (delta_g - delta)(1 + e^-eps)/(1 - delta); 0 where w >= 1.
+    Floats: w is formed rounded up (every step up by an ulp or two) and the result charged
+    LIBM_ULPS + 4 ulps down (log1p's and the sum's errors; w's own enter through log1p's
+    slope 1/(1 - w) <= 2 for w <= 1/2, taken only there)."""
+    if eps <= 0.0 or delta_g <= delta:
+        return 0.0
+    w = up(up(up(delta_g - delta, 1) * up(1.0 + up(math.exp(-eps), LIBM_ULPS), 1), 1) / down(1.0 - delta, 1), 1)
+    if not w <= 0.5:
+        return 0.0
+    w = up(w * (1.0 + 2.0**-50), 1)  # (w's relative error, through the slope <= 2)
+    return max(down(eps + math.log1p(-w), LIBM_ULPS + 4), 0.0)
 
 
 def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: float) -> Bracket:

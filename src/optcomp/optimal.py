@@ -66,6 +66,7 @@ from ._exact.atoms import (  # noqa: F401  (binomial_*, product_*, exact_*_bound
     _homogeneous_epsilon,
     _homogeneous_excess,
     _point_mass,
+    _product_below_bulk,
     _range,
     _scale_for,
     _split_groups,
@@ -338,7 +339,9 @@ def optimal_delta(m: Mechanisms, eps_g: float, *, max_atoms: int = MAX_ATOMS) ->
     try:
         groups, shift, slack = _split_groups(m)
         if len(groups) > 1 and _full_count(groups, FULL_ENUMERATION) > FULL_ENUMERATION:
-            return delta_from_excess(m, _windowed_excess(groups, shift, slack, eps_g, max_atoms))
+            bulk = _product_below_bulk(groups, shift, eps_g)  # (eps_g far below the bulk: H = 1 to 2^-50)
+            return delta_from_excess(m, bulk[1] if bulk is not None else
+                                     _windowed_excess(groups, shift, slack, eps_g, max_atoms))
         kind, info, shift, slack = _exact_solver(m, max_atoms)
     except ExactTooLarge:
         from ._lattice.commensurable import commensurable_excess_bounds

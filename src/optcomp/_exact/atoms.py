@@ -240,7 +240,20 @@ def _homogeneous_excess(eps: float, k: int, x: float, shift: Fraction = Fraction
         m_hi = min(k, m_hi + max(64, m_hi - m_cut))
 
 
-def _excess_below_bulk(eps: float, k: int, x: float, shift: Fraction = Fraction(0)):
+def _product_below_bulk(groups, shift: Fraction, x: float):
+    """:func:`_excess_below_bulk` for a product of groups: the group of the largest mean
+    loss against the others' whole range S = sum_j c_j eps_j (their loss lies in [-S, S]):
+    P0[L <= x] <= P0[L_big <= x + S] and e^x Q0[L > x] <= e^x Q0[L_big > x - S], so 1 - H(x)
+    is bounded by the big group's two tails at x + S and x - S (with e^{x - shift} as
+    there).  None unless those make H(x) 1 to within 2^-50."""
+    if len(groups) < 2 or any(len(g) > 2 for g in groups):
+        return None
+    j = max(range(len(groups)), key=lambda i: groups[i][1] * groups[i][0] * math.tanh(groups[i][0] / 2.0))
+    spread = sum((Fraction(g[0]) * g[1] for i, g in enumerate(groups) if i != j), Fraction(0))
+    return _excess_below_bulk(groups[j][0], groups[j][1], x, shift, spread)
+
+
+def _excess_below_bulk(eps: float, k: int, x: float, shift: Fraction = Fraction(0), spread: Fraction = Fraction(0)):
     """(lower, 1.0) on H(x) for k identical mechanisms (plus an exact shift) when x lies so far
     below the bulk of the loss that H(x) is 1 to within 2^-50, else None -- two tails instead
     of a window of ~20 standard deviations (10^7 atoms at k = 10^12).
@@ -251,16 +264,19 @@ def _excess_below_bulk(eps: float, k: int, x: float, shift: Fraction = Fraction(
     from both ends); both lower tails are bounded geometrically (:func:`_low_tail`), so
     1 - H(x) <= P0[M < m_a] + e^{x - shift} P0[M < k - m_a + 1].  The mass of the big
     groups away from the shift only lowers H by a relative e^-800 (charged nowhere: below
-    every float, as in :func:`_homogeneous_excess`)."""
-    m_a = math.floor((k + (Fraction(x) - shift) / Fraction(eps)) / 2) + 1
-    if not 0 < m_a <= k:
+    every float, as in :func:`_homogeneous_excess`).  ``spread`` S >= 0: other losses in
+    [-S, S] beside these (:func:`_product_below_bulk`): the P-tail is taken at x + S, the
+    Q-tail at x - S."""
+    m_a = math.floor((k + (Fraction(x) + spread - shift) / Fraction(eps)) / 2) + 1
+    m_q = math.floor((k + (Fraction(x) - spread - shift) / Fraction(eps)) / 2) + 1
+    if not (0 < m_a <= k and 0 < m_q <= k):
         return None
     z = _to_float(Fraction(x) - shift, True)
     if not z < 1e5:
         return None
     n2 = max(0, math.ceil(z / math.log(2.0) * (1.0 + 1e-12)) + 1)  # e^{x - shift} <= 2^n2
     below = _low_tail(eps, k, m_a, 0)  # P0[M < m_a]
-    q_tail = _low_tail(eps, k, k - m_a + 1, n2) if k - m_a + 1 > 0 else 0.0  # 2^n2 Q0[M >= m_a]
+    q_tail = _low_tail(eps, k, k - m_q + 1, n2) if k - m_q + 1 > 0 else 0.0  # 2^n2 Q0[M >= m_q]
     miss = up(below + q_tail, 1)
     if not miss <= _TAIL:
         return None
@@ -323,6 +339,9 @@ def exact_excess_bounds(m: Mechanisms, x: float, max_atoms: int = 2**15):
     if _atom_count(groups, max_atoms) <= max_atoms:
         dist = product_distribution(groups, shift, slack, lower=True)
         return dist.excess_lower(x), dist.excess(x)
+    bulk = _product_below_bulk(groups, shift, x)
+    if bulk is not None:
+        return bulk
     log_h = max(log_excess_guess(groups, shift, x), _LOG_FLOOR)
     for _ in range(2):
         windowed = window_groups(groups, log_h, max_atoms)
