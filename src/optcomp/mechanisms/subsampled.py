@@ -530,8 +530,26 @@ class Subsampled(_Registered):
         if not idx.size:
             return full_ok, full
         s = ld(self.q)
+        # (constants of every chunk, hoisted: each is the same rounded operation as inline)
+        logs = np.log(s)
+        alogs = abs(logs)
+        mu = ld(sens) / ld(sigma)
+        mu2 = mu * mu
+        half_mu2 = mu2 / 2
+        two_mu = 2 * mu
+        root_2pi = np.sqrt(2 * pi)
+        one_s = 1 - s
+        u2L, u4, u64, u2 = 2 * L * u, 4 * u, 64 * u, 2 * u
+        dw_c = (6 * L + 3) * u
+        rel0_c = (2 * L + 8) * u
+        lo_c, hi_c = ld(0), ld(1)
+        # a contiguous run of cells (the lattice's: g is increasing) is read and written by slices
+        run = idx.size == int(idx[-1]) - int(idx[0]) + 1
         for start in range(0, idx.size, CELL_CHUNK):  # (elementwise: chunks that stay in cache)
-            sub = idx[start: start + CELL_CHUNK]
+            if run:
+                sub = slice(int(idx[0]) + start, int(idx[0]) + min(start + CELL_CHUNK, idx.size))
+            else:
+                sub = idx[start: start + CELL_CHUNK]
             y0 = y0f[sub].astype(ld)
             y1 = y1f[sub].astype(ld)
             wg = y1 - y0
@@ -539,25 +557,61 @@ class Subsampled(_Registered):
             with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
                 em = np.expm1(y0)  # (inf beyond the range: such a cell is not served, below)
                 D = s + em
-                dD = (2 * L * np.abs(em) + np.abs(D)) * u / D
+                dD = np.abs(em)
+                dD *= 2 * L
+                dD += np.abs(D)
+                dD *= u
+                dD /= D
                 ok = exact & (D > 0) & (dD < 2.0**-20) & np.isfinite(em)
-                Dk = np.where(ok, D, ld(1))
+                notok = ~ok
+                Dk = D
+                Dk[notok] = lo_c + 1  # (D is not used again)
                 logD = np.log(Dk)
-                logs = np.log(s)
                 va = logD - logs
-                ev = dD * (1 + 2 * dD) + 2 * L * u * (np.abs(logD) + abs(logs)) + u * np.abs(va)
-                A = np.exp(np.where(ok, y0, ld(0))) * np.expm1(np.where(ok, wg, ld(0))) / Dk
+                abs_va = np.abs(va)
+                dd2 = 2 * dD
+                dd2 += 1
+                dd2 *= dD  # dD (1 + 2 dD)
+                ev = np.abs(logD)
+                ev += alogs
+                ev *= u2L
+                ev += dd2
+                ev += u * abs_va
+                y0[notok] = lo_c
+                wg[notok] = lo_c
+                A = np.exp(y0)
+                A *= np.expm1(wg)
+                A /= Dk
                 w = np.log1p(A)
-                dw = dD * (1 + 2 * dD) + (6 * L + 3) * u
-                mu = ld(sens) / ld(sigma)
-                cP = (va + w / 2 - mu * mu / 2) / mu
+                dw = dd2 + dw_c
+                cP = w / 2
+                cP += va
+                cP -= half_mu2
+                cP /= mu
                 cQ = cP + mu
-                r = w / (2 * mu)
-                vmax = np.maximum(np.abs(va), np.abs(va + w))
-                ec = (ev + w * dw + 4 * u * (np.abs(va) + w + mu * mu)) / mu + 4 * u * (np.abs(cP) + r)
-                cmax = np.maximum(np.abs(cP), np.abs(cQ))
-                ok &= np.isfinite(r) & (r * (cmax + r + 6) <= 1.5) & (np.minimum(np.abs(cP), np.abs(cQ)) <= 40)
-                r = np.where(ok, r, ld(0))
+                r = w / two_mu
+                vmax = va + w
+                np.abs(vmax, out=vmax)
+                np.maximum(abs_va, vmax, out=vmax)
+                acP = np.abs(cP)
+                acQ = np.abs(cQ)
+                ec = w * dw
+                ec += ev  # ev + w dw
+                t = abs_va + w
+                t += mu2
+                t *= u4
+                ec += t
+                ec /= mu
+                t = acP + r
+                t *= u4
+                ec += t
+                cmax = np.maximum(acP, acQ)
+                cmax += r
+                cmax += 6
+                cmax *= r
+                ok &= np.isfinite(r) & (cmax <= 1.5) & (np.minimum(acP, acQ) <= 40)
+                notok = ~ok
+                r[notok] = lo_c
 
                 def series(c, r, top):
                     """E(c, r) = sum_{m <= top/2} He_2m(c) r^2m/(2m + 1)! (``top`` even)."""
@@ -572,46 +626,100 @@ class Subsampled(_Registered):
                             total = total + he * term_scale
                     return total
 
-                # (the terms of the relative charge common to P and Q; 2r/sqrt(2 pi))
-                rel0 = dw + (2 * L + 8) * u
-                vm = vmax / mu + mu
-                width = (2 * r) / np.sqrt(2 * pi)
+                # (the terms shared by P and Q: r^2 and the series' r^2/3!, r^4/5!; the charge
+                # rel0 and (e_c + u (vmax/mu + mu)); 2r/sqrt(2 pi))
+                r2 = r * r
+                half_r2 = r2 / 2
+                ts1 = r2 / 6
+                ts2 = ts1 * r2
+                ts2 /= 20
+                rel0 = dw + rel0_c
+                vm = vmax / mu
+                vm += mu
+                vm *= u
+                vm += ec  # e_c + u (vmax/mu + mu)
+                width = 2 * r
+                width /= root_2pi
 
                 def mass(c):
-                    c = np.where(ok, c, ld(0))
+                    c[notok] = lo_c
                     ac = np.abs(c)
-                    x = r * (ac + r + 6)
+                    acr = ac + r
+                    x = acr + 6
+                    x *= r  # r (|c| + r + 6)
                     # the order of the series: He up to 4 where x <= 1/200 (most cells of a fine
                     # step), up to 10 where x <= 1/10, up to 24 elsewhere; the remainder starts at
                     # n = top + 2
-                    grow = np.exp(ac * r + r * r / 2)  # 1/E at most
-                    total = series(c, r, 4)
+                    grow = ac * r
+                    grow += half_r2
+                    np.exp(grow, out=grow)  # 1/E at most
+                    # series(c, r, 4), unrolled: 1 + He_2 r^2/3! + He_4 r^4/5!
+                    c2 = c * c
+                    he2 = c2 - 1.0
+                    he3 = c * he2
+                    he3 -= 2 * c
+                    he4 = c * he3
+                    he4 -= 3 * he2
+                    total = he2 * ts1
+                    total += 1.0
+                    he4 *= ts2
+                    total += he4
                     x2 = x * x
-                    trunc = x2 * x2 * x2 / ld(7 * 720)
+                    trunc = x2 * x2
+                    trunc *= x2
+                    trunc /= ld(7 * 720)
                     for top, lim in ((10, 0.005), (24, 0.1)):
                         more = x > lim
                         if more.any():
                             total[more] = series(c[more], r[more], top)
                             n = top + 2
                             trunc[more] = x[more] ** n / ld((n + 1) * math.factorial(n))
-                    trunc = trunc * grow * grow
-                    c2 = c * c
+                    trunc *= grow
+                    trunc *= grow
                     # trunc + 64 u grow + (|c| + r) e_c + dw + u + (2 L + 2) u + 2 u c^2
                     # + u (1 + (|c| + r)(vmax / mu + mu)) + 4 u, regrouped
-                    rel = trunc + 64 * u * grow + (ac + r) * (ec + u * vm) + 2 * u * c2 + rel0
-                    m = np.exp(-c2 / 2) * width * total
+                    grow *= u64
+                    rel = trunc
+                    rel += grow
+                    acr *= vm
+                    rel += acr
+                    rel += u2 * c2
+                    rel += rel0
+                    m = c2
+                    m /= -2  # (-c^2/2: the negation is exact)
+                    np.exp(m, out=m)
+                    m *= width
+                    m *= total
                     return m, rel
 
                 mP, rP = mass(cP)
                 mQ, rQ = mass(cQ)
-                mix = (1 - s) * mQ + s * mP
-                rmix = np.maximum(rP, rQ) + 4 * u
+                mix = one_s * mQ
+                mix += s * mP
+                rmix = np.maximum(rP, rQ)
+                rmix += u4
                 ok &= (rP < 2.0**-30) & (rQ < 2.0**-30) & (mQ >= 2.0**-960) & (mP >= 2.0**-960) & (mix >= 2.0**-960)
             for j, (m, rel) in enumerate(((mQ, rQ), (mix, rmix))):
-                lo = np.nextafter((m * (1 - rel)).astype(float), -np.inf)
-                hi = np.nextafter((m * (1 + rel)).astype(float), np.inf)
-                full[2 * j][sub] = np.where(ok, np.clip(lo, 0.0, 1.0), 0.0)
-                full[2 * j + 1][sub] = np.where(ok, np.clip(hi, 0.0, 1.0), 1.0)
+                lo = 1 - rel
+                lo *= m
+                hi = rel + 1
+                hi *= m
+                lo = np.array(lo, dtype=float, copy=ld is not np.float64)
+                hi = np.array(hi, dtype=float, copy=ld is not np.float64)
+                # rounded outward by one ulp: on a served cell both ends are positive (m >=
+                # 2^-960, rel < 1/2) and not NaN, where nextafter(x, -+inf) is x's bits -+ 1
+                # (+inf + 1 ulp is a NaN's bits: fmin sends it to 1, as clip does +inf);
+                # elsewhere the bits are not read
+                lo.view(np.int64)[...] -= 1
+                hi.view(np.int64)[...] += 1
+                np.fmin(lo, 1.0, out=lo)
+                np.fmin(hi, 1.0, out=hi)
+                if run:  # (the defaults 0 and 1 stay where a cell is not served)
+                    np.copyto(full[2 * j][sub], lo, where=ok)
+                    np.copyto(full[2 * j + 1][sub], hi, where=ok)
+                else:
+                    full[2 * j][sub] = np.where(ok, lo, 0.0)
+                    full[2 * j + 1][sub] = np.where(ok, hi, 1.0)
             full_ok[sub] = ok
         return full_ok, full
 
