@@ -101,7 +101,7 @@ from ._base import AtomMechanism, CellMechanism, _Registered, _real
 __all__ = ["Subsampled", "SCHEMES", "RELATIONS"]
 
 SCHEMES = ("poisson", "without_replacement")
-CELL_CHUNK = 2**14  # cells of :meth:`Subsampled._gaussian_cells` evaluated at once (elementwise; its temporaries stay in cache)
+CELL_CHUNK = 2**13  # cells of :meth:`Subsampled._gaussian_cells` evaluated at once (elementwise; its temporaries stay in cache)
 RELATIONS = ("add_remove", "replace_one")
 
 
