@@ -441,8 +441,10 @@ class Subsampled(_Registered):
         base = self.mechanism
         s = self.q
         A, B = self._base_box(TAIL)
-        v0, e0 = self._ginv(y0)
-        v1, e1 = self._ginv(y1)
+        y0, y1 = np.asarray(y0, float), np.asarray(y1, float)
+        n, shape = y0.size, y0.shape
+        v, e = self._ginv(np.concatenate([y0.ravel(), y1.ravel()]))  # (elementwise: both edges in one call)
+        v0, v1, e0, e1 = (a.reshape(shape) for a in (v[:n], v[n:], e[:n], e[n:]))
         with np.errstate(invalid="ignore"):
             o0 = np.nextafter(v0 - e0 * (1.0 + 4.0 * UNIT), -np.inf)  # outer lower edge
             o1 = np.nextafter(v1 + e1 * (1.0 + 4.0 * UNIT), np.inf)
@@ -456,8 +458,14 @@ class Subsampled(_Registered):
         o1 = np.clip(np.where(high, B, o1), o0, B)
         i0 = np.clip(np.where(np.isfinite(i0), i0, A), A, B)
         i1 = np.clip(np.where(np.isfinite(i1), i1, A), i0, B)
-        p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
-        p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
+        if base.gaussian() is not None:  # (its masses are elementwise: outer and inner in one call)
+            both = base._interval_masses(np.concatenate([o0.ravel(), i0.ravel()]),
+                                         np.concatenate([o1.ravel(), i1.ravel()]), FORWARD)
+            p_hi_b, q_hi_b = _pick_hi([np.reshape(a[:n], shape) for a in both])
+            p_lo_b, q_lo_b = _pick_lo([np.reshape(a[n:], shape) for a in both])
+        else:
+            p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
+            p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
         # tails below A and above B (evaluated only where a cell reaches beyond)
         pa_below, qa_below = (self._p_below(A), self._q_below(A)) if low.any() else (0.0, 0.0)
         pa_above, qa_above = (self._p_above(B), self._q_above(B)) if high.any() else (0.0, 0.0)
