@@ -550,7 +550,7 @@ class Subsampled(_Registered):
         u2L, u4, u64, u2 = 2 * L * u, 4 * u, 64 * u, 2 * u
         dw_c = (6 * L + 3) * u
         rel0_c = (2 * L + 8) * u
-        lo_c, hi_c = ld(0), ld(1)
+        zero, one = ld(0), ld(1)
         # a contiguous run of cells (the lattice's: g is increasing) is read and written by slices
         run = idx.size == int(idx[-1]) - int(idx[0]) + 1
         for start in range(0, idx.size, CELL_CHUNK):  # (elementwise: chunks that stay in cache)
@@ -573,7 +573,7 @@ class Subsampled(_Registered):
                 ok = exact & (D > 0) & (dD < 2.0**-20) & np.isfinite(em)
                 notok = ~ok
                 Dk = D
-                Dk[notok] = lo_c + 1  # (D is not used again)
+                Dk[notok] = one  # (D is not used again)
                 logD = np.log(Dk)
                 va = logD - logs
                 abs_va = np.abs(va)
@@ -585,8 +585,8 @@ class Subsampled(_Registered):
                 ev *= u2L
                 ev += dd2
                 ev += u * abs_va
-                y0[notok] = lo_c
-                wg[notok] = lo_c
+                y0[notok] = zero
+                wg[notok] = zero
                 A = np.exp(y0)
                 A *= np.expm1(wg)
                 A /= Dk
@@ -619,7 +619,7 @@ class Subsampled(_Registered):
                 cmax *= r
                 ok &= np.isfinite(r) & (cmax <= 1.5) & (np.minimum(acP, acQ) <= 40)
                 notok = ~ok
-                r[notok] = lo_c
+                r[notok] = zero
 
                 def series(c, r, top):
                     """E(c, r) = sum_{m <= top/2} He_2m(c) r^2m/(2m + 1)! (``top`` even)."""
@@ -650,7 +650,7 @@ class Subsampled(_Registered):
                 width /= root_2pi
 
                 def mass(c):
-                    c[notok] = lo_c
+                    c[notok] = zero
                     ac = np.abs(c)
                     acr = ac + r
                     x = acr + 6
