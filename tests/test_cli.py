@@ -594,3 +594,13 @@ def test_in_process_main_matches(capsys):
     assert float(out.splitlines()[1].split(",")[2]) == optcomp.epsilon_g(0.1, k=100, delta_g=1e-6, method="kov")
     assert cli.main(["epsilon", "--eps", "0.1", "--k", "10", "--delta-g", "2"]) == 2
     assert math.isfinite(len(capsys.readouterr().err))
+
+
+def test_curve_of_a_ledger_beyond_the_domain_is_refused(tmp_path, capsys, monkeypatch):
+    """A JSON ledger may merge more than 10^12 mechanisms; the curve command refuses it in one
+    line (exit 2), as the other commands do, instead of composing beyond the domain."""
+    ledger = tmp_path / "big.json"
+    ledger.write_text(json.dumps({"format": "optcomp.Accountant", "version": 1, "mechanisms": [
+        {"eps": 1e-7, "count": 10**12}, {"eps": 2e-7, "count": 10**12}]}))
+    fails_in_process(["curve", "--file", str(ledger), "--num", "3", "--method", "kov"], "more than the 1e+12",
+                     capsys, monkeypatch)

@@ -123,6 +123,9 @@ def test_the_toolkit_validates_a_multiset_once_not_per_evaluation(monkeypatch):
                                                                 eps_g=[0.5, 1.0, 2.0]).delta.tolist()
     with pytest.raises(ValueError, match="m must hold at least one mechanism"):
         curves.privacy_curve_of(optcomp.Accountant().multiset)
+    big = _inputs.Mechanisms.from_items([(1e-7, 0.0, 10**12), (2e-7, 0.0, 10**12)])  # a ledger may hold more
+    with pytest.raises(ValueError, match="more than the 1e\\+12 optcomp composes"):
+        curves.privacy_curve_of(big, method="kov")
     monkeypatch.setattr(_inputs, "_split_mechanisms", real)
     assert optcomp.epsilon_g(c * w, delta_g=1e-6, method="optimal") <= 1.0  # rescaled = validated anew
     assert optcomp.epsilon_g(c * (1 + 2e-9) * w, delta_g=1e-6, method="optimal") > 1.0

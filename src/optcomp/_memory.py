@@ -57,7 +57,7 @@ class Budget:
 
     def __init__(self, limit: int):
         self.limit, self.held, self.peak = int(limit), 0, 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a finaliser may release a hold while this thread checks one
 
     def _fits(self, nbytes: float, what: str, error) -> None:
         need = self.held + resident() + nbytes
