@@ -246,7 +246,7 @@ def _product_below_bulk(groups, shift: Fraction, x: float):
     P0[L <= x] <= P0[L_big <= x + S] and e^x Q0[L > x] <= e^x Q0[L_big > x - S], so 1 - H(x)
     is bounded by the big group's two tails at x + S and x - S (with e^{x - shift} as
     there).  None unless those make H(x) 1 to within 2^-50."""
-    if len(groups) < 2 or any(len(g) > 2 for g in groups):
+    if len(groups) < 2:
         return None
     j = max(range(len(groups)), key=lambda i: groups[i][1] * groups[i][0] * math.tanh(groups[i][0] / 2.0))
     spread = sum((Fraction(g[0]) * g[1] for i, g in enumerate(groups) if i != j), Fraction(0))
