@@ -1384,3 +1384,25 @@ def test_the_raised_edges_sampled(k, eps, eps2, d):
     ~50 s an example under load (the reference's sums of up to ~10^5 mpmath terms): a tenth
     of OPTCOMP_DOMAIN_EXAMPLES."""
     _check_raised_edges(k, eps, eps2, d)
+
+
+def test_multinomial_rows_wholly_below_eps_g_add_nothing():
+    """[BlackBox(1e-300)] x 10^6 beside RandomizedResponse(1.0, 3) at eps_g = 1.0: in the rows of
+    randomized response's outcomes with loss 0 and -1, x / beta ~ 5e299 overflowed the atom index
+    (RuntimeWarning: invalid value in cast; found by the slow domain sweep).  Those rows lie wholly
+    below x and add nothing.  Reference from the definition: only randomized response's +1 outcome (P-mass
+    e/(e + 2)) beside a positive black-box sum s = eps (2M - k) reaches above x = 1, each adding
+    1 - e^{-s} = s (1 + O(1e-294)); with M ~ Bin(k, 1/2 + O(eps)) (the O(eps) moves it by ~1e-295
+    relative), E[(2M - k)_+] = E|M - k/2| = (k / 2^{k+1}) C(k, k/2) (k even); both directions
+    are the same by symmetry."""
+    k, eps = 10**6, 1e-300
+    with mp.workdps(30):
+        e = mp.e
+        truth = e / (e + 2) * mp.mpf(eps) * mp.mpf(k) / mp.mpf(2) ** (k + 1) * mp.binomial(k, k // 2)
+    mechs = [BlackBox(eps), RandomizedResponse(1.0, values=3)]
+    b = call("delta_bounds", lambda: optcomp.delta_bounds(mechs, counts=[k, 1], eps_g=1.0))
+    assert truth * 0.999 <= b.lower <= truth * (1 + mp.mpf(10) ** -9) and truth * (1 - mp.mpf(10) ** -9) <= b.upper
+    d = call("delta_g", lambda: optcomp.delta_g(mechs, counts=[k, 1], eps_g=1.0))
+    assert truth * (1 - mp.mpf(10) ** -9) <= d
+    # (the upper end is still 2^-52, the lattice's float floor: the exact rows' upper end does
+    # not yet reach below it here)

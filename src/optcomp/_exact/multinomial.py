@@ -947,7 +947,11 @@ class RowLaw(LawSolver):
         yh, yl = _dd_add(yh, yl, -ah, -al)
         yerr = o.Serr + Nf * self.la.err + (abs(x) + np.abs(o.Sh) + np.abs(ah)) * 2.0**-98
         bh, bl = self.beta
-        tau = np.floor(yh / bh)
+        # rows whose every atom lies below x (y beyond N beta by more than y's error): they add
+        # nothing to H; their tau is held at N (huge y / beta overflows int64) and their far
+        # terms are masked out below
+        top = (yh - np.abs(yl) - yerr) >= (Nf + 2.0) * bh * (1.0 + 2.0**-40)
+        tau = np.floor(np.where(top, Nf, yh / bh))
         # the last atom at or below x: v(tau) = tau beta - y <= 0 < v(tau + 1) (double-double)
         for _ in range(4):
             v1, _l = _dd_add(*_dd_scale(tau + 1.0, bh, bl), -yh, -yl)
@@ -985,19 +989,19 @@ class RowLaw(LawSolver):
         # B_lo at disc - err; charged as a relative error of B: width x d log B / d disc <= width / disc x f-terms)
         u_lo, u_hi, d_lo, d_hi = _chain(self.P, self.disc, N, f, self.Q)
         vfh, vfl = _dd_add(*_dd_scale(f.astype(float), bh, bl), -yh, -yl)  # f beta - y >= M beta
-        vf = _ld(vfh, vfl)
-        vferr = np.asarray(yerr + f * self.beta_err + np.abs(vfh) * 2.0**-98, dtype=_LD)
+        vf = np.where(top, 0, _ld(vfh, vfl))  # (a top row's f beta - y < 0: masked, its far terms are 0)
+        vferr = np.asarray(np.where(top, 0.0, yerr + f * self.beta_err + np.abs(vfh) * 2.0**-98), dtype=_LD)
         with np.errstate(under="ignore"):
             e_hi = np.exp(-(vf - vferr)) * _LD(1 + 16 * _U)
             e_lo = np.exp(-(vf + vferr)) / _LD(1 + 16 * _U)
-        far_hi = np.maximum(u_hi - e_lo * d_lo * _LD(1 - self.disc_rel), 0)
-        far_lo = np.maximum(u_lo - e_hi * d_hi * _LD(1 + self.disc_rel), 0)
+        far_hi = np.where(top, 0, np.maximum(u_hi - e_lo * d_lo * _LD(1 - self.disc_rel), 0))
+        far_lo = np.where(top, 0, np.maximum(u_lo - e_hi * d_hi * _LD(1 + self.disc_rel), 0))
         with np.errstate(under="ignore", over="ignore"):
             w_hi = np.exp(o.lw + o.lwerr) * _LD(1 + 16 * _U)
             w_lo = np.exp(o.lw - o.lwerr) / _LD(1 + 16 * _U)
         h_hi = np.sum(w_hi * (near_hi + far_hi))
         h_lo = np.sum(w_lo * (near_lo + far_lo))
-        p_above = float(np.sum(w_hi * (above + u_hi)))
+        p_above = float(np.sum(w_hi * np.where(top, 0, above + u_hi)))
         # the products and sums of positive terms: (32 + M + rows) roundings, expm1 (L ulps)
         g = _LD(1.0 + (32 + M + N.size) * _U * 2.0)
         return h_lo / g, h_hi * g, p_above
