@@ -5,7 +5,7 @@ with its masses' error bounds, and the bracket functions
 the lattice driver calls before any lattice (:func:`exact_epsilon_bounds`,
 :func:`exact_excess_bounds`).  Never searches: the drivers choose.
 
-Length (~630 lines): the windows of one binomial and of a product (their edges, tails and
+Length (~680 lines): the windows of one binomial and of a product (their edges, tails and
 the edges raised near the root, :func:`raise_lower_edges`) are charged by the same tail
 bounds, which every window's certificate reads, so they stay in one module."""
 
