@@ -237,6 +237,19 @@ class Mechanisms:
         """The number of mechanisms (sum of the counts), a Python int."""
         return int(self.count.sum()) + sum(int(c) for _, c in self.others)
 
+    def check_total(self, what: str, planned: int = 0) -> None:
+        """The documented domain holds up to 10^12 mechanisms in all; a ledger may hold more
+        (:meth:`from_items`, :meth:`plus`).  A question about this multiset (plus ``planned``
+        mechanisms not yet composed) past it is refused here, in ``what``'s terms (who holds
+        it: "get_epsilon: the accountant", or the argument that carried the multiset)."""
+        held = self.k
+        if held + planned <= MAX_K:
+            return
+        if planned:
+            raise ValueError(f"{what}'s total count would exceed {MAX_K:.0e} mechanisms "
+                             f"({held:,} composed + count={planned:,}), beyond what optcomp composes")
+        raise ValueError(f"{what} holds {held:,} mechanisms, more than the {MAX_K:.0e} optcomp composes")
+
     def black_box_only(self, method: str) -> "Mechanisms":
         """This multiset, or a ValueError naming ``method`` when it holds mechanisms that are
         not black boxes (a theorem about (eps, delta) pairs has nothing to say about them)."""

@@ -30,7 +30,7 @@ import math
 
 from . import _evaluate
 from . import mechanisms as _mech
-from ._inputs import (MAX_K, MAX_LEDGER, Mechanisms, ParameterTypeError, _describe, check_count, check_delta_g,
+from ._inputs import (MAX_LEDGER, Mechanisms, ParameterTypeError, _describe, check_count, check_delta_g,
                       check_entry, check_eps_g, check_pair)
 from .methods import check_method
 
@@ -97,19 +97,6 @@ def _mechanism_from_record(item: dict, i, *, nested: bool = False):
         return cls(**values)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{where}: {name}: {exc}") from None
-
-
-def _check_total(held: int, n: int, what: str) -> None:
-    """The domain holds up to 10^12 mechanisms in all: a question about a ledger (plus ``n``
-    planned mechanisms) past it is refused in the accountant's terms, not the library's
-    ``counts`` (a parameter the user never passed)."""
-    if held + n <= MAX_K:
-        return
-    if n:
-        raise ValueError(f"{what}: the accountant's total count would exceed {MAX_K:.0e} mechanisms "
-                         f"({held:,} composed + count={n:,}), beyond what optcomp composes")
-    raise ValueError(f"{what}: the accountant holds {held:,} mechanisms, more than the {MAX_K:.0e} "
-                     f"optcomp composes")
 
 
 class Accountant:
@@ -287,7 +274,7 @@ class Accountant:
         check_method(method, options)
         if not self:
             return 0.0
-        _check_total(self.k, 0, "get_epsilon")
+        self.multiset.check_total("get_epsilon: the accountant")
         return _evaluate.epsilon(self.multiset, delta_g, method, **options)
 
     def get_delta(self, eps_g, method: str = "auto", **options) -> float:
@@ -300,7 +287,7 @@ class Accountant:
         check_method(method, options)
         if not self:
             return 0.0
-        _check_total(self.k, 0, "get_delta")
+        self.multiset.check_total("get_delta: the accountant")
         return _evaluate.delta(self.multiset, eps_g, method, **options)
 
     def bounds(self, delta_g=None, *, eps_g=None, **options):
@@ -320,7 +307,7 @@ class Accountant:
             else:
                 check_eps_g(eps_g)
             return Bounds(0.0, 0.0)
-        _check_total(self.k, 0, "bounds")
+        self.multiset.check_total("bounds: the accountant")
         if delta_g is not None:
             return _evaluate.epsilon_bounds(self.multiset, delta_g, **options)
         return _evaluate.delta_bounds(self.multiset, eps_g, **options)
@@ -347,7 +334,7 @@ class Accountant:
         eps_g = check_eps_g(eps_g)
         delta_g = check_delta_g(delta_g)
         check_method(method, options)
-        _check_total(self.k, n, "can_afford")
+        self.multiset.check_total("can_afford: the accountant", n)
         return self._planned_epsilon(e, d, n, delta_g, method, options) <= eps_g
 
     def remaining(self, eps_g, delta_g, *, delta=0.0, count=1, method: str = "auto", rtol: float = 0.0,
@@ -381,7 +368,7 @@ class Accountant:
         delta_g = check_delta_g(delta_g)
         rtol = _check_rtol(rtol)
         check_method(method, options)
-        _check_total(self.k, n, "remaining")
+        self.multiset.check_total("remaining: the accountant", n)
 
         def value_for(m: str, opts: dict):
             return lambda x: self._planned_epsilon(x, delta, n, delta_g, m, opts)

@@ -42,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _evaluate, region
-from ._inputs import MAX_K, _as_vector, _integer, mechanisms
+from ._inputs import _as_vector, _integer, mechanisms
 from .methods import check_method
 
 __all__ = ["privacy_curve", "privacy_curve_of", "PrivacyCurve", "default_grid"]
@@ -256,8 +256,7 @@ def privacy_curve_of(m, *, eps_g=None, num: int = 101, method: str = "auto", num
     check_method(method, options)
     if m.k == 0:
         raise ValueError("m must hold at least one mechanism, got an empty multiset")
-    if m.k > MAX_K:  # (a ledger may hold more than the library composes)
-        raise ValueError(f"m holds {m.k:,} mechanisms, more than the {MAX_K:.0e} optcomp composes")
+    m.check_total("m")  # (a ledger may hold more than the library composes)
     if m.others and method not in ("optimal", "approx", "auto"):
         m.black_box_only(method)  # a theorem about (eps, delta) pairs: refused before any work
     e, c = m.eps, m.count  # the (eps, delta) pairs' eps and counts

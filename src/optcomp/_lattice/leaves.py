@@ -495,6 +495,12 @@ def _group_cgf(items) -> Callable:
     return K
 
 
+def alone(items) -> bool:
+    """Whether a plan entry is one (eps, c) group with c + 1 > GROUP_ATOMS: a leaf of its
+    own, a window of its binomial (:func:`_group_window`)."""
+    return len(items) == 1 and items[0][1] + 1 > GROUP_ATOMS
+
+
 def group_leaf(items, theta: float, log_slack: float) -> Leaf:
     """The leaf of randomized-response groups: ``items`` is one (eps, c) group with
     c + 1 > GROUP_ATOMS (a window of its binomial, :func:`_group_window`; the P-mass below
@@ -504,7 +510,7 @@ def group_leaf(items, theta: float, log_slack: float) -> Leaf:
     same atoms serve both sides (the pair is known exactly)."""
     from .._binomial import binomial_log_pmf
 
-    if len(items) == 1 and items[0][1] + 1 > GROUP_ATOMS:
+    if alone(items):
         eps, c = items[0]
         j_lo, j_hi, log_lump, log_up = _group_window(eps, c, theta, log_slack)
         _memory_budget().need(ATOM_BYTES * (j_hi - j_lo + 1), f"a window of {j_hi - j_lo + 1:,} binomial atoms")
@@ -908,7 +914,7 @@ def leaf_plan(vals: np.ndarray, cnts: np.ndarray) -> list:
     plan, cur, size = [], [], 1
     for e, c in zip(vals.tolist(), cnts.tolist()):
         c = int(c)
-        if c + 1 > GROUP_ATOMS:
+        if alone([(e, c)]):
             plan.append([(e, c)])
             continue
         if cur and size * (c + 1) > BUNDLE_ATOMS:
@@ -954,7 +960,7 @@ def build(plan, h: float, theta: float, log_slack: float, S: np.ndarray):
     slice_points = min(LEAF_SLICE_POINTS, max(2**14, budget.limit // 256))
     while i < n:
         items = plan[i]
-        if not VECTOR_LEAVES or isinstance(items, Leaf) or (len(items) == 1 and items[0][1] + 1 > GROUP_ATOMS):
+        if not VECTOR_LEAVES or isinstance(items, Leaf) or alone(items):
             yield _leaf_one(items, h, theta, log_slack, S)
             i += 1
             continue

@@ -914,7 +914,7 @@ class Workload:
         0.12 (1 + theta) for a binomial group leaf or a mechanism leaf and 0.1 (1 + theta)
         for a bundle (the (1 + lambda) factor of the second-order term, lambda ~ theta =
         |d log H/dx|)."""
-        rr = sum(0.12 if (len(items) == 1 and items[0][1] + 1 > leaves.GROUP_ATOMS) else 0.1
+        rr = sum(0.12 if leaves.alone(items) else 0.1
                  for items in self.rr_plan)
         return (1.0 + theta) * (rr + 0.12 * sum(s.count for s in self.sources) * self._power_gap())
 
