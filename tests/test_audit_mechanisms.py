@@ -25,6 +25,7 @@ reference root, is an under-report; a lower end above the reference is a wrong b
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
@@ -56,6 +57,11 @@ def _precision():
 
 def M(v):
     return mp.mpf(v)
+
+
+def rational(r: Fraction):
+    """A rational at the working precision."""
+    return mp.mpf(r.numerator) / r.denominator
 
 
 # ---- finite pairs of output distributions, from the definitions -----------------------------
@@ -217,9 +223,10 @@ def subsampled(pair, q):
 
 
 def floats(pair):
-    """(p, q) as given, the masses taken exactly."""
+    """(p/Σp, q/Σq): a Pair's distributions, the masses and their sums taken exactly."""
     p, q = pair
-    return [(M(a), M(b)) for a, b in zip(p, q)]
+    sp, sq = (sum((Fraction(v) for v in side), Fraction(0)) for side in (p, q))
+    return [(rational(Fraction(a) / sp), rational(Fraction(b) / sq)) for a, b in zip(p, q)]
 
 
 # ---- continuous closed forms -------------------------------------------------------------------
@@ -503,14 +510,17 @@ def test_subsampled_pair_takes_the_larger_global_direction():
 
 
 def test_subsampled_pair_infinite_mass_exact():
-    """The mixture in exact rationals: the remove direction's +inf mass q p_0 = 0.05 exactly
-    (0.1/2), so delta_g = 0.05 is met at eps_g = 0 (delta(0) = TV = 0.05) and 1 - 0.95^3 is
-    beyond 0.05 at k = 3 (inf: unattainable)."""
+    """The mixture in exact rationals: the remove direction's +inf mass q p_0 = p_0/2, p_0 =
+    0.1/(0.1 + 0.9) (the floats sum to 1 + 2^-56: the pair is normalised), 1.4e-18 below the
+    float 0.05, so delta_g = 0.05 is met at eps_g = 0 (delta(0) = TV = p_0/2) and
+    1 - (1 - p_0/2)^3 is beyond 0.05 at k = 3 (inf: unattainable)."""
     m = Subsampled(Pair((0.1, 0.9), (0.0, 1.0)), 0.5)
-    assert hs(subsampled(floats(((0.1, 0.9), (0.0, 1.0))), 0.5), 0.0) == M(0.05)
+    p0 = Fraction(0.1) / (Fraction(0.1) + Fraction(0.9))
+    assert abs(hs(subsampled(floats(((0.1, 0.9), (0.0, 1.0))), 0.5), 0.0) - rational(p0 / 2)) <= SLACK * M(0.05)
+    assert rational(p0 / 2) <= M(0.05)
     assert optcomp.epsilon_g(m, delta_g=0.05, k=1, method="optimal") == 0.0
     assert optcomp.epsilon_g(m, delta_g=0.05, k=3, method="optimal") == math.inf
-    assert optcomp.delta_g(m, eps_g=50.0, k=3, method="optimal") >= 1 - (1 - M(0.1) / 2) ** 3
+    assert optcomp.delta_g(m, eps_g=50.0, k=3, method="optimal") >= 1 - (1 - rational(p0) / 2) ** 3
 
 
 def test_subsampled_gaussian_tiny_sigma_two_copies_finite():

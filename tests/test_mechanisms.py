@@ -129,9 +129,17 @@ def ref_blackbox(eps, delta, x):
         return _hs(p, q, x)
 
 
+def _normalised(masses):
+    """v / Σ, the sum taken exactly (as rationals), each quotient at the working precision."""
+    s = sum((Fraction(v) for v in masses), Fraction(0))
+    return [mpmath.mpf((Fraction(v) / s).numerator) / (Fraction(v) / s).denominator for v in masses]
+
+
 def ref_pair(p, q, x):
+    """The larger direction of the pair (p/Σp, q/Σq), the sums taken exactly (a Pair's
+    distributions: floats such as 0.2 + 0.3 + 0.4 + 0.1 do not sum to exactly 1)."""
     with mpmath.workdps(DPS):
-        pm, qm = [mpmath.mpf(v) for v in p], [mpmath.mpf(v) for v in q]
+        pm, qm = _normalised(p), _normalised(q)
         return max(_hs(pm, qm, x), _hs(qm, pm, x))
 
 
@@ -259,7 +267,7 @@ def test_pair_against_sum_both_directions():
         _assert_bracket(m, x, ref_pair(p, q, x))
     # forward alone is the smaller direction at x = 0.1 here: the sup matters
     with mpmath.workdps(DPS):
-        fwd = _hs([mpmath.mpf(v) for v in p], [mpmath.mpf(v) for v in q], 0.1)
+        fwd = _hs(_normalised(p), _normalised(q), 0.1)
     assert m.profile(0.1) >= fwd
 
 

@@ -280,6 +280,11 @@ def _pmf(name: str, value) -> tuple[float, ...]:
     return out
 
 
+def _total(masses) -> Fraction:
+    """The exact sum of float masses."""
+    return sum((Fraction(m) for m in masses), Fraction(0))
+
+
 def _sum_err(total, terms):
     """The error of an mpmath sum of the floats ``terms``: 0 when it is exact (a sum of a few
     floats usually is, at 192 bits: a Pair's +inf mass 0.5 stays 0.5, so a delta_g of
@@ -294,8 +299,10 @@ def _sum_err(total, terms):
 class Pair(AtomMechanism):
     """A mechanism given by its two output distributions on the same finite outcomes: ``p``
     on one dataset and ``q`` on its neighbour (any neighbouring relation; the pair is the
-    worst case the user vouches for).  The masses are used exactly as given (not
-    renormalised; they must sum to 1 within 1e-9).
+    worst case the user vouches for).  Each must sum to 1 within 1e-9; the distributions are
+    p/Σp and q/Σq, the sums taken exactly (floats such as 0.1, 0.4, 0.5 sum to 1 + 2^-55, and
+    masses taken as given would then be a measure of more than 1, whose "delta" exceeds the
+    one of any pair of distributions).  Floats that sum to exactly 1 are used as they are.
 
     PLD, direction ``"forward"`` (P, Q) = (p, q): loss log(p_i/q_i) with mass p_i (+∞ where
     q_i = 0 < p_i); ``"reverse"`` swaps p and q.  Not symmetric in general: ``profile`` is the
@@ -321,6 +328,9 @@ class Pair(AtomMechanism):
     @lru_cache(maxsize=64)
     def _atoms_at(self, prec, direction):
         p, q = (self.p, self.q) if direction == FORWARD else (self.q, self.p)
+        sp, sq = _total(p), _total(q)
+        if sp != 1 or sq != 1:
+            return self._normalised_atoms(prec, p, q, sp, sq)
         with mpmath.workprec(prec):
             atoms = []
             inf = mpmath.mpf(0)
@@ -336,12 +346,52 @@ class Pair(AtomMechanism):
                     atoms.append((None, pos, mpf_err(pos, abs(mpmath.log(a)), bits=4), mpmath.mpf(a), mpmath.mpf(0)))
             return atoms, inf, _sum_err(inf, [a for a, b in zip(p, q) if b == 0 and a != 0])
 
+    @staticmethod
+    def _normalised_atoms(prec, p, q, sp: Fraction, sq: Fraction):
+        """The atoms of (p/sp, q/sq), sp and sq the exact sums (not both 1): masses a/sp and
+        positions log(a/b) + log(sq/sp), each with an error bound (a quotient within 2 ulps; a
+        log of a rational within 4 ulps of its argument's magnitude); the +inf mass is the
+        sum of its a's over sp, formed exactly as a rational and rounded once."""
+        with mpmath.workprec(prec):
+            shift_exact = Fraction(0) if sp == sq else None
+            shift = mpmath.log(mpmath.mpf(sq.numerator) / sq.denominator) \
+                - mpmath.log(mpmath.mpf(sp.numerator) / sp.denominator)
+            shift_err = mpf_err(shift, 4, bits=6) if shift_exact is None else mpmath.mpf(0)
+
+            def mass(r: Fraction):
+                m = mpmath.mpf(r.numerator) / r.denominator
+                return m, mpf_err(m, bits=2)
+
+            atoms = []
+            inf = Fraction(0)
+            for a, b in zip(p, q):
+                if a == 0:
+                    continue
+                if b == 0:
+                    inf += Fraction(a)
+                    continue
+                m, m_err = mass(Fraction(a) / sp)
+                if a == b and shift_exact is not None:
+                    atoms.append((Fraction(0), mpmath.mpf(0), mpmath.mpf(0), m, m_err))
+                    continue
+                base = mpmath.log(mpmath.mpf(a)) - mpmath.log(mpmath.mpf(b)) if a != b else mpmath.mpf(0)
+                base_err = mpf_err(base, abs(mpmath.log(a)), bits=4) if a != b else mpmath.mpf(0)
+                pos = base + shift
+                atoms.append((None, pos, base_err + shift_err + mpf_err(pos, bits=2), m, m_err))
+            inf_m, inf_e = mass(inf / sp) if inf else (mpmath.mpf(0), mpmath.mpf(0))
+            return atoms, inf_m, inf_e
+
     def _atoms(self, direction):
         return self._atoms_at(mpmath.mp.prec, direction)
 
     def _neg_q(self, direction):
         p, q = (self.p, self.q) if direction == "forward" else (self.q, self.p)
         terms = [b for a, b in zip(p, q) if a == 0]
+        sq = _total(q)
+        if sq != 1:  # (the normalised Q-mass, as :meth:`_normalised_atoms`)
+            r = sum((Fraction(b) for b in terms), Fraction(0)) / sq
+            m = mpmath.mpf(r.numerator) / r.denominator
+            return m, (mpf_err(m, bits=2) if r else mpmath.mpf(0))
         s = mpmath.fsum(mpmath.mpf(b) for b in terms)
         return s, _sum_err(s, terms)
 

@@ -1,0 +1,89 @@
+"""A Pair whose floats do not sum to exactly 1 is the pair of distributions (p/Σp, q/Σq).
+
+Masses taken as given would be measures of total 1 + 2^-55 (0.1 + 0.4 + 0.5 in binary), whose
+hockey-stick divergence at k copies carries (Σp)^k - (Σp - δ)^k at +inf: above the bracket the
+engine reports for any pair of distributions (an audit found 1.1e-16 above it at k = 4), and
+above 1 for a large k.  The references here are written from the definition with the sums
+taken exactly: delta(x) = Σ_tuples (P^k - e^x Q^k)_+ over the normalised rationals.
+"""
+
+import itertools
+import math
+from fractions import Fraction
+
+import mpmath
+import pytest
+
+import optcomp
+from optcomp.mechanisms import Pair
+
+mp = mpmath.mp
+
+
+def normalised(v):
+    s = sum((Fraction(x) for x in v), Fraction(0))
+    return [Fraction(x) / s for x in v]
+
+
+def delta_ref(p, q, k: int, x: float):
+    """Σ over k-tuples of (P - e^x Q)_+ of the normalised pair, in 80-digit mpmath, the
+    larger of the two directions."""
+    with mpmath.workdps(80):
+        ex = mpmath.exp(mpmath.mpf(x))
+        best = mpmath.mpf(0)
+        for a, b in ((p, q), (q, p)):
+            tot = mpmath.mpf(0)
+            for t in itertools.product(range(len(a)), repeat=k):
+                pa = math.prod(a[i] for i in t)
+                qa = math.prod(b[i] for i in t)
+                d = mpmath.mpf(pa.numerator) / pa.denominator - ex * (mpmath.mpf(qa.numerator) / qa.denominator)
+                if d > 0:
+                    tot += d
+            best = max(best, tot)
+        return best
+
+
+def test_decimal_masses_with_mass_at_infinity_are_normalised():
+    p, q = (0.7, 0.3, 0.0), (0.1, 0.4, 0.5)
+    assert sum(Fraction(x) for x in q) == 1 + Fraction(1, 2**55)  # (why this case)
+    P, Q = normalised(p), normalised(q)
+    truth = delta_ref(P, Q, 4, 40.0)
+    closed = 1 - (1 - Q[2]) ** 4  # only the +inf outcome counts at 40
+    with mpmath.workdps(80):
+        assert abs(truth - mpmath.mpf(closed.numerator) / closed.denominator) < mpmath.mpf(10) ** -70
+    b = optcomp.delta_bounds(Pair(p, q), k=4, eps_g=40.0)
+    assert b.lower <= truth <= b.upper
+    assert b.upper - b.lower <= 1e-15
+
+
+@pytest.mark.parametrize("x", [0.0, 0.1, 0.5, 1.0, 2.3])
+def test_normalised_pair_brackets_contain_the_definition(x):
+    p, q = (0.1, 0.2, 0.3, 0.4), (0.35, 0.25, 0.3, 0.1)  # sums 1 + 2^-54 and 1 - 2^-54
+    assert sum(Fraction(v) for v in p) != 1 or sum(Fraction(v) for v in q) != 1
+    P, Q = normalised(p), normalised(q)
+    truth = delta_ref(P, Q, 3, x)
+    b = optcomp.delta_bounds(Pair(p, q), k=3, eps_g=x)
+    assert b.lower <= truth <= b.upper
+    assert b.upper - b.lower <= 1e-8 * truth  # (delta_bounds' default tolerance)
+
+
+def test_a_large_excess_is_normalised_not_charged():
+    # sums 1 + 1e-10 (within the accepted 1e-9): at k = 1000 the given masses would make a
+    # measure whose "delta" at x >= 0 exceeds 1; the normalised pair's is 1 - (1 - δ)^k
+    p, q = (0.3, 0.3, 0.4 + 1e-10), (0.5, 0.5, 0.0)
+    P = normalised(p)
+    with mpmath.workdps(60):
+        d = mpmath.mpf(P[2].numerator) / P[2].denominator
+        truth = 1 - (1 - d) ** 1000  # every finite loss log(P_i/Q_i) < 0
+    b = optcomp.delta_bounds(Pair(p, q), k=1000, eps_g=0.0)
+    assert b.lower <= truth <= b.upper <= 1.0
+
+
+def test_exact_sums_are_used_as_given():
+    # (the common case: nothing changes where the floats sum to exactly 1)
+    pair = Pair((0.5, 0.25, 0.25), (0.25, 0.25, 0.5))
+    with mpmath.workprec(192):
+        atoms, inf, inf_err = pair._atoms("forward")
+    assert inf == 0 and inf_err == 0
+    assert sorted(float(m) for *_, m, _ in atoms) == [0.25, 0.25, 0.5]
+    assert all(e == 0 for *_, e in atoms)
