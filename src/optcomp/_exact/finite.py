@@ -371,12 +371,15 @@ class Events:
 class Composition:
     """One global direction of a multiset: its factors ((law, count) pairs: black-box groups
     and mechanisms, every law with at least one atom), its delta events, and ``slack``: mass
-    dropped with negligible atoms (an absolute charge to H's upper bound).  ``cache``: its
-    exact producer, once built (see :func:`optcomp.optimal._finite_solver`)."""
+    dropped with negligible atoms (an absolute charge to H's upper bound).  ``boxes``: the
+    black-box groups ((eps, count), eps > 0 ascending), which are the first ``len(boxes)``
+    factors.  ``cache``: its exact producer, once built (see
+    :func:`optcomp.optimal._finite_solver`)."""
 
     factors: tuple
     events: Events
     slack: float
+    boxes: tuple = ()
     cache: dict = field(default_factory=dict, repr=False)
 
     def tuples(self, cap: int) -> int:
@@ -442,7 +445,7 @@ def _compositions(eps: tuple, delta: tuple, count: tuple, others: tuple) -> list
             slack += drop + (up(law.dropped * n * (1.0 + 1e-9), 1) if law.dropped else 0.0)
             if kept.size:
                 factors.append((kept, n))
-        comp = Composition(tuple(factors), Events(m, laws), slack)
+        comp = Composition(tuple(factors), Events(m, laws), slack, tuple(zip(e.tolist(), [int(n) for n in c.tolist()])))
         if any(mech.family == "subsampled" and not mech._whole and finite_law(mech, direction).size > 2
                for mech, _ in m.others) and comp.tuples(SUBSAMPLED_TUPLES) > SUBSAMPLED_TUPLES:
             raise ExactTooLarge(f"a subsampled law's composition of more than {SUBSAMPLED_TUPLES:,} count vectors "

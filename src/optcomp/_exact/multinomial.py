@@ -86,6 +86,7 @@ MAX_ELEMENTS = 2**22  # the largest array of one evaluation (long doubles: 64 Mi
 #: (a 10-atom Profile x 30: 38 s here against 20 ms for a bracket 4e-11 wide; Geometric(1e-3,
 #: sensitivity 4096) x 2: 38 s)
 MAX_ROW_ATOMS = 2**19
+ROW_REL_MAX = 2.0**-30  # the far sums' relative error (from e^-beta's) the rows accept
 REFINE_ERR = 2.0**-43  # log-pmf bounds above this are recomputed in long double
 TAIL_REL = 2.0**-56  # mass cut by the windows, relative to the target (or to H)
 _LD = np.longdouble
@@ -743,6 +744,9 @@ class RowLaw(LawSolver):
             self.beta_exact = law.exact[b] - law.exact[a] if law.exact[a] is not None and law.exact[b] is not None \
                 else None
         self.la = _Atom(law.exact[a], law.pos[a], law.perr[a], law.mass[a])
+        #: the far sums' relative error from e^-beta's is beyond ROW_REL_MAX (the pivot pair's
+        #: atoms a tiny eps apart: the rows' bracket would be trivial)
+        self.ill_conditioned = self.disc_rel > ROW_REL_MAX
         self.P = _Binom(pi, qi)
         # M near atoms per row: M beta >= 1/4 (the far remainder then loses at most a factor 4.6)
         self.M = max(1, min(4096, math.ceil(0.25 / float(beta))))
