@@ -44,6 +44,10 @@ from .finite import PREC, Composition, LawSolver, _count_vectors, _multinomial
 __all__ = ["SplitLaw", "SPLIT_TUPLES"]
 
 SPLIT_TUPLES = 64  # the finite mechanisms' count vectors listed at most (each costs one H_B an evaluation)
+#: the estimated seconds of one evaluation of H at most (an H_B costs ~2 ms + 5e-7 sqrt(k) s for k
+#: black boxes: its binomial window spans ~sqrt(k) atoms; 0.5 s at k = 10^12, and a root takes ~10
+#: evaluations), else no split law
+SPLIT_SECONDS = 1.5
 _SUM_PREC = 160  # bits of the sum over the listed outcomes
 
 
@@ -211,8 +215,9 @@ class SplitLaw(LawSolver):
 
 
 def split_law(comp: Composition) -> SplitLaw | None:
-    """The :class:`SplitLaw` of one direction of ``m`` when it has black boxes and its finite
-    mechanisms have at most ``SPLIT_TUPLES`` count vectors, else None."""
+    """The :class:`SplitLaw` of one direction when it has black boxes, its finite mechanisms
+    have at most ``SPLIT_TUPLES`` count vectors and an evaluation is estimated within
+    ``SPLIT_SECONDS``, else None."""
     nb = len(comp.boxes)
     if not nb:
         return None
@@ -222,6 +227,8 @@ def split_law(comp: Composition) -> SplitLaw | None:
         total *= math.comb(c + law.size - 1, law.size - 1)
         if total > SPLIT_TUPLES:
             return None
+    if total * (2e-3 + 5e-7 * sum(math.sqrt(c) for _, c in comp.boxes)) > SPLIT_SECONDS:
+        return None
     eps = np.array([e for e, _ in comp.boxes], dtype=float)
     boxes = Mechanisms(eps=eps, delta=np.zeros(nb), count=np.array([c for _, c in comp.boxes], dtype=np.int64),
                        others=())
