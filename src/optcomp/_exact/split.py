@@ -162,16 +162,20 @@ class SplitLaw(LawSolver):
         if upper and t <= self.slack:
             return top
 
-        def mid(x):
-            lo, hi = self.excess_bounds(x)
-            return 0.5 * (lo + hi)
+        def mid(x):  # (the bound the end is checked with: its root lies on the right side)
+            return self.excess_bounds(x)[side]
 
-        if mid(top) > t:  # (the top's own bound is above t: only the top certifies)
-            return top if upper else down(top, 1)
+        if mid(top) > t:  # (H's upper bound at the top above t: only the top certifies; the
+            return top if upper else 0.0  # lower bound there is 0, below every t >= 0)
+        if not t > 0.0:
+            return top if upper else 0.0
         lt = math.log(t)
         a, b = 0.0, top  # mid(a) > t >= mid(b)
         x0, h0 = None, None
-        x = min(max(self._saddle_x(t), 0.0), top)
+        try:
+            x = min(max(self._saddle_x(t), 0.0), top)
+        except (ValueError, OverflowError, ZeroDivisionError):  # (a guess only)
+            x = 0.5 * top
         slope = None  # d log H / dx from the last two points
         for _ in range(100):
             if not a < x < b:
