@@ -148,8 +148,11 @@ def profile_epsilon(mech, delta_g: float) -> Bounds | None:
     def flt(i: int) -> float:
         return struct.unpack("<d", struct.pack("<q", i))[0]
 
-    side = getattr(mech, "profile_side", None) or (
-        lambda x, d: 1 if mech.profile_bounds(x).lower > d else (-1 if mech.profile_bounds(x).upper <= d else 0))
+    def bounds_side(x: float, d: float) -> int:
+        b = mech.profile_bounds(x)  # (once: each evaluation may cost a quadrature)
+        return 1 if b.lower > d else (-1 if b.upper <= d else 0)
+
+    side = getattr(mech, "profile_side", None) or bounds_side
     if side(0.0, delta_g) < 0:
         return Bounds(0.0, 0.0)
     if mech.kind == "atoms" and any(law.inf_lo - law.beyond_lo > delta_g

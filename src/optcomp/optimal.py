@@ -415,7 +415,10 @@ def _finite_solver(comp):
     (:class:`~optcomp._exact.finite.SmallLaw`) when small; else, when a law has three atoms
     or more and every atom is a multiple of one rational unit, the lattice law
     (:mod:`optcomp._exact.convolution`: direct convolutions, cost-capped); else its multinomial
-    rows (:mod:`optcomp._exact.multinomial`, which raises ExactTooLarge beyond them)."""
+    rows (:mod:`optcomp._exact.multinomial`, which raises ExactTooLarge beyond them) -- or,
+    where the rows are ill-conditioned (black boxes of tiny eps as their pivot pair) and the
+    finite mechanisms beside the black boxes are few, the split law
+    (:mod:`optcomp._exact.split`: H = sum_a p_a H_B(x - l_a))."""
     if "solver" not in comp.cache:
         if comp.tuples(SMALL_ATOMS) <= SMALL_ATOMS:
             comp.cache["solver"] = SmallLaw(comp)
@@ -424,8 +427,50 @@ def _finite_solver(comp):
             from ._exact.multinomial import RowLaw
 
             law = lattice_law(comp) if any(f.size >= 3 for f, _ in comp.factors) else None
-            comp.cache["solver"] = law if law is not None else RowLaw(comp)
+            if law is None:
+                law = RowLaw(comp)
+                if law.ill_conditioned and _split_solver(comp) is not None:
+                    law = _split_solver(comp)
+            comp.cache["solver"] = law
     return comp.cache["solver"]
+
+
+def _split_solver(comp):
+    """The split law of one direction (:mod:`optcomp._exact.split`), or None when it has no
+    black boxes or too many finite count vectors beside them."""
+    if "split" not in comp.cache:
+        from ._exact.split import split_law
+
+        comp.cache["split"] = split_law(comp)
+    return comp.cache["split"]
+
+
+def _narrowed(comp, solve, wide, meet):
+    """``solve(solver)`` of the direction's exact producer; where it is too wide (``wide``)
+    or out of reach (ExactTooLarge), the split law's bracket as well, the two met (``meet``:
+    both are certified, so is their intersection)."""
+    try:
+        first, limit = solve(_finite_solver(comp)), None
+    except ExactTooLarge as exc:
+        first, limit = None, exc
+    if first is not None and not wide(first):
+        return first
+    split = _split_solver(comp)
+    if split is None or split is comp.cache.get("solver"):
+        if limit is not None:
+            raise limit
+        return first
+    try:
+        second = solve(split)
+    except ExactTooLarge:
+        if limit is not None:
+            raise limit from None
+        return first
+    return second if first is None else meet(first, second)
+
+
+def _meet(a, b):
+    return max(a[0], b[0]), min(a[1], b[1])
 
 
 def mechanism_delta_bounds(m: Mechanisms, eps_g: float) -> tuple[float, float]:
@@ -434,8 +479,11 @@ def mechanism_delta_bounds(m: Mechanisms, eps_g: float) -> tuple[float, float]:
     directions' brackets."""
     lo = hi = 0.0
     for comp in compositions(m):
-        h = (0.0, 0.0) if eps_g >= comp.top() else _finite_solver(comp).excess_bounds(eps_g)
-        d_lo, d_hi = comp.events.delta_bounds(*h)
+        if eps_g >= comp.top():
+            d_lo, d_hi = comp.events.delta_bounds(0.0, 0.0)
+        else:
+            d_lo, d_hi = _narrowed(comp, lambda s: comp.events.delta_bounds(*s.excess_bounds(eps_g)),
+                                   lambda d: d[1] - d[0] > EXACT_REL * d[1] + 1e-300, _meet)
         lo, hi = max(lo, d_lo), max(hi, d_hi)
     return lo, hi
 
@@ -461,7 +509,8 @@ def mechanism_epsilon_bounds(m: Mechanisms, delta_g: float) -> tuple[float, floa
         if t_high == 0.0:  # H(x) = 0 exactly from the top atom on, and only there
             x_lo, x_hi = comp.top(up=False), top
         else:
-            x_lo, x_hi = _finite_solver(comp).epsilon_bounds(t_low, t_high, top)
+            x_lo, x_hi = _narrowed(comp, lambda s: s.epsilon_bounds(t_low, t_high, top),
+                                   lambda b: b[1] < math.inf and b[1] - b[0] > EXACT_REL * b[1], _meet)
         lo, hi = max(lo, x_lo), max(hi, min(x_hi, top) if t_low >= 0.0 else math.inf)
     return lo, hi
 

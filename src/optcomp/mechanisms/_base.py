@@ -360,9 +360,18 @@ class CellMechanism(_Registered):
             raise ValueError(f"h={h!r} is too small for exact lattice positions against the loss range "
                              f"[{float(lo)!r}, {float(hi)!r}]")
         e = np.arange(n0, n1 + 1, dtype=np.int64).astype(float) * h  # exact
-        p_lo, p_hi, q_lo, q_hi = self._interval_masses(e[:-1], e[1:], direction)
+        # (called unbound by mechanisms that borrow it, the discrete Gaussian, Subsampled: the
+        # default where the class has no _cell_masses of its own)
+        cell_masses = getattr(type(self), "_cell_masses", CellMechanism._cell_masses)
+        p_lo, p_hi, q_lo, q_hi = cell_masses(self, n0, n1, h, e, direction)
         below, above = self._tails(float(e[0]), float(e[-1]), direction)
         return CellLaw(direction, h, n0, p_lo, p_hi, q_lo, q_hi, points, min(below, 1.0), min(above, 1.0))
+
+    def _cell_masses(self, n0: int, n1: int, h: float, e: np.ndarray, direction: str):
+        """(p_lo, p_hi, q_lo, q_hi) of the cells [n h, (n + 1) h], n0 <= n < n1, whose edges are
+        ``e`` (``e[i] = (n0 + i) h``): ``_interval_masses`` of consecutive edges, unless the
+        family shares work between them."""
+        return self._interval_masses(e[:-1], e[1:], direction)
 
     def loss_range(self, direction: str = FORWARD, *, tail=TAIL) -> tuple[float, float]:
         from .._rounding import exact_dir

@@ -1,0 +1,239 @@
+r"""A few finite-mechanism outcomes beside many black boxes (layer L3): the composition split
+into the listed outcomes of the mechanisms and the black boxes' exact excess.
+
+Let F be the composed law of the finite mechanisms of one global direction (normalised
+P-masses p_a at losses l_a, listed exactly: at most ``SPLIT_TUPLES`` count vectors) and B
+the randomized responses of the black-box groups (MV Def. 3.1; their delta events are the
+composition's :class:`~optcomp._exact.finite.Events`).  The two are independent under both
+hypotheses, so from the definition H(x) = E_P[(1 - e^{x - L})_+], L = L_F + L_B,
+
+    H(x) = sum_a p_a E_P[(1 - e^{(x - l_a) - L_B})_+] = sum_a p_a H_B(x - l_a)
+
+exactly, with H_B the black boxes' own hockey-stick excess at any real y:
+
+* y >= sum_j c_j eps_j (the largest black-box loss): H_B(y) = 0;
+* y >= 0: the exact producers of :mod:`optcomp._exact.atoms` (MV Thm 1.5 / KOV Thm 3.3: one
+  binomial window, or a product of binomials), certified brackets;
+* y < 0: sum_b (P_B(b) - e^y Q_B(b))_+ = (1 - e^y) + e^y sum_b (Q_B(b) - e^{-y} P_B(b))_+, and
+  the randomized responses are symmetric (swapping P and Q maps the pair to itself with the
+  outcomes relabelled), so H_B(y) = -expm1(y) + e^y H_B(-y): positive terms only, no
+  cancellation.
+
+H_B decreases in y, so each y = x - l_a enters rounded outward (down for H's upper bound,
+up for its lower bound) from l_a's exact rational position, or from its ``PREC``-bit value
+and error bound.  The sum over a is formed in mpmath, the masses' relative error (the laws'
+own, times the counts) charged to both ends.  This is the route where the multinomial rows
+are ill-conditioned: a black box of tiny eps (BlackBox(1e-300) x 10^6 beside a randomized
+response) makes their atoms 2 eps apart and the rows' closed-form far sums lose every digit.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from .._inputs import Mechanisms
+from .._rounding import LIBM_ULPS, down, exact_dir, mpf_dir, up
+from .._types import ExactTooLarge
+from .atoms import exact_excess_bounds
+from .finite import PREC, Composition, LawSolver, _count_vectors, _multinomial
+
+__all__ = ["SplitLaw", "SPLIT_TUPLES"]
+
+SPLIT_TUPLES = 64  # the finite mechanisms' count vectors listed at most (each costs one H_B an evaluation)
+#: the estimated seconds of one evaluation of H at most (an H_B costs ~2 ms + 5e-7 sqrt(k) s for k
+#: black boxes: its binomial window spans ~sqrt(k) atoms; 0.5 s at k = 10^12, and a root takes ~10
+#: evaluations), else no split law
+SPLIT_SECONDS = 1.5
+_SUM_PREC = 160  # bits of the sum over the listed outcomes
+
+
+class SplitLaw(LawSolver):
+    """H(x) = sum_a p_a H_B(x - l_a) (module docstring): ``excess_bounds`` and
+    ``epsilon_bounds`` as :class:`~optcomp._exact.finite.SmallLaw`'s."""
+
+    def __init__(self, comp: Composition, boxes: Mechanisms, rest: list):
+        self.boxes = boxes
+        self.slack = comp.slack
+        top = sum((Fraction(float(e)) * int(c) for e, c in zip(boxes.eps.tolist(), boxes.count.tolist())), Fraction(0))
+        self.top_b = exact_dir(top, True)  # H_B(y) = 0 from here on
+        self._cache: dict = {}
+        rel = 0.0
+        with mpmath.workprec(PREC):
+            tuples = [(Fraction(0), mpmath.mpf(0), mpmath.mpf(0), mpmath.mpf(1))]
+            for law, c in rest:
+                rel += c * law.rel
+                rows = []
+                for v in _count_vectors(c, law.size).tolist():
+                    coef = _multinomial(c, v)
+                    m = mpmath.mpf(coef)
+                    pos = mpmath.mpf(0)
+                    err = mpmath.mpf(0)
+                    ex = Fraction(0)
+                    for n, e, p, d, w in zip(v, law.exact, law.pos, law.perr, law.mass):
+                        if n:
+                            m *= w**n
+                            pos += n * p
+                            err += n * d
+                            ex = None if (ex is None or e is None) else ex + n * e
+                    rows.append((ex, pos, err, m))
+                tuples = [(None if (a[0] is None or b[0] is None) else a[0] + b[0], a[1] + b[1], a[2] + b[2],
+                           a[3] * b[3]) for a in tuples for b in rows]
+            # each mass: at most ~4 c roundings of PREC bits (powers, products, the coefficient)
+            ops = 4 * sum(c for _, c in rest) + 8
+            self.atoms = [(ex, pos, err + abs(pos) * mpmath.ldexp(1, 8 - PREC), m) for ex, pos, err, m in tuples]
+        self.rel = rel + ops * 2.0**-(PREC - 4)
+        # (the composed loss's CGF, for first guesses only: :class:`LawSolver`)
+        self._cgf_laws = [(np.array([float(p) for p in lw.pos]), np.array([float(mpmath.log(w)) for w in lw.mass]), cc)
+                          for lw, cc in comp.factors]
+
+    # ------------------------------------------------------------------ H_B
+    def _box(self, y: float) -> tuple[float, float]:
+        """Certified (lower, upper) on the black boxes' excess H_B(y) at a float y."""
+        if y >= self.top_b:
+            return 0.0, 0.0
+        if y in self._cache:
+            return self._cache[y]
+        if y < 0.0:
+            n = LIBM_ULPS + 1
+            a = -math.expm1(y)  # in (0, 1]
+            e = math.exp(y)
+            r_lo, r_hi = self._box(-y)
+            lo = max(0.0, down(down(a, n) + max(0.0, down(down(e, n) * r_lo, 1)), 1))
+            hi = min(1.0, up(up(a, n) + up(up(e, n) * r_hi, 1), 1))
+            out = (lo, hi)
+        else:
+            res = exact_excess_bounds(self.boxes, y)
+            if res is None:
+                raise ExactTooLarge("the black boxes beside these mechanisms have no exact excess within the size "
+                                    "limits; use method='approx' or 'auto'")
+            out = (max(0.0, float(res[0])), min(1.0, float(res[1])))
+        self._cache[y] = out
+        return out
+
+    def _offsets(self, x: float):
+        """(y_lo, y_hi) floats around x - l_a for every listed outcome a."""
+        fx = Fraction(x)
+        out = []
+        with mpmath.workprec(PREC):
+            mx = mpmath.mpf(x)
+            for ex, pos, err, _ in self.atoms:
+                if ex is not None:
+                    y = fx - ex
+                    out.append((exact_dir(y, False), exact_dir(y, True)))
+                else:
+                    d = mx - pos
+                    pad = err + (abs(mx) + abs(pos)) * mpmath.ldexp(1, 4 - PREC)
+                    out.append((mpf_dir(d - pad, False), mpf_dir(d + pad, True)))
+        return out
+
+    def excess_bounds(self, x: float) -> tuple[float, float]:
+        """Certified (lower, upper) floats around H(x)."""
+        terms = []
+        for (y_lo, y_hi), (_, _, _, m) in zip(self._offsets(x), self.atoms):
+            h_hi = self._box(y_lo)[1]
+            if h_hi > 0.0:
+                terms.append((m, self._box(y_hi)[0], h_hi))
+        with mpmath.workprec(_SUM_PREC):
+            # (each product and the sum within 2^-(_SUM_PREC - 1) relative per term)
+            f = mpmath.mpf(self.rel) + mpmath.ldexp(len(terms) + 4, 8 - _SUM_PREC)
+            hi = mpmath.fsum(m * h for m, _, h in terms) * (1 + f) + mpmath.mpf(self.slack)
+            lo = mpmath.fsum(m * h for m, h, _ in terms) * (1 - f)
+            h_lo = max(0.0, mpf_dir(lo, False))
+            h_hi = min(1.0, mpf_dir(hi, True)) if hi > 0 else 0.0
+        return h_lo, h_hi
+
+    # ------------------------------------------------------------------ eps_g
+    def _root(self, t: float, upper: bool, top: float) -> float:
+        """The least float x >= 0 with H's upper bound <= t (``upper``), or the largest with its
+        lower bound > t: from the saddle-point guess, the secant on log H (kept inside the
+        bracket found so far, bisection where it leaves it), then the end placed beyond the root
+        by what the bound's distance from t asks (a linear model of log H) and checked, moved
+        outward by doubling steps until it holds.  (Each evaluation costs one H_B per listed
+        outcome: 0.5 s apiece for 10^12 black boxes.)"""
+        if t < 0.0:
+            return math.inf
+        side = 1 if upper else 0
+        if self.excess_bounds(0.0)[side] <= t:
+            return 0.0
+        if upper and t <= self.slack:
+            return top
+
+        def mid(x):  # (the bound the end is checked with: its root lies on the right side)
+            return self.excess_bounds(x)[side]
+
+        if mid(top) > t:  # (H's upper bound at the top above t: only the top certifies; the
+            return top if upper else 0.0  # lower bound there is 0, below every t >= 0)
+        if not t > 0.0:
+            return top if upper else 0.0
+        lt = math.log(t)
+        a, b = 0.0, top  # mid(a) > t >= mid(b)
+        x0, h0 = None, None
+        try:
+            x = min(max(self._saddle_x(t), 0.0), top)
+        except (ValueError, OverflowError, ZeroDivisionError):  # (a guess only)
+            x = 0.5 * top
+        slope = None  # d log H / dx from the last two points
+        for _ in range(100):
+            if not a < x < b:
+                x = 0.5 * (a + b)
+            h = mid(x)
+            if h > t:
+                a = x
+            else:
+                b = x
+            if h > 0.0 and h0 is not None and h0 > 0.0 and x != x0:
+                slope = (math.log(h) - math.log(h0)) / (x - x0)
+            x0, h0 = x, h
+            if b - a <= 2.0**-50 * b:
+                break
+            if slope is not None and slope < 0.0 and h > 0.0:
+                xn = x + (lt - math.log(h)) / slope
+                if abs(xn - x) <= 2.0**-46 * max(x, 2.0**-1000) and a < xn < b:
+                    x0 = x = xn
+                    break
+                x = xn
+            else:  # (no slope yet: a small step toward the root gives one)
+                x = x + (1.0 if h > t else -1.0) * max(x, 1.0) * 2.0**-8
+        x = x0
+        lo, hi = self.excess_bounds(x)
+        if slope is not None and slope < 0.0 and lo > 0.0:
+            d = (max(math.log(hi / t), 0.0) if upper else max(math.log(t / lo), 0.0)) / -slope * 1.25
+        else:
+            d = 0.0
+        step = max(d, abs(x) * 2.0**-52, 5e-324)
+        x = up(x + d, 1) if upper else down(x - d, 1)
+        for _ in range(200):
+            x = min(max(x, 0.0), top)
+            lo, hi = self.excess_bounds(x)
+            if upper and (hi <= t or x >= top):
+                return x if hi <= t else top
+            if not upper and (lo > t or x <= 0.0):
+                return x
+            x = up(x + step, 1) if upper else down(x - step, 1)
+            step *= 2.0
+        return top if upper else 0.0  # pragma: no cover - the bracket's end is within a few steps
+
+
+def split_law(comp: Composition) -> SplitLaw | None:
+    """The :class:`SplitLaw` of one direction when it has black boxes, its finite mechanisms
+    have at most ``SPLIT_TUPLES`` count vectors and an evaluation is estimated within
+    ``SPLIT_SECONDS``, else None."""
+    nb = len(comp.boxes)
+    if not nb:
+        return None
+    rest = list(comp.factors[nb:])
+    total = 1
+    for law, c in rest:
+        total *= math.comb(c + law.size - 1, law.size - 1)
+        if total > SPLIT_TUPLES:
+            return None
+    if total * (2e-3 + 5e-7 * sum(math.sqrt(c) for _, c in comp.boxes)) > SPLIT_SECONDS:
+        return None
+    eps = np.array([e for e, _ in comp.boxes], dtype=float)
+    boxes = Mechanisms(eps=eps, delta=np.zeros(nb), count=np.array([c for _, c in comp.boxes], dtype=np.int64),
+                       others=())
+    return SplitLaw(comp, boxes, rest)
