@@ -10,7 +10,7 @@ they cite), never from optcomp's laws, at 60 digits:
   randomized response (KOV Thm 3.3 / k-RR), the geometric mechanism (GRS 2009), the
   staircase mechanism (its P-masses integrated from the staircase density of Geng and
   Viswanath: the density ratio f(y)/f(y - Δ) is e^eps for y <= 0, e^-eps for y >= Δ and
-  decided by the position inside the first step in between), a Pair (log p_i/q_i with mass
+  decided by the position inside the first step in between), a Pair (normalised: p/Σp, q/Σq; log p_i/q_i with mass
   p_i, +inf where q_i = 0), a Profile (the vertices of the trade-off function
   f = max_j f_{eps_j, delta_j}, at 1400 digits), the discrete Gaussian (a window of 40 sigma
   summed directly);
@@ -209,17 +209,22 @@ def finite_law(mech, direction):
         e = mp.mpf(mech.eps)
         up_, mid, down_ = _stair_masses(mech.eps, mech.gamma)
         return [(e, up_), (mp.mpf(0), mid), (-e, down_)], mp.mpf(0)
-    if isinstance(mech, Pair):
+    if isinstance(mech, Pair):  # the distributions p/sum p, q/sum q, the sums taken exactly
         p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
-        out, inf = [], mp.mpf(0)
+        sp, sq = (sum((Fraction(v) for v in side), Fraction(0)) for side in (p, q))
+
+        def rat(r):
+            return mp.mpf(r.numerator) / r.denominator
+
+        out, inf = [], Fraction(0)
         for a, b in zip(p, q):
             if a == 0:
                 continue
             if b == 0:
-                inf += mp.mpf(a)
+                inf += Fraction(a) / sp
             else:
-                out.append((mp.log(mp.mpf(a)) - mp.log(mp.mpf(b)), mp.mpf(a)))
-        return out, inf
+                out.append((mp.log(rat(Fraction(a) / sp)) - mp.log(rat(Fraction(b) / sq)), rat(Fraction(a) / sp)))
+        return out, rat(inf)
     if isinstance(mech, Profile):
         return _profile_atoms(mech.guarantees)
     if isinstance(mech, DiscreteGaussian):
@@ -236,13 +241,7 @@ def composed(items, direction, cap=20000):
     prod_all, prod_fin = mp.mpf(1), mp.mpf(1)  # the same directly (exact for dyadic masses such as 1/2)
     for mech, c in items:
         law, inf = finite_law(mech, direction)
-        # T: 1 for a probability law; a Pair's masses are used as given, T = sum p exactly
-        if isinstance(mech, Pair):
-            given = mech.p if direction == "forward" else mech.q
-            frac = sum((Fraction(v) for v in given), Fraction(0))
-            total = mp.mpf(frac.numerator) / frac.denominator
-        else:
-            total = mp.mpf(1)
+        total = mp.mpf(1)  # (every law a probability law: a Pair's is normalised)
         fin = total - inf
         log_all += c * mp.log(total)
         log_fin += c * mp.log1p(-inf / total)

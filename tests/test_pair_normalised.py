@@ -8,6 +8,7 @@ taken exactly: delta(x) = Σ_tuples (P^k - e^x Q^k)_+ over the normalised ration
 """
 
 import itertools
+import warnings
 import math
 from fractions import Fraction
 
@@ -15,7 +16,7 @@ import mpmath
 import pytest
 
 import optcomp
-from optcomp.mechanisms import Pair
+from optcomp.mechanisms import Pair, Profile
 
 mp = mpmath.mp
 
@@ -87,3 +88,44 @@ def test_exact_sums_are_used_as_given():
     assert inf == 0 and inf_err == 0
     assert sorted(float(m) for *_, m, _ in atoms) == [0.25, 0.25, 0.5]
     assert all(e == 0 for *_, e in atoms)
+
+
+@pytest.mark.parametrize("eps,k", [(1e-98, 1), (1e-78, 2), (1e-153, 3), (1e-300, 2)])
+def test_profile_of_a_tiny_eps_keeps_its_two_lines_apart(eps, k):
+    """Profile([(0, 0.1), (eps, 0)]) is randomized response RR(eps) (its f_{eps,0} lies above
+    f_{0,0.1}); k copies at x = 0: P[L > 0] - Q[L > 0] over the binomial of +-eps steps
+    (found by the domain sweep: the exact answer was eps, ~2x the truth, and a delta_bounds
+    lower end 4x above it, the slopes -e^{+-eps} merged at 256 bits)."""
+    with mpmath.workdps(700):
+        e = mpmath.mpf(eps)
+        p = mpmath.exp(e) / (1 + mpmath.exp(e))
+        truth = mpmath.fsum(mpmath.binomial(k, j) * (p**j * (1 - p) ** (k - j) - p ** (k - j) * (1 - p) ** j)
+                            for j in range(k + 1) if 2 * j > k)
+    b = optcomp.delta_bounds(Profile([(0.0, 0.1), (eps, 0.0)]), k=k, eps_g=0.0)
+    assert b.lower <= truth <= b.upper
+    assert b.upper <= truth * (1 + 1e-9)
+    v = optcomp.delta_g(Profile([(0.0, 0.1), (eps, 0.0)]), k=k, eps_g=0.0, method="optimal")
+    assert truth <= v <= truth * (1 + 1e-12)
+
+
+def test_profile_of_tiny_eps_and_delta_composes_without_overflow():
+    # (the lattice's aligned step for losses of 1e-300: 2^(bits - exponent) overflowed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = optcomp.delta_bounds(Profile([(1e-300, 1e-300), (2.0, 0.0)]), k=3, eps_g=0.0)
+    with mpmath.workdps(1400):
+        # f = max(f_{e,d}, f_{2,0}) (Dong-Roth-Su): slopes -e^2, -e^e, -e^-e, -e^-2 between the
+        # crossings a1 < a2 < a3 of its lines; a segment of slope -s over [a, b] is an outcome of
+        # P-mass s (b - a) at loss log s
+        e, d, two = mpmath.mpf(1e-300), mpmath.mpf(1e-300), mpmath.mpf(2)
+        E, E2 = mpmath.exp(e), mpmath.exp(two)
+        a1 = d / (E2 - E)  # 1 - e^2 a = 1 - d - e^e a
+        a2 = (1 - d) / (1 + E)  # 1 - d - e^e a = e^-e (1 - d - a)
+        a3 = 1 - d / E / (1 / E - 1 / E2)  # e^-e (1 - d - a) = e^-2 (1 - a)
+        law = [(two, E2 * a1), (e, E * (a2 - a1)), (-e, (a3 - a2) / E), (-two, (1 - a3) / E2)]
+        assert abs(mpmath.fsum(m for _, m in law) - 1) < mpmath.mpf(10) ** -1300
+        truth = mpmath.fsum(law[i][1] * law[j][1] * law[l][1] * -mpmath.expm1(-(law[i][0] + law[j][0] + law[l][0]))
+                            for i in range(4) for j in range(4) for l in range(4)
+                            if law[i][0] + law[j][0] + law[l][0] > 0)
+    assert b.lower <= truth <= b.upper
+    assert b.upper <= truth * (1 + 1e-9)

@@ -862,6 +862,9 @@ def refinement_charge(S: np.ndarray, h: float, pe: float) -> np.ndarray:
       kappa(t) - t kappa(1) <= (t^2 + max(0, -t)) h^2 / 8 by Hoeffding's lemma
       (kappa(t) <= t E X + t^2 h^2 / 8 for every real t, and E X <= kappa(1)); a mixture of
       atoms grows by at most its largest factor; a raise multiplies e^{sl} by <= e^{|s| pe}."""
+    if h < 2.0**-400:  # (h^2 would underflow and (s + 1)^2 may overflow: the same bound as (|t| h)^2)
+        th = np.abs(S + 1.0) * h
+        return np.minimum(np.abs(S) * 2.0 * h, (th * th + th * h) / 8.0 * (1.0 + 2.0**-48) + np.abs(S) * 2.0 * pe)
     return np.minimum(np.abs(S) * 2.0 * h, ((S + 1.0) ** 2 + np.abs(S + 1.0)) * (h * h / 8.0) + np.abs(S) * 2.0 * pe)
 
 

@@ -103,6 +103,7 @@ one FFT must agree term by term, so they stay in one module."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -439,9 +440,11 @@ def _pass_step(leaf: leaves.Leaf, h: float, k: int) -> float:
     bits = 53 - int(math.ceil(math.log2(nmax))) - 1
     if bits < 16:
         return h
-    scale = 2.0 ** (bits - math.frexp(target)[1])
-    hs = math.floor(target * scale) / scale  # exact: a float times a power of two, floored, divided
-    return hs if hs > 0.0 and leaves.exact_positions(hs, nmax) else h
+    shift = bits - math.frexp(target)[1]
+    # exact: a float scaled by a power of two (to ~2^bits), floored, scaled back -- a normal
+    # float (a subnormal step would round: the step asked for instead)
+    hs = math.ldexp(math.floor(math.ldexp(target, shift)), -shift)
+    return hs if hs >= sys.float_info.min and leaves.exact_positions(hs, nmax) else h
 
 
 def _pass_leaf(item: leaves.Power, h: float, align: bool = True):

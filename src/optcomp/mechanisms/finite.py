@@ -440,7 +440,12 @@ class Profile(AtomMechanism):
         # for a subnormal), else a delta_j < 2^-(prec + 64) vanishes with its +inf mass and
         # its segment of f (found by tests/test_mechanism_k.py: delta 0 reported for 1e-78)
         below = max((-math.frexp(d)[1] for _, d in self.guarantees if d > 0), default=0)
-        with mpmath.workprec(prec + 64 + max(0, below)):
+        # and the slopes -e^{+-eps_j} must stay apart: e^eps - e^-eps ~ 2 eps, so as many more
+        # bits as eps_j is below 1 (else a tiny eps_j's two lines merge with each other or with
+        # eps = 0's, and its pair of atoms at +-eps_j loses the 1/2 - eps/4 split: delta(0)
+        # reported as eps instead of tanh(eps/2), found by the domain sweep at eps 1e-98)
+        tiny = max((-math.frexp(e)[1] for e, _ in self.guarantees if e > 0), default=0)
+        with mpmath.workprec(prec + 64 + max(0, below) + max(0, tiny)):
             lines = {}  # exact loss (Fraction) -> (slope, intercept, err of intercept)
             for e, d in self.guarantees:
                 E = mpmath.exp(mpmath.mpf(e))
