@@ -566,14 +566,22 @@ def test_a_tie_of_finite_mechanisms_is_decided_exactly():
 
     m = Subsampled(Pair((0.1, 0.9), (0.0, 1.0)), 0.5)
     # remove direction ((1-q)Q + qP, Q): P-mass q*p_0 at +inf, the other outcome's loss < 0
-    tie = Fraction(1, 2) * Fraction(0.1)
-    assert Fraction(0.05) == tie  # the float 0.05 is the mass at +inf exactly
-    # add direction (Q, (1-q)Q + qP): delta(0) = 1 - (1/2 + 0.9/2) < the tie
-    assert 1 - (Fraction(1, 2) + Fraction(1, 2) * Fraction(0.9)) < tie
+    # (a Pair is normalised: 0.1 + 0.9 is 1 + 2^-55 as floats, so p_0 = 0.1/(0.1 + 0.9))
+    tie = Fraction(1, 2) * Fraction(0.1) / (Fraction(0.1) + Fraction(0.9))
+    assert math.nextafter(0.05, 0.0) < tie < Fraction(0.05)  # between the float 0.05 and the one below
+    # add direction (Q, (1-q)Q + qP): delta(0) = 1 - (1/2 + 0.9/2) (normalised: the tie itself)
+    assert 1 - (Fraction(1, 2) + Fraction(1, 2) * Fraction(0.9) / (Fraction(0.1) + Fraction(0.9))) <= tie
     assert optcomp.epsilon_bounds(m, k=1, delta_g=0.05) == (0.0, 0.0)
     assert optcomp.epsilon_bounds(m, k=1, delta_g=math.nextafter(0.05, 0.0)) == (math.inf, math.inf)
-    # Pair((0.05, 0.95), (0, 1)) reversed: delta(x) = 1 - 0.95 e^x, so eps_g = log((1 - d)/0.95)
-    b = optcomp.epsilon_bounds(Pair((0.05, 0.95), (0.0, 1.0)), k=1, delta_g=0.05, tol=1e-9)
+    # Pair((0.0625, 0.9375), (0, 1)) (floats summing to exactly 1), reversed: delta(x) =
+    # 1 - 0.9375 e^x, so eps_g = log((1 - d)/0.9375); forward: the +inf mass 0.0625 <= d
+    d = 0.0625 + 2.0**-30
+    b = optcomp.epsilon_bounds(Pair((0.0625, 0.9375), (0.0, 1.0)), k=1, delta_g=d, tol=1e-9)
     with mpmath.workdps(60):
-        truth = mpmath.log((1 - mpmath.mpf(0.05)) / mpmath.mpf(0.95))
-    assert b.lower <= truth <= b.upper and b.upper - b.lower <= 1e-9, (b, truth)
+        truth = mpmath.log((1 - mpmath.mpf(d)) / mpmath.mpf(0.9375))
+    assert b.lower <= 0.0 and truth < 0  # (0 is the least eps_g: the reverse side is met at 0)
+    assert b.upper <= 1e-9, (b, truth)
+    # and Pair((0.05, 0.95), (0, 1)): 0.05 + 0.95 is 1 - 2^-54.4 as floats, so the normalised
+    # +inf mass 0.05/(0.05 + 0.95) exceeds the float 0.05: delta_g = 0.05 is unattainable
+    assert Fraction(0.05) / (Fraction(0.05) + Fraction(0.95)) > Fraction(0.05)
+    assert optcomp.epsilon_bounds(Pair((0.05, 0.95), (0.0, 1.0)), k=1, delta_g=0.05) == (math.inf, math.inf)

@@ -25,6 +25,7 @@ it > delta_g); eps_g on atoms and one ulp beside; delta_g down to 1e-300.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from itertools import combinations, product
 
 import mpmath as mp
@@ -313,7 +314,11 @@ def binomial_delta(p, q, k, x):
     with mp.workdps(DPS):
         ex = mp.exp(mp.mpf(x))
         for a, b in ((p, q), (q, p)):
-            a1, a2, b1, b2 = (mp.mpf(v) for v in (a[0], a[1], b[0], b[1]))
+            # (a Pair's distributions: its floats over their exact sums)
+            sa, sb = Fraction(a[0]) + Fraction(a[1]), Fraction(b[0]) + Fraction(b[1])
+            a1, a2, b1, b2 = (mp.mpf(r.numerator) / r.denominator
+                              for r in (Fraction(a[0]) / sa, Fraction(a[1]) / sa, Fraction(b[0]) / sb,
+                                        Fraction(b[1]) / sb))
             l1, l2 = mp.log(a1 / b1), mp.log(a2 / b2)
             if l1 == l2:
                 continue

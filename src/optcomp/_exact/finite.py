@@ -12,8 +12,8 @@ loss sum_a n_a l_a.  Everything below reads a mechanism through one function,
 :func:`finite_law`.
 
 **The delta formula.**  Split each copy's P as its total mass T, its finite mass F and its
-mass T - F at +inf (T = 1 for a probability law; a :class:`~optcomp.mechanisms.Pair` uses
-its masses as given, and an outcome with q = 0 < p is loss +inf).  The outcomes of the
+mass T - F at +inf (T = 1: every law is a probability law, a :class:`~optcomp.mechanisms.Pair`'s
+floats taken over their exact sums; an outcome with q = 0 < p is loss +inf).  The outcomes of the
 composition with some +inf coordinate give (P - e^x Q)_+ = P: they are an independent
 delta event, and
 
@@ -110,7 +110,7 @@ class FiniteLaw:
     t_lo: float = 1.0
     t_hi: float = 1.0
     dropped: float = 0.0
-    #: a and T as exact rationals when known (a Pair's masses as given; a law whose +inf mass
+    #: a and T as exact rationals when known (a Pair's normalised masses; a law whose +inf mass
     #: bracket is one float), else None
     a_exact: Fraction | None = None
     t_exact: Fraction | None = None
@@ -156,14 +156,15 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0, a_exac
 
 def exact_pair(mech, direction: str):
     """The two output distributions (P, Q) of ``direction`` as exact rationals outcome by
-    outcome, or None: a :class:`~optcomp.mechanisms.Pair` (its float masses as given), and a
+    outcome, or None: a :class:`~optcomp.mechanisms.Pair` (its floats over their exact sums), and a
     Poisson-subsampled mechanism whose base has them: remove ((1 - s) Q + s P, Q), add (Q,
     (1 - s) Q + s P) with (P, Q) the base's forward pair (Zhu, Dong and Wang, AISTATS 2022,
     Thm 11) -- the mixture of a finite pair is a finite pair, formed here in exact rationals
     (s the float q, exactly), so no rounding of it is left to charge."""
     if mech.family == "pair":
         p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
-        return [Fraction(a) for a in p], [Fraction(b) for b in q]
+        sp, sq = sum(map(Fraction, p), Fraction(0)), sum(map(Fraction, q), Fraction(0))
+        return [Fraction(a) / sp for a in p], [Fraction(b) / sq for b in q]
     if mech.family == "subsampled" and mech.scheme == "poisson" and mech.relation == "add_remove":
         if mech.q == 1.0:
             return exact_pair(mech.mechanism, direction)
@@ -215,8 +216,8 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
     atom law's ``_atoms``: exact rational positions where the family has them, masses with
     error bounds -- the float brackets of the AtomLaw would cost k ulps at k copies) and,
     where the two output distributions are known as exact rationals (:func:`exact_pair`: a
-    :class:`~optcomp.mechanisms.Pair`, used exactly as given, and a Poisson-subsampled one),
-    their totals (T = sum p, exactly; every other family is a probability law, T = 1).  A
+    :class:`~optcomp.mechanisms.Pair`, normalised exactly, and a Poisson-subsampled one),
+    their totals (T = sum p = 1, exactly, as for every other family).  A
     subsampled finite mechanism is a finite law (module docstring of
     :mod:`optcomp.mechanisms.subsampled`); one of sampling rate 1, or without replacement,
     is the mechanism it stands for."""
