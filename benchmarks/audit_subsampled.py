@@ -449,12 +449,14 @@ class Audit:
             dt = time.perf_counter() - t
         except _Timeout:
             self.violations.append((family, repro, "TIMEOUT", f">{HARD_S}s"))
+            print("VIOLATION", *self.violations[-1], flush=True)
             return False, None
         except (optcomp.ApproxTooCostly, optcomp.ExactTooLarge) as e:
             self.notes.append((family, repro, type(e).__name__, str(e)[:200]))
             return False, None
         except Exception as e:  # noqa: BLE001
             self.violations.append((family, repro, "EXCEPTION", f"{type(e).__name__}: {str(e)[:200]}"))
+            print("VIOLATION", *self.violations[-1], flush=True)
             if self.verbose:
                 traceback.print_exc()
             return False, None
@@ -464,12 +466,12 @@ class Audit:
             self.slow.append((family, repro, round(dt, 2)))
             if dt > LIMIT_S:
                 self.violations.append((family, repro, "SLOW", f"{dt:.1f}s"))
+                print("VIOLATION", *self.violations[-1], flush=True)
         return True, v
 
     def bad(self, family, repro, what, truth, got):
         self.violations.append((family, repro, what, f"truth {truth}; optcomp {got}"))
-        if self.verbose:
-            print("VIOLATION", family, repro, what, truth, got, flush=True)
+        print("VIOLATION", family, repro, what, truth, got, flush=True)
 
     # -- generic checks against a reference delta function dref(eps) -> mpf --------------
     def check_eps(self, family, repro, fn, dref, D, kind, tol, unattainable=False):
@@ -544,10 +546,15 @@ def fam_gauss(A, quick, k):
     import optcomp
     from optcomp.mechanisms import Gaussian, Subsampled
 
-    qs = QS if not quick else ([1e-6, 1e-2, 0.5, ONE_MINUS, 1.0] if k == 1 else [1e-4, 0.5])
-    ss = SIGMAS if not quick else ([0.3, 1.0, 100.0] if k == 1 else [0.5, 1.0])
-    dgs = DGS if k == 1 or not quick else [1e-100, 1e-10, 0.5]
-    egs = EGS if k == 1 or not quick else [0.0, 1.0, 1e4]
+    if k == 1:
+        qs = QS if not quick else [1e-6, 1e-2, 0.5, ONE_MINUS, 1.0]
+        ss = SIGMAS if not quick else [0.3, 1.0, 100.0]
+        dgs, egs = DGS, EGS
+    else:  # each k = 2 reference is a quadrature of ~1 s
+        qs = [1e-6, 1e-2, 0.5, 1.0] if not quick else [1e-4, 0.5]
+        ss = [0.3, 1.0, 10.0] if not quick else [0.5]
+        dgs = [1e-300, 1e-10, 0.5] if not quick else [1e-100, 0.5]
+        egs = [0.0, 1.0, 100.0] if not quick else [0.0, 1e4]
     tol = mp.mpf(10) ** -30 if k == 1 else mp.mpf(10) ** -9
     for q, s in product(qs, ss):
         R = GaussRef(q, s)
@@ -558,7 +565,11 @@ def fam_gauss(A, quick, k):
             A.check_eps(f"gauss_k{k}", rep, lambda: optcomp.epsilon_g(M, k=k, delta_g=D), dref, D, "g", tol)
             rep = f"epsilon_bounds(Subsampled(Gaussian({s}), {q!r}), k={k}, delta_g={D!r})"
             A.check_eps(f"gauss_k{k}", rep, lambda: optcomp.epsilon_bounds(M, k=k, delta_g=D), dref, D, "b", tol)
-        for E in egs:
+        edge = []
+        if q < 1 and k == 1:  # the add loss's supremum -log(1 - q), and its float neighbours
+            top = -math.log1p(-q)
+            edge = [math.nextafter(top, 0), top, math.nextafter(top, math.inf)]
+        for E in egs + edge:
             tr = dref(E)
             rep = f"delta_g(Subsampled(Gaussian({s}), {q!r}), k={k}, eps_g={E!r})"
             A.check_delta(f"gauss_k{k}", rep, lambda: optcomp.delta_g(M, k=k, eps_g=E), tr, "g", tol)
@@ -598,6 +609,30 @@ def fam_laplace(A, quick, k):
             A.check_eps(f"laplace_k{k}", rep, lambda: optcomp.epsilon_bounds(M, k=k, delta_g=D), dref, D, "b", tol, unatt)
 
 
+def fam_random(A, quick):
+    """Random points on log scales, one step, Gaussian and Laplace bases: q in [1e-6, 1],
+    sigma / scale in [0.3, 1e3], delta_g in [1e-300, 0.9]; then delta at the eps found."""
+    import random
+
+    import optcomp
+    from optcomp.mechanisms import Gaussian, Laplace, Subsampled
+
+    rnd = random.Random(20261128)
+    tol = mp.mpf(10) ** -30
+    for i in range(12 if quick else 120):
+        q = 10 ** rnd.uniform(-6, 0)
+        s = 10 ** rnd.uniform(math.log10(0.3), 3)
+        D = 10 ** rnd.uniform(-300, math.log10(0.9))
+        for name, R, M in [("Gaussian", GaussRef(q, s), Subsampled(Gaussian(s), q)),
+                           ("Laplace", LaplaceRef(q, s), Subsampled(Laplace(s), q))]:
+            dref = lambda e, R=R: R.delta(e, 1)[0]
+            rep = f"epsilon_bounds(Subsampled({name}({s!r}), {q!r}), k=1, delta_g={D!r})"
+            A.check_eps("random_k1", rep, lambda: optcomp.epsilon_bounds(M, k=1, delta_g=D), dref, D, "b", tol)
+            E = rnd.choice([0.0, 10 ** rnd.uniform(-8, 3)])
+            rep = f"delta_bounds(Subsampled({name}({s!r}), {q!r}), k=1, eps_g={E!r})"
+            A.check_delta("random_k1", rep, lambda: optcomp.delta_bounds(M, k=1, eps_g=E), dref(E), "b", tol)
+
+
 def fam_laplace_direction(A):
     """The issue's own case: Laplace(5), q = 0.5: add exceeds remove at k = 2."""
     import optcomp
@@ -620,6 +655,8 @@ def fam_finite(A, quick):
     tol = mp.mpf(10) ** -30
     # Subsampled RR: two outcomes, any k (binomial tails)
     ks = [1, 2, 10, 1000, 10 ** 5] + ([] if quick else [10 ** 7])
+    if quick:
+        ks = [1, 10, 1000]
     for e0, q in product([0.1, 1.0, 5.0], [1e-6, 1e-2, 0.5, ONE_MINUS]):
         if quick and (e0, q) not in [(1.0, 1e-2), (5.0, 1e-6), (0.1, 0.5), (5.0, ONE_MINUS)]:
             continue
@@ -639,7 +676,7 @@ def fam_finite(A, quick):
             for D in [1e-300, 1e-10, 0.5]:
                 rep = f"epsilon_bounds(Subsampled(RandomizedResponse({e0}), {q!r}), k={k}, delta_g={D!r})"
                 A.check_eps("rr", rep, lambda: optcomp.epsilon_bounds(M, k=k, delta_g=D), dref, D, "b", tol)
-                if k <= 1000:
+                if k <= 1000 and not (quick and k == 1000):
                     rep = f"epsilon_g(Subsampled(RandomizedResponse({e0}), {q!r}), k={k}, delta_g={D!r}, method='optimal')"
                     A.check_eps("rr", rep, lambda: optcomp.epsilon_g(M, k=k, delta_g=D, method="optimal"), dref, D, "g", tol)
     # Subsampled BlackBox (4 outcomes): small k
@@ -660,6 +697,21 @@ def fam_finite(A, quick):
                 rep = f"epsilon_bounds(Subsampled(BlackBox({e0}, {d0}), {q!r}), k={k}, delta_g={D!r})"
                 A.check_eps("blackbox", rep, lambda: optcomp.epsilon_bounds(M, k=k, delta_g=D), dref, D, "b", tol,
                             unattainable=atinf > D)
+    # Subsampled Profile of one guarantee: the black box's pair (Dong-Roth-Su trade-off f_{e,d})
+    from optcomp.mechanisms import Profile
+    for (e0, d0), q in product([(1.0, 1e-6), (2.0, 0.0)], [1e-3, 0.5]):
+        P, Q = bb_pair(e0, d0)
+        R = FiniteRef(P, Q, q)
+        M = Subsampled(Profile(((e0, d0),)), q)
+        for k in [1, 3]:
+            dref = lambda e, R=R, k=k: R.delta(e, k)[0]
+            atinf = 1 - (1 - mp.mpf(q) * mp.mpf(d0)) ** k
+            for E in [0.0, 0.5, 30.0]:
+                rep = f"delta_bounds(Subsampled(Profile((({e0}, {d0}),)), {q!r}), k={k}, eps_g={E!r})"
+                A.check_delta("profile", rep, lambda: optcomp.delta_bounds(M, k=k, eps_g=E), dref(E), "b", tol)
+            for D in [1e-300, 1e-8]:
+                rep = f"epsilon_bounds(Subsampled(Profile((({e0}, {d0}),)), {q!r}), k={k}, delta_g={D!r})"
+                A.check_eps("profile", rep, lambda: optcomp.epsilon_bounds(M, k=k, delta_g=D), dref, D, "b", tol, atinf > D)
     # Subsampled Pair (3 outcomes, asymmetric, a zero)
     pairs = [((0.5, 0.3, 0.2), (0.2, 0.3, 0.5)), ((0.7, 0.3, 0.0), (0.1, 0.4, 0.5)), ((0.25, 0.75, 0.0), (0.0, 0.5, 0.5))]
     for (p, qq), q in product(pairs, [1e-3, 0.3, 1.0]):
@@ -728,7 +780,7 @@ def fam_entry(A, quick):
     from optcomp import dpsgd
 
     tol = mp.mpf(10) ** -12
-    for q, s in [(1e-2, 1.0), (0.5, 0.5), (1e-4, 0.3)]:
+    for q, s in ([(1e-2, 1.0), (0.5, 0.5), (1e-4, 0.3)] if not quick else [(1e-2, 1.0)]):
         R = GaussRef(q, s)
         M = Subsampled(Gaussian(s), q)
         d2 = lambda e, R=R: R.delta(e, 2)[0]
@@ -846,8 +898,8 @@ def fam_large_k(A, quick):
     import optcomp
     from optcomp.mechanisms import Gaussian, Subsampled
 
-    ks = [1, 2, 100, 10 ** 4, 10 ** 6, 10 ** 9, 10 ** 12] if not quick else [1, 2, 10 ** 4, 10 ** 12]
-    cases = [(1e-6, 1.0), (1e-3, 0.8), (0.01, 10.0), (0.5, 100.0)] if not quick else [(1e-6, 1.0), (1e-3, 0.8)]
+    ks = [1, 2, 100, 10 ** 4, 10 ** 6, 10 ** 9, 10 ** 12] if not quick else [1, 100, 10 ** 6]
+    cases = [(1e-6, 1.0), (1e-3, 0.8), (0.01, 10.0), (0.5, 100.0)] if not quick else [(1e-3, 0.8)]
     for q, s in cases:
         M = Subsampled(Gaussian(s), q)
         for D in ([1e-300, 1e-10, 0.5] if not quick else [1e-10]):
@@ -933,6 +985,7 @@ FAMILIES = {
     "laplace1": lambda A, q: fam_laplace(A, q, 1),
     "laplace2": lambda A, q: fam_laplace(A, q, 2),
     "laplace_dirs": lambda A, q: fam_laplace_direction(A),
+    "random": fam_random,
     "finite": fam_finite,
     "nested_wor": fam_nested_wor,
     "entry": fam_entry,
@@ -947,6 +1000,9 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", choices=sorted(FAMILIES), help="families to run")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
+    global HARD_S
+    if a.quick:
+        HARD_S = 20.0
     mp.mp.dps = DPS
     A = Audit(a.verbose)
     t0 = time.perf_counter()
