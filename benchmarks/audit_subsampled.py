@@ -394,6 +394,13 @@ def _btail(k, p, j0):
     return 1 - s
 
 
+def pair_masses(p):
+    """A Pair's distribution: the floats normalised by their exact sum (Pair's docstring)."""
+    f = [Fraction(x) for x in p]
+    t = sum(f)
+    return [x / t for x in f]
+
+
 def rr_pair(e0):
     e = mp.exp(mp.mpf(e0))
     return [e / (1 + e), 1 / (1 + e)], [1 / (1 + e), e / (1 + e)]
@@ -715,7 +722,7 @@ def fam_finite(A, quick):
     # Subsampled Pair (3 outcomes, asymmetric, a zero)
     pairs = [((0.5, 0.3, 0.2), (0.2, 0.3, 0.5)), ((0.7, 0.3, 0.0), (0.1, 0.4, 0.5)), ((0.25, 0.75, 0.0), (0.0, 0.5, 0.5))]
     for (p, qq), q in product(pairs, [1e-3, 0.3, 1.0]):
-        R = FiniteRef([Fraction(x) for x in p], [Fraction(x) for x in qq], Fraction(q))
+        R = FiniteRef(pair_masses(p), pair_masses(qq), Fraction(q))
         M = Subsampled(Pair(p, qq), q)
         for k in ([1, 4] if quick else [1, 2, 4, 9]):
             dref = lambda e, R=R, k=k: R.delta(e, k)[0]
