@@ -224,3 +224,14 @@ def test_positive_delta_below_float_range_is_not_zero():
     truth = ref.GaussRef(1e-6, 1.0).delta(100.0, 2)[0]
     assert 0 < truth < mp.mpf(10) ** -1700
     assert optcomp.delta_bounds(M, k=2, eps_g=100.0).upper > 0
+
+
+@pytest.mark.xfail(strict=True, reason="Subsampled(Pair, q < 1) mixes the pair's masses as given "
+                   "(its answer matches that reference to 16 digits), not the normalised "
+                   "distributions Pair documents: at eps_g on a loss atom the upper end is below "
+                   "the normalised pair's truth")
+def test_subsampled_pair_uses_the_normalised_distributions():
+    p, qq, q = (0.7, 0.3, 0.0), (0.1, 0.4, 0.5), 0.001  # 0.7 + 0.3 = 1 - 2^-54
+    E = 0.02392828671018985  # the float below 4 x the largest remove loss (an atom)
+    truth = ref.FiniteRef(ref.pair_masses(p), ref.pair_masses(qq), Fraction(q)).delta(E, 4)[0]
+    assert mp.mpf(optcomp.delta_bounds(Subsampled(Pair(p, qq), q), k=4, eps_g=E).upper) >= truth  # 3.34e-22
