@@ -216,8 +216,6 @@ def test_pair_mass_at_infinity_of_normalised_floats():
             _delta_contains(optcomp.delta_bounds(Subsampled(Pair(p, qq), q), k=4, eps_g=E), truth, TOL1)
 
 
-@pytest.mark.xfail(strict=True, reason="two steps report delta 0.0 where the truth is positive "
-                   "(6.6e-1758, below the float range); one step reports 5e-324")
 def test_positive_delta_below_float_range_is_not_zero():
     M = Subsampled(Gaussian(1.0), 1e-6)
     assert optcomp.delta_g(M, k=1, eps_g=100.0) > 0  # one step: 5e-324
@@ -226,10 +224,6 @@ def test_positive_delta_below_float_range_is_not_zero():
     assert optcomp.delta_bounds(M, k=2, eps_g=100.0).upper > 0
 
 
-@pytest.mark.xfail(strict=True, reason="Subsampled(Pair, q < 1) mixes the pair's masses as given "
-                   "(its answer matches that reference to 16 digits), not the normalised "
-                   "distributions Pair documents: at eps_g on a loss atom the upper end is below "
-                   "the normalised pair's truth")
 def test_subsampled_pair_uses_the_normalised_distributions():
     p, qq, q = (0.7, 0.3, 0.0), (0.1, 0.4, 0.5), 0.001  # 0.7 + 0.3 = 1 - 2^-54
     E = 0.02392828671018985  # the float below 4 x the largest remove loss (an atom)

@@ -408,6 +408,11 @@ def _mechanism_delta(m: Mechanisms, others, eps_g: float, tol: float, **kw) -> B
         floor = max((b.lower for b in out if isinstance(b, Bounds)), default=-math.inf)
         out.append(delta_direction(work, m_up, m_lo, eps_g, tol, floor=floor, estimate=est, kw=kw))
     try:
-        return worst_direction(out)
+        b = worst_direction(out)
     except ApproxTooCostly as exc:  # beyond the lattice: basic composition of the profiles, if narrower
-        return basic_delta(exc, m, others, eps_g, tol)
+        b = basic_delta(exc, m, others, eps_g, tol)
+    if b.upper == 0.0 and any(eps_g < w.top_bound() for w, _, _ in works):
+        # a loss above eps_g may hold (an unbounded law): H(eps_g) > 0 may lie below the
+        # least float -- its upper end is that float, never 0 (0 only above every loss)
+        b = b._replace(upper=5e-324)
+    return b

@@ -367,7 +367,8 @@ class Gaussian(CellMechanism):
         return Points.none()
 
     def _tails(self, e0, e1, direction):
-        """Upper bounds Phi(z(e0)) below e0 and Phi(-z(e1)) above e1."""
+        """Upper bounds Phi(z(e0)) below e0 and Phi(-z(e1)) above e1 (positive: a tail below the
+        normal range is charged two least floats, never 0)."""
         from scipy.special import log_ndtr
 
         from .._rounding import SPECIAL_ABS
@@ -375,6 +376,6 @@ class Gaussian(CellMechanism):
         u = 2.0**-53
         (zf, ef), (zl, el) = self._z(np.array([e0])), self._z(np.array([e1]))
         with np.errstate(over="ignore", under="ignore"):
-            below = float(np.exp(log_ndtr(zf) + SPECIAL_ABS + (np.abs(zf) + 1.0) * ef)[0]) * (1.0 + 8.0 * u)
-            above = float(np.exp(log_ndtr(-zl) + SPECIAL_ABS + (np.abs(zl) + 1.0) * el)[0]) * (1.0 + 8.0 * u)
+            below = float(np.exp(log_ndtr(zf) + SPECIAL_ABS + (np.abs(zf) + 1.0) * ef)[0]) * (1.0 + 8.0 * u) + 1e-323
+            above = float(np.exp(log_ndtr(-zl) + SPECIAL_ABS + (np.abs(zl) + 1.0) * el)[0]) * (1.0 + 8.0 * u) + 1e-323
         return min(below, 1.0), min(above, 1.0)

@@ -803,12 +803,14 @@ def _pick_lo(masses):
 
 def _mix(s: float, p, q, up: bool):
     """(1 - s) q + s p rounded to the requested side (floats; 1 - s, the products and the sum
-    each within u: a relative 4u charged)."""
+    each within u relative or, below the normal range, half the least float: a relative 4u
+    and two least floats charged -- a positive mixture never rounds up to 0)."""
     p, q = np.asarray(p, float), np.asarray(q, float)
     m = (1.0 - s) * q + s * p
     if up:
-        return np.where(m > 0.0, np.minimum(np.nextafter(m * (1.0 + 4.0 * UNIT), 2.0), 1.0), 0.0)
-    return np.maximum(m * (1.0 - 4.0 * UNIT), 0.0)
+        return np.where((p > 0.0) | (q > 0.0), np.minimum(np.nextafter(m * (1.0 + 4.0 * UNIT) + 1e-323, 2.0), 1.0),
+                        0.0)
+    return np.maximum(m * (1.0 - 4.0 * UNIT) - 1e-323, 0.0)
 
 
 def _amplified_black_box(mech, q: float):
