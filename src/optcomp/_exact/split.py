@@ -38,7 +38,7 @@ import numpy as np
 from .._inputs import Mechanisms
 from .._rounding import LIBM_ULPS, down, exact_dir, mpf_dir, up
 from .._types import ExactTooLarge
-from .atoms import exact_excess_bounds
+from .atoms import _TAIL, _chernoff_m, _excess_below_bulk, _split_groups, binomial_window, exact_excess_bounds
 from .finite import PREC, Composition, LawSolver, _count_vectors, _multinomial
 
 __all__ = ["SplitLaw", "SPLIT_TUPLES"]
@@ -48,6 +48,7 @@ SPLIT_TUPLES = 64  # the finite mechanisms' count vectors listed at most (each c
 #: black boxes: its binomial window spans ~sqrt(k) atoms; 0.5 s at k = 10^12, and a root takes ~10
 #: evaluations), else no split law
 SPLIT_SECONDS = 1.5
+WINDOW_SECONDS = 4e-7  # a binomial window's cost per atom (one group: the whole root ~5 SPLIT_SECONDS at most)
 _SUM_PREC = 160  # bits of the sum over the listed outcomes
 
 
@@ -61,6 +62,10 @@ class SplitLaw(LawSolver):
         top = sum((Fraction(float(e)) * int(c) for e, c in zip(boxes.eps.tolist(), boxes.count.tolist())), Fraction(0))
         self.top_b = exact_dir(top, True)  # H_B(y) = 0 from here on
         self._cache: dict = {}
+        groups, self._b_shift, self._b_slack = _split_groups(boxes)
+        self._group = groups[0] if len(groups) == 1 else None  # one group: windows kept (:meth:`_window_box`)
+        self._windows: list = []
+        self.floor = 0.0  # an absolute accuracy of H_B enough for the caller (set by epsilon_bounds)
         rel = 0.0
         with mpmath.workprec(PREC):
             tuples = [(Fraction(0), mpmath.mpf(0), mpmath.mpf(0), mpmath.mpf(1))]
@@ -86,6 +91,8 @@ class SplitLaw(LawSolver):
             ops = 4 * sum(c for _, c in rest) + 8
             self.atoms = [(ex, pos, err + abs(pos) * mpmath.ldexp(1, 8 - PREC), m) for ex, pos, err, m in tuples]
         self.rel = rel + ops * 2.0**-(PREC - 4)
+        poss = [float(pos) for _, pos, _, _ in self.atoms]
+        self.span = max(poss) - min(poss) if poss else 0.0  # (how far apart the y = x - l_a of one x lie)
         # (the composed loss's CGF, for first guesses only: :class:`LawSolver`)
         self._cgf_laws = [(np.array([float(p) for p in lw.pos]), np.array([float(mpmath.log(w)) for w in lw.mass]), cc)
                           for lw, cc in comp.factors]
@@ -106,13 +113,64 @@ class SplitLaw(LawSolver):
             hi = min(1.0, up(up(a, n) + up(up(e, n) * r_hi, 1), 1))
             out = (lo, hi)
         else:
-            res = exact_excess_bounds(self.boxes, y)
+            res = self._window_box(y) if self._group is not None else None
+            if res is None:
+                res = exact_excess_bounds(self.boxes, y)
             if res is None:
                 raise ExactTooLarge("the black boxes beside these mechanisms have no exact excess within the size "
                                     "limits; use method='approx' or 'auto'")
             out = (max(0.0, float(res[0])), min(1.0, float(res[1])))
         self._cache[y] = out
         return out
+
+    def _window_box(self, y: float):
+        """(lower, upper) on H_B(y), y >= 0, for one black-box group (eps, k) from a binomial
+        window kept for later y (:func:`~optcomp._exact.atoms.binomial_window`: exact for y at
+        or above its exact_from, its upper tail charged at +inf): the H_B of one evaluation of
+        H lie within ``span`` of each other and a root moves x little, so one window of
+        ~sqrt(k) atoms serves most of them (10^12 black boxes: ~1 s to build, microseconds
+        a query, where each H_B afresh costs ~1.5 s).  A window is used only when its tail
+        charge is within 2^-50 of the lower bound it gives (or of ``floor``); None when y
+        lies below the bulk's 12 standard deviations (the caller's exact producer)."""
+        eps, k = self._group
+        shift = self._b_shift
+        bulk = _excess_below_bulk(eps, k, y, shift)
+        if bulk is not None:
+            return bulk
+        for w in self._windows:
+            res = self._window_query(w, y)
+            if res is not None:
+                return res
+        rel = (Fraction(y) - shift) / Fraction(eps)
+        m_first = min(max(math.floor((k + rel) / 2) - 1, 0), k)
+        p = 1.0 / (1.0 + math.exp(-eps))
+        sd = math.sqrt(k * p * (1.0 - p)) + 1.0
+        if m_first < k * p - 12.0 * sd:
+            return None
+        # below: the other offsets of this x and a root's next steps; above: 2^-58 of the floor
+        m_lo = max(0, m_first - int(min(self.span / (2.0 * eps), 4.0 * k)) - int(2.0 * sd) - 64)
+        aim = max(self.floor, 1e-300) * _TAIL * 2.0**-8
+        m_hi = min(k, max(m_lo + 64, _chernoff_m(k, eps, math.log(aim)) + 2))
+        for _ in range(40):
+            w = binomial_window(eps, k, m_lo, m_hi, shift, self._b_slack)
+            res = self._window_query(w, y)
+            if res is not None or m_hi >= k:
+                self._windows.append(w)
+                return res
+            m_hi = min(k, m_hi + max(64, m_hi - m_lo))
+        return None  # pragma: no cover - the tail falls geometrically
+
+    def _window_query(self, w, y: float):
+        """(lower, upper) on H_B(y) from window w, or None when y lies below its exact range
+        or its truncated tail is above 2^-50 of the lower bound (and of ``floor``)."""
+        if not y >= w.exact_from:
+            return None
+        lo = w.excess_lower(y)
+        hi = w.excess(y)
+        tail = w.tail_slack() - self._b_slack
+        if tail > _TAIL * max(lo, self.floor, 1e-300):
+            return None
+        return max(0.0, float(lo)), min(1.0, float(hi))
 
     def _offsets(self, x: float):
         """(y_lo, y_hi) floats around x - l_a for every listed outcome a."""
@@ -147,6 +205,16 @@ class SplitLaw(LawSolver):
         return h_lo, h_hi
 
     # ------------------------------------------------------------------ eps_g
+    def epsilon_bounds(self, t_low: float, t_high: float, top: float) -> tuple[float, float]:
+        """:meth:`LawSolver.epsilon_bounds`, the black boxes' windows cut at 2^-56 t_low
+        absolute (H near its root is ~t: a 2^-56 relative charge)."""
+        floor = self.floor
+        self.floor = max(floor, math.ldexp(max(t_low, 0.0), -6))
+        try:
+            return super().epsilon_bounds(t_low, t_high, top)
+        finally:
+            self.floor = floor
+
     def _root(self, t: float, upper: bool, top: float) -> float:
         """The least float x >= 0 with H's upper bound <= t (``upper``), or the largest with its
         lower bound > t: from the saddle-point guess, the secant on log H (kept inside the
@@ -231,7 +299,13 @@ def split_law(comp: Composition) -> SplitLaw | None:
         total *= math.comb(c + law.size - 1, law.size - 1)
         if total > SPLIT_TUPLES:
             return None
-    if total * (2e-3 + 5e-7 * sum(math.sqrt(c) for _, c in comp.boxes)) > SPLIT_SECONDS:
+    if len(comp.boxes) == 1:  # one window of ~span / (2 eps) + 25 sd atoms, built once or twice
+        eps, c = comp.boxes[0]
+        p = 1.0 / (1.0 + math.exp(-eps))
+        span = sum(cc * float(max(law.pos) - min(law.pos)) for law, cc in rest if law.size)
+        if WINDOW_SECONDS * (min(span / (2.0 * eps), c) + 25.0 * math.sqrt(c * p * (1.0 - p))) > SPLIT_SECONDS * 5:
+            return None
+    elif total * (2e-3 + 5e-7 * sum(math.sqrt(c) for _, c in comp.boxes)) > SPLIT_SECONDS:
         return None
     eps = np.array([e for e, _ in comp.boxes], dtype=float)
     boxes = Mechanisms(eps=eps, delta=np.zeros(nb), count=np.array([c for _, c in comp.boxes], dtype=np.int64),
