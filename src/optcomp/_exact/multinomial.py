@@ -86,11 +86,11 @@ MAX_ELEMENTS = 2**22  # the largest array of one evaluation (long doubles: 64 Mi
 #: (a 10-atom Profile x 30: 38 s here against 20 ms for a bracket 4e-11 wide; Geometric(1e-3,
 #: sensitivity 4096) x 2: 38 s)
 MAX_ROW_ATOMS = 2**19
-#: an evaluation whose chain is estimated beyond this many terms (:meth:`RowLaw.terms`: ~50 us
-#: each, every evaluation) yields to the split law where one exists -- BlackBox(1e-6) x 10^12
-#: beside a randomized response: 10^6 terms, ~16 s an evaluation, where the split law's one
-#: binomial window answers in ~3 s in all
-ROW_TERMS = 2**17
+#: rows whose evaluation is estimated beyond this many chain terms (:meth:`RowLaw.terms`; a root
+#: costs ~0.2-1 ms a term, measured) yield to the split law where one exists: black boxes of eps
+#: beside a randomized response of eps 1 walk 1/eps terms -- 1e-4 x 10^5: 12 s by the rows, 0.8 s
+#: split; 1e-6 x 10^12: 10^6 terms, ~16 s an evaluation, against ~3 s in all for the split law
+ROW_TERMS = 2**12
 ROW_REL_MAX = 2.0**-30  # the far sums' relative error (from e^-beta's) the rows accept
 REFINE_ERR = 2.0**-43  # log-pmf bounds above this are recomputed in long double
 TAIL_REL = 2.0**-56  # mass cut by the windows, relative to the target (or to H)
