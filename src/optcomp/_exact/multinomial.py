@@ -765,7 +765,7 @@ class RowLaw(LawSolver):
         self.slack = comp.slack
         with mpmath.workprec(PREC):  # (estimates for :meth:`terms`: floats suffice)
             out_mass = float(sum((at.mass for at in self.main_outer), mpmath.mpf(0)))
-            lever = max([abs(float(at.pos - law.pos[a])) for at in self.main_outer] + [0.0])
+            lever = max([abs(at.hi - float(law.pos[a])) for at in self.main_outer] + [0.0])
             side = sum(cc * float(max(lw.pos) - min(lw.pos)) for lw, cc in self.side if lw.size)
         n_out = c * out_mass + 12.0 * math.sqrt(c * out_mass) + 1.0
         sd = math.sqrt(c * float(self.P.p) * float(self.P.q))

@@ -46,9 +46,9 @@ from .finite import PREC, Composition, LawSolver, _count_vectors, _multinomial
 __all__ = ["SplitLaw", "SPLIT_TUPLES"]
 
 SPLIT_TUPLES = 64  # the finite mechanisms' count vectors listed at most (each costs one H_B an evaluation)
-#: the estimated seconds of one evaluation of H at most (an H_B costs ~2 ms + 5e-7 sqrt(k) s for k
-#: black boxes: its binomial window spans ~sqrt(k) atoms; 0.5 s at k = 10^12, and a root takes ~10
-#: evaluations), else no split law
+#: several black-box groups: the estimated seconds of one evaluation of H at most (each H_B afresh
+#: costs ~2 ms + 5e-7 sqrt(k) s for k black boxes: a product's windows span ~sqrt(k) atoms, and a
+#: root takes ~10 evaluations), else no split law
 SPLIT_SECONDS = 1.5
 WINDOW_SECONDS = 4e-7  # a binomial window's cost per atom, its sums for H_B's two bounds included
 WINDOW_BUDGET = 6.0  # one group of black boxes: the estimated seconds of its window at most, else no split law
@@ -254,8 +254,10 @@ class SplitLaw(LawSolver):
         lower bound > t: from the saddle-point guess, the secant on log H (kept inside the
         bracket found so far, bisection where it leaves it), then the end placed beyond the root
         by what the bound's distance from t asks (a linear model of log H) and checked, moved
-        outward by doubling steps until it holds.  (Each evaluation costs one H_B per listed
-        outcome: 0.5 s apiece for 10^12 black boxes.)"""
+        outward by doubling steps until it holds, and bisected back toward the last point
+        where it failed (:meth:`_tighten`).  (Each evaluation costs one H_B per listed
+        outcome: a query of a kept window for one black-box group, else ~1.5 s apiece for 10^12
+        black boxes.)"""
         if t < 0.0:
             return math.inf
         side = 1 if upper else 0
@@ -345,8 +347,9 @@ class SplitLaw(LawSolver):
 
 def split_law(comp: Composition) -> SplitLaw | None:
     """The :class:`SplitLaw` of one direction when it has black boxes, its finite mechanisms
-    have at most ``SPLIT_TUPLES`` count vectors and an evaluation is estimated within
-    ``SPLIT_SECONDS``, else None."""
+    have at most ``SPLIT_TUPLES`` count vectors and it is estimated within ``WINDOW_BUDGET``
+    (one group: its binomial window) or an evaluation within ``SPLIT_SECONDS`` (several),
+    else None."""
     nb = len(comp.boxes)
     if not nb:
         return None
