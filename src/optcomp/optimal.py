@@ -416,7 +416,8 @@ def _finite_solver(comp):
     or more and every atom is a multiple of one rational unit, the lattice law
     (:mod:`optcomp._exact.convolution`: direct convolutions, cost-capped); else its multinomial
     rows (:mod:`optcomp._exact.multinomial`, which raises ExactTooLarge beyond them) -- or,
-    where the rows are ill-conditioned (black boxes of tiny eps as their pivot pair) and the
+    where the rows are ill-conditioned (black boxes of tiny eps as their pivot pair) or
+    estimated costly (their thresholds spread over many pivot steps: ``ROW_TERMS``) and the
     finite mechanisms beside the black boxes are few, the split law
     (:mod:`optcomp._exact.split`: H = sum_a p_a H_B(x - l_a))."""
     if "solver" not in comp.cache:
@@ -424,12 +425,12 @@ def _finite_solver(comp):
             comp.cache["solver"] = SmallLaw(comp)
         else:
             from ._exact.convolution import lattice_law
-            from ._exact.multinomial import RowLaw
+            from ._exact.multinomial import ROW_TERMS, RowLaw
 
             law = lattice_law(comp) if any(f.size >= 3 for f, _ in comp.factors) else None
             if law is None:
                 law = RowLaw(comp)
-                if law.ill_conditioned and _split_solver(comp) is not None:
+                if (law.ill_conditioned or law.terms() > ROW_TERMS) and _split_solver(comp) is not None:
                     law = _split_solver(comp)
             comp.cache["solver"] = law
     return comp.cache["solver"]

@@ -86,6 +86,11 @@ MAX_ELEMENTS = 2**22  # the largest array of one evaluation (long doubles: 64 Mi
 #: (a 10-atom Profile x 30: 38 s here against 20 ms for a bracket 4e-11 wide; Geometric(1e-3,
 #: sensitivity 4096) x 2: 38 s)
 MAX_ROW_ATOMS = 2**19
+#: rows whose evaluation is estimated beyond this many chain terms (:meth:`RowLaw.terms`; a root
+#: costs ~0.2-1 ms a term, measured) yield to the split law where one exists: black boxes of eps
+#: beside a randomized response of eps 1 walk 1/eps terms -- 1e-4 x 10^5: 12 s by the rows, 0.8 s
+#: split; 1e-6 x 10^12: 10^6 terms, ~16 s an evaluation, against ~3 s in all for the split law
+ROW_TERMS = 2**12
 ROW_REL_MAX = 2.0**-30  # the far sums' relative error (from e^-beta's) the rows accept
 REFINE_ERR = 2.0**-43  # log-pmf bounds above this are recomputed in long double
 TAIL_REL = 2.0**-56  # mass cut by the windows, relative to the target (or to H)
@@ -758,10 +763,24 @@ class RowLaw(LawSolver):
         self.side = [(lw, cc) for j, (lw, cc) in enumerate(factors) if j != main]
         self.rel = sum(cc * lw.rel for lw, cc in factors)  # the laws' own relative errors, times counts
         self.slack = comp.slack
+        with mpmath.workprec(PREC):  # (estimates for :meth:`terms`: floats suffice)
+            out_mass = float(sum((at.mass for at in self.main_outer), mpmath.mpf(0)))
+            lever = max([abs(at.hi - float(law.pos[a])) for at in self.main_outer] + [0.0])
+            side = sum(cc * float(max(lw.pos) - min(lw.pos)) for lw, cc in self.side if lw.size)
+        n_out = c * out_mass + 12.0 * math.sqrt(c * out_mass) + 1.0
+        sd = math.sqrt(c * float(self.P.p) * float(self.P.q))
+        self._terms = (side + lever * n_out) / max(float(beta), 1e-300) + 20.0 * sd + self.M
         self._outers = {}
         self._memo = {}
         self._cgf_laws = [(np.array([float(p) for p in lw.pos]), np.array([float(mpmath.log(m)) for m in lw.mass]), cc)
                           for lw, cc in factors]
+
+    def terms(self) -> float:
+        """An estimate of the terms one evaluation of H sums (a routing heuristic only): the
+        spread of the rows' thresholds over the outer atoms, in pivot steps beta (the chain
+        walks them), plus the pivot binomial's tails (direct sums over ~20 standard
+        deviations) and the near atoms."""
+        return self._terms
 
     # ------------------------------------------------------------------ the outer atoms
     def _stages(self):
