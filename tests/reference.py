@@ -317,8 +317,11 @@ def _atoms_above(groups, cut: Fraction, abs_tol, max_atoms: int) -> _Atoms:
                              max_atoms=max_atoms, anchor_top=4)
         order = sorted(range(len(w.pos)), key=lambda i: w.pos[i])
         return _Atoms([w.pos[i] for i in order], [w.mass[i] for i in order], w.dropped, w.complete, top)
-    # product of binomials: per-group windows over all m (plus the top 3 atoms of each group)
-    dist: dict[Fraction, object] = {Fraction(0): mp.mpf(1)}
+    # product of binomials: per-group windows over all m (plus the top 3 atoms of each group);
+    # positions kept as integers in units of 1/den (den: the common denominator of the eps),
+    # exactly the Fractions' sums, without a Fraction's hash and normalisation per product
+    den = math.lcm(*(eps.denominator for eps, _ in lg))
+    dist: dict[int, object] = {0: mp.mpf(1)}
     dropped = mp.mpf(0)
     complete = True
     tol_g = abs_tol / len(lg)
@@ -336,14 +339,16 @@ def _atoms_above(groups, cut: Fraction, abs_tol, max_atoms: int) -> _Atoms:
         complete &= w.complete
         if len(dist) * len(pos) > max_atoms * 4:
             raise ReferenceTooCostly(f"product of binomials too large ({len(dist)} x {len(pos)})")
-        new: dict[Fraction, object] = {}
+        scaled = [p.numerator * (den // p.denominator) for p in pos]
+        new: dict[int, object] = {}
         for a, pa in dist.items():
-            for b, pb in zip(pos, mass):
+            for b, pb in zip(scaled, mass):
                 key = a + b
                 new[key] = new.get(key, 0) + pa * pb
         dist = new
-    items = sorted((p, m) for p, m in dist.items() if p > cut)
-    return _Atoms([p for p, _ in items], [m for _, m in items], dropped, complete, top)
+    above = math.floor(cut * den)  # an integer position n is > cut iff n > floor(cut den)
+    items = sorted((n, m) for n, m in dist.items() if n > above)
+    return _Atoms([Fraction(n, den) for n, _ in items], [m for _, m in items], dropped, complete, top)
 
 
 def _suffix(atoms: _Atoms):
@@ -352,14 +357,17 @@ def _suffix(atoms: _Atoms):
     (S(l_{j-1}) = (1 - e^{-G}) A_j + e^{-G} S_j with G = l_j - l_{j-1}, exact)."""
     n = len(atoms.pos)
     A, S, V = [mp.mpf(0)] * n, [mp.mpf(0)] * n, [mp.mpf(0)] * n
-    cache: dict = {}  # gap -> (e^-G, -expm1(-G)); a single group has one gap, 2 eps
+    # the positions as integers in units of 1/den (exact): gaps without Fraction arithmetic
+    den = math.lcm(*(p.denominator for p in atoms.pos)) if n else 1
+    scaled = [p.numerator * (den // p.denominator) for p in atoms.pos]
+    cache: dict = {}  # gap (units of 1/den) -> (e^-G, -expm1(-G)); a single group has one gap, 2 eps
     for j in range(n - 1, -1, -1):
         if j == n - 1:
             A[j], S[j], V[j] = atoms.mass[j], mp.mpf(0), atoms.mass[j]
         else:
-            gap = atoms.pos[j + 1] - atoms.pos[j]
+            gap = scaled[j + 1] - scaled[j]
             if gap not in cache:
-                G = _mpf(gap)
+                G = _mpf(Fraction(gap, den))
                 cache[gap] = (mp.exp(-G), -mp.expm1(-G))
             eG, one_minus = cache[gap]
             A[j] = atoms.mass[j] + A[j + 1]
@@ -422,7 +430,7 @@ def ref_delta(groups, eps_g, **kw):
 # --------------------------------------------------------------------------- epsilon direction
 
 
-def _solve(atoms: _Atoms, t):
+def _solve(atoms: _Atoms, t, suffix=None):
     """Least x >= 0 with S_kept(x) <= t for t > 0 (the kept atoms are all > 0).
 
     Returns (x, kappa): kappa = A_j / (A_j - t) bounds the amplification of the relative
@@ -430,7 +438,7 @@ def _solve(atoms: _Atoms, t):
     e^{-g} V_j = A_j - t on the segment ending at atom j)."""
     if not atoms.pos:
         return mp.mpf(0), mp.mpf(1)
-    A, S, V = _suffix(atoms)
+    A, S, V = suffix or _suffix(atoms)  # (the caller's, when it solves twice on one set of atoms)
     if _S_at(atoms, A, S, Fraction(0)) <= t:
         return mp.mpf(0), mp.mpf(1)
     # S is decreasing with S(l_n) = 0 <= t: find the least j with S_j <= t
@@ -477,11 +485,12 @@ def ref_epsilon_bounds(groups, delta_g, *, max_atoms: int = DEFAULT_MAX_ATOMS):
             t = _target(g, delta_g)
             abs_tol = TAU * t / 4
             atoms = _atoms_above(g, Fraction(0), abs_tol, max_atoms)
-            x_lo, kappa_lo = _solve(atoms, t)  # S >= S_kept: the root of S_kept = t is <= OptComp
+            suffix = _suffix(atoms) if atoms.pos else None
+            x_lo, kappa_lo = _solve(atoms, t, suffix)  # S >= S_kept: the root of S_kept = t is <= OptComp
             if atoms.dropped >= t:
                 x_hi, kappa_hi = _mpf(top), mp.mpf(1)
             else:
-                x_hi, kappa_hi = _solve(atoms, t - atoms.dropped)  # S <= S_kept + dropped
+                x_hi, kappa_hi = _solve(atoms, t - atoms.dropped, suffix)  # S <= S_kept + dropped
             kappa = max(kappa_lo, kappa_hi)
             # absolute error of x ~ 10^-dps * kappa (+ position rounding 10^-dps * |l|)
             if kappa * mp.mpf(10) ** (-dps) <= mp.mpf("1e-60") or dps >= 5000:

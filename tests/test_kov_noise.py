@@ -36,7 +36,8 @@ def test_per_query_budget_formula_and_corollary_4_1():
         assert optcomp.delta_g(e0, d0, k=k, eps_g=eps, method="optimal") <= delta
 
 
-@pytest.mark.parametrize("k", [1, 10, 1000])
+# (k = 10 takes the code path of k = 1 and k = 1000, between them: with `-m slow`)
+@pytest.mark.parametrize("k", [1, pytest.param(10, marks=pytest.mark.slow), 1000])
 @pytest.mark.parametrize("eps", [0.01, 0.5, 3.0, 30.0])
 @pytest.mark.parametrize("delta", [1e-10, 1e-3, 0.5])
 def test_theorem_4_3_holds_for_moderate_eps(k, eps, delta):

@@ -9,6 +9,7 @@ truncated tail far below the tolerance)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -45,6 +46,7 @@ def ref_laplace(b, sens, x):
         return mpmath.quad(f, [-mpmath.inf] + pts + [mpmath.inf])
 
 
+@functools.lru_cache(maxsize=None)  # (a 60-digit quadrature; asked again with the same arguments)
 def ref_gaussian(sigma, sens, x):
     """∫_{y < y*} p(y)(1 − e^{x − L(y)}) dy with p = N(0, s²), q = N(Δ, s²),
     L(y) = log p(y)/q(y) = ((y − Δ)² − y²)/(2s²) > x exactly for y < y* (the crossing); the
