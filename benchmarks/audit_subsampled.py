@@ -945,24 +945,10 @@ def fam_bad_input(A):
         ("without_replacement", lambda: Subsampled(Laplace(1.0), 0.1, scheme="without_replacement", relation="replace_one"), ValueError),
         ("without_replacement", lambda: Subsampled(Gaussian(1.0), 0.1, scheme="without_replacement"), ValueError),
     ]
-    for name, fn, exc in cases:
-        A.n += 1
-        A.fam["bad_input"] = A.fam.get("bad_input", 0) + 1
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                fn()
-        except exc as e:
-            if name not in str(e):
-                A.notes.append(("bad_input", name, f"{type(e).__name__} does not name {name!r}", str(e)[:160]))
-        except Exception as e:  # noqa: BLE001
-            A.bad("bad_input", name, f"expected {exc.__name__}", "-", f"{type(e).__name__}: {str(e)[:160]}")
-        else:
-            A.bad("bad_input", name, f"expected {exc.__name__}", "-", "accepted")
     # k and targets on a subsampled mechanism
     import optcomp
     M = Subsampled(Gaussian(1.0), 0.1)
-    for name, fn, exc in [
+    cases += [
         ("k", lambda: optcomp.epsilon_g(M, k=0, delta_g=1e-5), ValueError),
         ("k", lambda: optcomp.epsilon_g(M, k=10 ** 13, delta_g=1e-5), ValueError),
         ("delta_g", lambda: optcomp.epsilon_g(M, k=1, delta_g=-1e-300), ValueError),
@@ -970,9 +956,10 @@ def fam_bad_input(A):
         ("delta_g", lambda: optcomp.epsilon_g(M, k=1, delta_g=float("nan")), ValueError),
         ("eps_g", lambda: optcomp.delta_g(M, k=1, eps_g=-1.0), ValueError),
         ("eps_g", lambda: optcomp.delta_g(M, k=1, eps_g=float("nan")), ValueError),
-    ]:
+    ]
+    for name, fn, exc in cases:
         A.n += 1
-        A.fam["bad_input"] += 1
+        A.fam["bad_input"] = A.fam.get("bad_input", 0) + 1
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
