@@ -129,3 +129,16 @@ def test_profile_of_tiny_eps_and_delta_composes_without_overflow():
                             if law[i][0] + law[j][0] + law[l][0] > 0)
     assert b.lower <= truth <= b.upper
     assert b.upper <= truth * (1 + 1e-9)
+
+
+def test_sums_a_tiny_amount_apart_keep_their_shift():
+    # q sums to 1 + 1e-300: the forward loss log(T) ~ 1e-300 must survive (formed as log1p of
+    # the exact T - 1; log(num) - log(den) at 256 bits left a bracket up to 2e-75 wide)
+    m = Pair((1.0, 0.0), (1.0, 1e-300))
+    T = Fraction(1) + Fraction(1e-300)
+    with mpmath.workdps(700):
+        truth = mpmath.mpf(1) - mpmath.mpf(1) / (mpmath.mpf(T.numerator) / T.denominator)  # (1 - 1/T)_+
+    v = optcomp.delta_g(m, k=1, eps_g=0.0, method="optimal")
+    assert truth <= v <= truth * (1 + 1e-12)
+    b = optcomp.delta_bounds(m, k=1, eps_g=0.0)
+    assert b.lower <= truth <= b.upper

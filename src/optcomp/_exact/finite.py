@@ -194,6 +194,10 @@ def _pair_law(pair) -> FiniteLaw:
             m = mpmath.mpf(w.numerator) / w.denominator
             if r == 1:
                 rows.append((Fraction(0), mpmath.mpf(0), mpmath.mpf(0), m))
+            elif abs(r - 1) < Fraction(1, 2):  # log1p of the exact r - 1: no cancellation near 1
+                d = r - 1
+                pos = mpmath.log1p(mpmath.mpf(d.numerator) / d.denominator)
+                rows.append((None, pos, mpmath.ldexp(abs(pos), 8 - PREC), m))
             else:
                 pos = mpmath.log(mpmath.mpf(r.numerator)) - mpmath.log(mpmath.mpf(r.denominator))
                 rows.append((None, pos, mpmath.ldexp(abs(pos) + 1, 8 - PREC), m))

@@ -354,9 +354,11 @@ class Pair(AtomMechanism):
         sum of its a's over sp, formed exactly as a rational and rounded once."""
         with mpmath.workprec(prec):
             shift_exact = Fraction(0) if sp == sq else None
-            shift = mpmath.log(mpmath.mpf(sq.numerator) / sq.denominator) \
-                - mpmath.log(mpmath.mpf(sp.numerator) / sp.denominator)
-            shift_err = mpf_err(shift, 4, bits=6) if shift_exact is None else mpmath.mpf(0)
+            # log(sq/sp) = log1p(r), r = sq/sp - 1 an exact rational (sums 1 + 1e-300 apart keep
+            # their shift): r rounded once, log1p within a few ulps of its result
+            r = sq / sp - 1
+            shift = mpmath.log1p(mpmath.mpf(r.numerator) / r.denominator)
+            shift_err = mpf_err(shift, bits=6) if shift_exact is None else mpmath.mpf(0)
 
             def mass(r: Fraction):
                 m = mpmath.mpf(r.numerator) / r.denominator
