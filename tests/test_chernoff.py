@@ -160,3 +160,58 @@ def test_found_by_the_audit_of_the_fallback():
     assert optcomp.delta_g([blind, Laplace(1.0)], eps_g=0.5) == 1.0
     assert optcomp.epsilon_g([blind], delta_g=0.5) == math.inf
     assert optcomp.epsilon_g([blind, Laplace(1.0)], counts=[1, 3], delta_g=0.999) == math.inf
+
+
+def test_a_hopeless_first_pass_is_not_run_and_the_fallback_searches_steps_and_tilts():
+    """10^9 subsampled Gaussian steps (q = 1e-3, sigma = 0.8) need ~8e8 lattice points at tol
+    1e-3: a first pass at the budget's 1/16 would bracket nothing ([0, 3573] after 15-30 s
+    per direction).  The size limit answers at once, from the Chernoff bound searched over
+    steps and tilts -- 2636 at the one coarse step before, within 3 % of the mu-GDP
+    estimate mu^2/2 + mu sqrt(2 log 1/delta) (mu = q sqrt(k (e^{1/sigma^2} - 1)): 2183) now;
+    the mixture's loss has a heavier right tail than the CLT's normal, so that estimate is a
+    scale here, not a bound.  In the delta direction, at eps_g 2700, the bracket's upper end
+    was 1.0 (a step-by-ulp loop over 10^9 ulps took 90 s before it)."""
+    from optcomp.mechanisms import Subsampled
+
+    mech = Subsampled(Gaussian(0.8), 1e-3)
+    seen = []
+    with pytest.raises(optcomp.ApproxTooCostly) as exc:
+        optcomp.epsilon_bounds(mech, k=10**9, delta_g=1e-5, progress=seen.append)
+    assert not [s for s in seen if str(s.get("stage", "")).startswith("lattice")], seen
+    assert "Chernoff" in str(exc.value)
+    mu = 1e-3 * math.sqrt(1e9 * math.expm1(1 / 0.64))
+    scale = mu * mu / 2 + mu * math.sqrt(2 * math.log(1e5))
+    assert scale * 0.9 <= exc.value.bounds.upper <= scale * 1.03, (exc.value.bounds, scale)
+    seen.clear()
+    with pytest.raises(optcomp.ApproxTooCostly) as exc:
+        optcomp.delta_bounds(mech, k=10**9, eps_g=2700.0, progress=seen.append)
+    assert not [s for s in seen if str(s.get("stage", "")).startswith("lattice")], seen
+    assert 0.0 < exc.value.bounds.upper <= 1e-20
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(q=_log(1e-3, 0.2), sigma=_log(0.5, 4.0), k=st.integers(2, 400), t=_log(1e-12, 1e-2))
+def test_the_searched_chernoff_bound_of_subsampled_gaussians_is_above_the_lattice_lower_bound(q, sigma, k, t):
+    """Each step and tilt the fallback tries gives a certified bound: the larger of the two
+    global directions' is above the lattice's certified lower end (no size limit at these k)."""
+    from optcomp._directions import direction_workloads
+    from optcomp._inputs import mechanisms
+    from optcomp._refine import least_chernoff
+    from optcomp.mechanisms import Subsampled
+
+    mech = Subsampled(Gaussian(sigma), q)
+    try:
+        lower = optcomp.epsilon_bounds(mech, k=k, delta_g=t, tol=1e-3).lower
+    except optcomp.ApproxTooCostly:
+        reject()
+    uppers, steps = [], []
+    for work, _, _ in direction_workloads(mechanisms(mech, 0.0, k, None), [(mech, k)]):
+        theta = work.tilt_for(work.chernoff_guess(t))
+
+        def bound(th, step, work=work):
+            steps.append(step)
+            return work.chernoff_epsilon(t, th, step)
+
+        uppers.append(least_chernoff(work, 2.0**-10, theta, bound))
+    assert len(uppers) == 2 and max(uppers) >= lower, (uppers, lower)
+    assert len(set(steps)) >= 2

@@ -49,18 +49,39 @@ SPECIAL_ABS = 1e-12
 _MAX = sys.float_info.max
 
 
+_STEPPED_ULPS = 64  # up to this many ulps, moved one at a time; beyond, by the bound of _nudge
+
+
 def up(x: float, ulps: int = 4) -> float:
-    """``x`` moved ``ulps`` units in the last place toward +inf (a safe-side nudge)."""
+    """``x`` moved ``ulps`` units in the last place toward +inf (a safe-side nudge); for many
+    ulps (e.g. one per composed mechanism, 10^12 of them) at least that far (:func:`_nudge`)."""
+    if ulps > _STEPPED_ULPS and math.isfinite(x):
+        return _nudge(x, ulps, math.inf)
     for _ in range(ulps):
         x = math.nextafter(x, math.inf)
     return x
 
 
 def down(x: float, ulps: int = 4) -> float:
-    """``x`` moved ``ulps`` units in the last place toward -inf."""
+    """``x`` moved ``ulps`` units in the last place toward -inf (at least that far for many)."""
+    if ulps > _STEPPED_ULPS and math.isfinite(x):
+        return _nudge(x, ulps, -math.inf)
     for _ in range(ulps):
         x = math.nextafter(x, -math.inf)
     return x
+
+
+def _nudge(x: float, n: int, to: float) -> float:
+    """A float at least ``n`` ulps from ``x`` toward ``to`` (+-inf), in O(1).  One ulp at y is at
+    most max(2^-1074, 2^-52 |y|), so n steps from x stay within a = |x| + n 2^-1074 times
+    (1 + 2^-52)^n <= e^(n 2^-52) <= 1 + 2^-51 n of it (n 2^-52 <= 1.25) -- a move of at most
+    n 2^-1074 + 2^-51 n a; the nudge is that, its three roundings (relative 2^-53 each) covered
+    by the same doubling's slack, and the final sum's by one more step.  Beyond n = 2^50, the
+    infinity itself (never reached by a valid input: counts are at most 10^12)."""
+    if n > 2**50:
+        return to
+    move = (abs(x) + n * 2.0**-1074) * (n * 2.0**-51) + n * 2.0**-1074
+    return math.nextafter(x + move if to > 0 else x - move, to)
 
 
 def exact_dir(value: Fraction, up: bool) -> float:
