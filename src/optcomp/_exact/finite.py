@@ -149,16 +149,15 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, dropped=0.0, a_exact=None) -> FiniteLaw
 
 
 def exact_pair(mech, direction: str):
-    """The two output distributions (P, Q) of ``direction`` as exact rationals outcome by
-    outcome, or None: a :class:`~optcomp.mechanisms.Pair` (its floats over their exact sums), and a
-    Poisson-subsampled mechanism whose base has them: remove ((1 - s) Q + s P, Q), add (Q,
-    (1 - s) Q + s P) with (P, Q) the base's forward pair (Zhu, Dong and Wang, AISTATS 2022,
-    Thm 11) -- the mixture of a finite pair is a finite pair, formed here in exact rationals
-    (s the float q, exactly), so no rounding of it is left to charge."""
+    """The two output distributions (P, Q) of ``direction`` as tuples of exact rationals outcome
+    by outcome, or None: a :class:`~optcomp.mechanisms.Pair` (its floats over their exact sums,
+    ``Pair._distributions``), and a Poisson-subsampled mechanism whose base has them: remove
+    ((1 - s) Q + s P, Q), add (Q, (1 - s) Q + s P) with (P, Q) the base's forward pair (Zhu,
+    Dong and Wang, AISTATS 2022, Thm 11) -- the mixture of a finite pair is a finite pair,
+    formed here in exact rationals (s the float q, exactly), so no rounding of it is left to
+    charge."""
     if mech.family == "pair":
-        p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
-        sp, sq = sum(map(Fraction, p), Fraction(0)), sum(map(Fraction, q), Fraction(0))
-        return [Fraction(a) / sp for a in p], [Fraction(b) / sq for b in q]
+        return mech._distributions(direction)
     if mech.family == "subsampled" and mech.scheme == "poisson" and mech.relation == "add_remove":
         if mech.q == 1.0:
             return exact_pair(mech.mechanism, direction)
@@ -167,8 +166,8 @@ def exact_pair(mech, direction: str):
             return None
         s = Fraction(mech.q)
         P, Q = base
-        mix = [(1 - s) * b + s * a for a, b in zip(P, Q)]
-        return (mix, list(Q)) if direction == "forward" else (list(Q), mix)
+        mix = tuple((1 - s) * b + s * a for a, b in zip(P, Q))
+        return (mix, Q) if direction == "forward" else (Q, mix)
     return None
 
 
