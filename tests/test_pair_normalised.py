@@ -142,3 +142,33 @@ def test_sums_a_tiny_amount_apart_keep_their_shift():
     assert truth <= v <= truth * (1 + 1e-12)
     b = optcomp.delta_bounds(m, k=1, eps_g=0.0)
     assert b.lower <= truth <= b.upper
+
+
+@pytest.mark.parametrize("p,q", [((0.1, 0.4, 0.5), (0.5, 0.4, 0.1)), ((0.7, 0.3, 0.0), (0.1, 0.4, 0.5)),
+                                 ((1.0, 0.0), (1.0, 1e-300)), ((1e-300, 0.5, 0.5), (0.5, 0.5, 1e-300)),
+                                 ((0.5, 0.25, 0.25), (0.25, 0.25, 0.5))])
+def test_the_float_atoms_and_the_exact_path_read_one_normalised_pair(p, q):
+    """In each direction the exact path's rationals are (p/Σp, q/Σq), and the float atoms lie
+    within their stated errors of that pair: mass P_i at log(P_i/Q_i), +inf mass the P_i of
+    the outcomes with Q_i = 0 (the references from the definition, at 400 bits)."""
+    from optcomp._exact.finite import exact_pair
+
+    pair = Pair(p, q)
+    for d, (a, b) in (("forward", (p, q)), ("reverse", (q, p))):
+        P, Q = normalised(a), normalised(b)
+        assert exact_pair(pair, d) == (tuple(P), tuple(Q))
+        assert sum(P) == 1 and sum(Q) == 1
+        with mpmath.workprec(192):
+            atoms, inf, inf_err = pair._atoms(d)
+        outcomes = [(Pi, Qi) for Pi, Qi in zip(P, Q) if Pi > 0 and Qi > 0]
+        assert len(atoms) == len(outcomes)
+        with mpmath.workprec(400):
+            def mp(r):
+                return mpmath.mpf(r.numerator) / r.denominator
+
+            ref_inf = sum((Pi for Pi, Qi in zip(P, Q) if Pi > 0 and Qi == 0), Fraction(0))
+            assert abs(inf - mp(ref_inf)) <= inf_err
+            for (_, pos, perr, m, m_err), (Pi, Qi) in zip(atoms, outcomes):
+                assert abs(m - mp(Pi)) <= m_err
+                r = Pi / Qi  # (log1p near 1: a ratio 1 + 1e-300 keeps its loss)
+                assert abs(pos - (mpmath.log1p(mp(r - 1)) if abs(r - 1) < Fraction(1, 2) else mpmath.log(mp(r)))) <= perr

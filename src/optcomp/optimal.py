@@ -430,8 +430,9 @@ def _finite_solver(comp):
             law = lattice_law(comp) if any(f.size >= 3 for f, _ in comp.factors) else None
             if law is None:
                 law = RowLaw(comp)
-                if (law.ill_conditioned or law.terms() > ROW_TERMS) and _split_solver(comp) is not None:
-                    law = _split_solver(comp)
+                split = _split_solver(comp) if law.ill_conditioned or law.terms() > ROW_TERMS else None
+                if split is not None:
+                    law = split
             comp.cache["solver"] = law
     return comp.cache["solver"]
 

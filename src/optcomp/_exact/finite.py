@@ -11,20 +11,18 @@ P-mass at +inf.  k copies have a multinomial law: the count vector (n_a) of outc
 loss sum_a n_a l_a.  Everything below reads a mechanism through one function,
 :func:`finite_law`.
 
-**The delta formula.**  Split each copy's P as its total mass T, its finite mass F and its
-mass T - F at +inf (T = 1: every law is a probability law, a :class:`~optcomp.mechanisms.Pair`'s
-floats taken over their exact sums; an outcome with q = 0 < p is loss +inf).  The outcomes of the
-composition with some +inf coordinate give (P - e^x Q)_+ = P: they are an independent
-delta event, and
+**The delta formula.**  Split each copy's P (a probability law: a
+:class:`~optcomp.mechanisms.Pair`'s floats are taken over their exact sums) as its finite mass
+F and its mass a_f = 1 - F at +inf (an outcome with q = 0 < p; a black box's delta, a
+Profile's min_j delta_j).  The outcomes of the composition with some +inf coordinate give
+(P - e^x Q)_+ = P: they are an independent delta event, and
 
-    delta(x) = sum_{tuples} (P - e^x Q)_+ = Tt - Ff (1 - H(x)),
-    Tt = prod T^c,  Ff = prod F^c,  H(x) = E[(1 - e^{x - L})_+]
+    delta(x) = sum_{tuples} (P - e^x Q)_+ = 1 - prod (1 - a_f)^c (1 - H(x)),
+    H(x) = E[(1 - e^{x - L})_+]
 
-with L the composed loss under the *normalised* finite laws p_a / F.  With a_f = 1 - F/T
-per copy (a black box's delta, a Profile's min_j delta_j) this is Tt (1 - prod (1 - a_f)^c
-(1 - H(x))): the formula of :mod:`optcomp.loss` scaled by Tt, so
-:func:`optcomp.loss.delta_from_excess` and :func:`optcomp.loss.residual_target` do the
-rest (:class:`Events`).  Each global direction (every mechanism seen forward, or every one
+with L the composed loss under the *normalised* finite laws p_a / F: the formula of
+:mod:`optcomp.loss`, so :func:`optcomp.loss.delta_from_excess` and
+:func:`optcomp.loss.residual_target` do the rest (:class:`Events`).  Each global direction (every mechanism seen forward, or every one
 in reverse: the same two neighbouring datasets) has its own law; a composition reports the
 larger of the two, never a choice per mechanism.
 
@@ -43,7 +41,7 @@ The laws' positions and masses come from the mechanisms at ``PREC`` = 256 bits (
 relative errors, times the counts, are charged to every composed mass): with float masses
 k copies would carry k ulps, 1e-10 relative at k = 10^6.
 
-Length (~770 lines): one copy's law (every finite family, subsampled ones included), the
+Length (~740 lines): one copy's law (every finite family, subsampled ones included), the
 compositions per global direction with their exact delta events, and the small compositions
 listed term by term share the 256-bit laws and their error charges; :class:`LawSolver`, the
 root bracket and CGF estimates the three exact producers share, lives beside them.
@@ -82,7 +80,7 @@ NEGLIGIBLE = mpmath.ldexp(1, -1100)  # an atom whose count x mass is below this 
 #: log pmfs: 6.5 s against 0.07 s for a bracket 1e-12 wide); a two-atom law (binomial rows,
 #: 0.25 s at k = 10^4) is not capped.
 SUBSAMPLED_TUPLES = 2**11
-EXACT_EVENTS = 256  # delta events (copies with a > 0, T != 1, or a black box's delta) evaluated as exact rationals
+EXACT_EVENTS = 256  # delta events (copies with a > 0 or a black box's delta) evaluated as exact rationals
 
 
 # --------------------------------------------------------------------------- one copy's law
@@ -96,9 +94,9 @@ class FiniteLaw:
     position, which is the Fraction ``exact[a]`` when known (then ``perr[a]`` covers only the
     rounding of ``pos``); ``mass[a]`` (mpmath, summing to 1 at ``PREC`` bits) is the
     normalised P-mass p_a / F, within the relative error ``rel`` of the truth.  ``a_lo``,
-    ``a_hi``: floats around a = 1 - F/T (the delta event of one copy); ``t_lo``, ``t_hi``:
-    floats around T; ``dropped``: mass of atoms left out (each below ``NEGLIGIBLE`` / count
-    of the composition, charged as slack by the caller)."""
+    ``a_hi``: floats around a = 1 - F (the delta event of one copy); ``dropped``: mass of
+    atoms left out (each below ``NEGLIGIBLE`` / count of the composition, charged as slack
+    by the caller)."""
 
     exact: tuple
     pos: tuple
@@ -107,13 +105,10 @@ class FiniteLaw:
     rel: float
     a_lo: float = 0.0
     a_hi: float = 0.0
-    t_lo: float = 1.0
-    t_hi: float = 1.0
     dropped: float = 0.0
-    #: a and T as exact rationals when known (a Pair's normalised masses; a law whose +inf mass
+    #: a as an exact rational when known (a Pair's normalised masses; a law whose +inf mass
     #: bracket is one float), else None
     a_exact: Fraction | None = None
-    t_exact: Fraction | None = None
 
     @property
     def size(self) -> int:
@@ -125,7 +120,7 @@ class FiniteLaw:
         return self.exact[-1], self.pos[-1] + self.perr[-1] if up else self.pos[-1] - self.perr[-1]
 
 
-def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0, a_exact=None, t_exact=None) -> FiniteLaw:
+def _law(atoms, rel, a_lo=0.0, a_hi=0.0, dropped=0.0, a_exact=None) -> FiniteLaw:
     """A :class:`FiniteLaw` from (exact, pos, perr, mass) tuples (any order, zero masses left
     out, normalised to sum 1 at ``PREC`` bits; ``rel`` the masses' relative error before)."""
     atoms = sorted((a for a in atoms if a[3] > 0), key=lambda a: a[1])
@@ -149,22 +144,20 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, t_lo=1.0, t_hi=1.0, dropped=0.0, a_exac
     # normalising by the computed total: each mass within rel of its true share twice over
     # (its own error and the total's), plus the division's rounding
     return FiniteLaw(tuple(a[0] for a in atoms), tuple(a[1] for a in atoms), tuple(a[2] for a in atoms), mass,
-                     2.0 * rel + 2.0**-(PREC - 8), a_lo, a_hi, t_lo, t_hi, dropped,
-                     a_exact if a_exact is not None else (Fraction(a_lo) if a_lo == a_hi else None),
-                     t_exact if t_exact is not None else (Fraction(t_lo) if t_lo == t_hi else None))
+                     2.0 * rel + 2.0**-(PREC - 8), a_lo, a_hi, dropped,
+                     a_exact if a_exact is not None else (Fraction(a_lo) if a_lo == a_hi else None))
 
 
 def exact_pair(mech, direction: str):
-    """The two output distributions (P, Q) of ``direction`` as exact rationals outcome by
-    outcome, or None: a :class:`~optcomp.mechanisms.Pair` (its floats over their exact sums), and a
-    Poisson-subsampled mechanism whose base has them: remove ((1 - s) Q + s P, Q), add (Q,
-    (1 - s) Q + s P) with (P, Q) the base's forward pair (Zhu, Dong and Wang, AISTATS 2022,
-    Thm 11) -- the mixture of a finite pair is a finite pair, formed here in exact rationals
-    (s the float q, exactly), so no rounding of it is left to charge."""
+    """The two output distributions (P, Q) of ``direction`` as tuples of exact rationals outcome
+    by outcome, or None: a :class:`~optcomp.mechanisms.Pair` (its floats over their exact sums,
+    ``Pair._distributions``), and a Poisson-subsampled mechanism whose base has them: remove
+    ((1 - s) Q + s P, Q), add (Q, (1 - s) Q + s P) with (P, Q) the base's forward pair (Zhu,
+    Dong and Wang, AISTATS 2022, Thm 11) -- the mixture of a finite pair is a finite pair,
+    formed here in exact rationals (s the float q, exactly), so no rounding of it is left to
+    charge."""
     if mech.family == "pair":
-        p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
-        sp, sq = sum(map(Fraction, p), Fraction(0)), sum(map(Fraction, q), Fraction(0))
-        return [Fraction(a) / sp for a in p], [Fraction(b) / sq for b in q]
+        return mech._distributions(direction)
     if mech.family == "subsampled" and mech.scheme == "poisson" and mech.relation == "add_remove":
         if mech.q == 1.0:
             return exact_pair(mech.mechanism, direction)
@@ -173,15 +166,15 @@ def exact_pair(mech, direction: str):
             return None
         s = Fraction(mech.q)
         P, Q = base
-        mix = [(1 - s) * b + s * a for a, b in zip(P, Q)]
-        return (mix, list(Q)) if direction == "forward" else (list(Q), mix)
+        mix = tuple((1 - s) * b + s * a for a, b in zip(P, Q))
+        return (mix, Q) if direction == "forward" else (Q, mix)
     return None
 
 
 def _pair_law(pair) -> FiniteLaw:
-    """The :class:`FiniteLaw` of exact rational output distributions (P, Q) (:func:`exact_pair`):
-    T = sum P, the +inf mass where Q = 0 < P, outcomes of equal likelihood ratio one atom at
-    log(ratio)."""
+    """The :class:`FiniteLaw` of exact rational output distributions (P, Q) (:func:`exact_pair`,
+    each summing to 1): the +inf mass where Q = 0 < P, outcomes of equal likelihood ratio one
+    atom at log(ratio)."""
     p, q = pair
     ratios = {}
     for a, b in zip(p, q):
@@ -202,13 +195,10 @@ def _pair_law(pair) -> FiniteLaw:
                 pos = mpmath.log(mpmath.mpf(r.numerator)) - mpmath.log(mpmath.mpf(r.denominator))
                 rows.append((None, pos, mpmath.ldexp(abs(pos) + 1, 8 - PREC), m))
     rel = 2.0**-(PREC - 8)  # (the masses: exact rationals, rounded once)
-    T = sum(p, Fraction(0))
-    inf_exact = sum((a for a, b in zip(p, q) if a > 0 and b == 0), Fraction(0))
-    a_exact = inf_exact / T
+    a_exact = sum((a for a, b in zip(p, q) if a > 0 and b == 0), Fraction(0))
     if not rows:
-        return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1), t_exact=Fraction(1))
-    return _law(rows, rel, exact_dir(a_exact, False), exact_dir(a_exact, True),
-                exact_dir(T, False), exact_dir(T, True), a_exact=a_exact, t_exact=T)
+        return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1))
+    return _law(rows, rel, exact_dir(a_exact, False), exact_dir(a_exact, True), a_exact=a_exact)
 
 
 @lru_cache(maxsize=256)
@@ -221,8 +211,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
     error bounds -- the float brackets of the AtomLaw would cost k ulps at k copies) and,
     where the two output distributions are known as exact rationals (:func:`exact_pair`: a
     :class:`~optcomp.mechanisms.Pair`, normalised exactly, and a Poisson-subsampled one),
-    their totals (T = sum p = 1, exactly, as for every other family).  A
-    subsampled finite mechanism is a finite law (module docstring of
+    their +inf mass as an exact rational.  A subsampled finite mechanism is a finite law (module docstring of
     :mod:`optcomp.mechanisms.subsampled`); one of sampling rate 1, or without replacement,
     is the mechanism it stands for."""
     from ..mechanisms import AtomMechanism, Subsampled
@@ -261,7 +250,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
             else:
                 rows.append((None, pos, perr + mpmath.ldexp(abs(pos), 2 - PREC), m))
         if not rows:
-            return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1), t_exact=Fraction(1))
+            return FiniteLaw((), (), (), (), 0.0, 1.0, 1.0, a_exact=Fraction(1))
         if contract is None or any(abs(r[1]) > sys.float_info.max for r in rows):
             # (with a contract: it counts atoms beyond the float range at +inf, having no float
             # for them; listed here at their exact positions, they are not the delta event, else
@@ -296,85 +285,56 @@ def black_box_law(eps: float) -> FiniteLaw:
 
 
 class Events:
-    """The delta events of a composition and the scale Tt: delta(x) = Tt (1 - prod(1 - a)(1 -
-    H(x))) with the black boxes' delta_i and each mechanism's a_f (see the module
-    docstring), as two multisets of (0, a) pairs -- ``m_up`` with every a rounded up, ``m_lo``
-    down -- that :mod:`optcomp.loss` evaluates, and Tt within [tt_lo, tt_hi]."""
+    """The delta events of a composition: delta(x) = 1 - prod(1 - a)(1 - H(x)) with the black
+    boxes' delta_i and each mechanism's a_f (see the module docstring), as two multisets of
+    (0, a) pairs -- ``m_up`` with every a rounded up, ``m_lo`` down -- that
+    :mod:`optcomp.loss` evaluates."""
 
     def __init__(self, m: Mechanisms, laws):
-        self.tt_lo, self.tt_hi = 1.0, 1.0
         up_, lo_ = [], []
-        log_t = [[], []]
         for law, c in laws:
             if law.a_hi > 0.0:
                 up_.append((law.a_hi, c))
             if law.a_lo > 0.0:
                 lo_.append((law.a_lo, c))
-            if law.t_lo != 1.0 or law.t_hi != 1.0:
-                log_t[0].append((law.t_lo, c))
-                log_t[1].append((law.t_hi, c))
-        if log_t[0]:
-            with mpmath.workprec(200):
-                for side, pairs in enumerate(log_t):
-                    s = mpmath.fsum(c * mpmath.log(mpmath.mpf(t)) for t, c in pairs)
-                    v = mpmath.exp(s)
-                    v = v * (1 + (mpmath.ldexp(1, -150) if side else -mpmath.ldexp(1, -150)))
-                    if side:
-                        self.tt_hi = mpf_dir(v, True)
-                    else:
-                        self.tt_lo = mpf_dir(v, False)
         self.m_up = m.with_events(up_)
         self.m_lo = m.with_events(lo_)
-        # exact rationals when every event and scale is known exactly and the copies are few:
-        # delta = Tt (1 - N (1 - H)), N = prod (1 - a)^c (1 - delta_i)^c, with no float charge (a
+        # an exact rational when every event is known exactly and the copies are few:
+        # delta = 1 - N (1 - H), N = prod (1 - a)^c (1 - delta_i)^c, with no float charge (a
         # delta_g equal to the +inf mass, Pair((0.1, 0.9), (0, 1)), is then attained, not inf)
         self.exact = None
-        pairs = [(law.a_exact, law.t_exact, c) for law, c in laws]
-        pairs += [(Fraction(d), Fraction(1), int(c)) for d, c in zip(m.delta.tolist(), m.count.tolist()) if d > 0.0]
-        if all(a is not None and t is not None for a, t, _ in pairs) and \
-                sum(c for a, t, c in pairs if a or t != 1) <= EXACT_EVENTS:
-            tt, nn = Fraction(1), Fraction(1)
-            for a, t, c in pairs:
-                tt *= t**c
+        pairs = [(law.a_exact, c) for law, c in laws]
+        pairs += [(Fraction(d), int(c)) for d, c in zip(m.delta.tolist(), m.count.tolist()) if d > 0.0]
+        if all(a is not None for a, _ in pairs) and sum(c for a, c in pairs if a) <= EXACT_EVENTS:
+            nn = Fraction(1)
+            for a, c in pairs:
                 nn *= (1 - a) ** c
-            self.exact = (tt, nn)
+            self.exact = nn
 
     def _exact_delta(self, h: float, upper: bool) -> float:
-        tt, nn = self.exact
-        return min(1.0, max(0.0, exact_dir(tt * (1 - nn * (1 - Fraction(h))), upper)))
+        return min(1.0, max(0.0, exact_dir(1 - self.exact * (1 - Fraction(h)), upper)))
 
     def delta_bounds(self, h_lo: float, h_hi: float) -> tuple[float, float]:
         """(lower, upper) delta from bounds on H."""
         if self.exact is not None:
             return self._exact_delta(h_lo, False), self._exact_delta(h_hi, True)
-        lo = delta_from_excess(self.m_lo, h_lo, round_up=False)
-        hi = delta_from_excess(self.m_up, h_hi)
-        if self.tt_lo != 1.0:
-            lo = max(0.0, down(lo * self.tt_lo, 1))
-        if self.tt_hi != 1.0 and hi > 0.0:  # (0 x Tt is exactly 0)
-            hi = min(1.0, up(hi * self.tt_hi, 1))
-        return lo, hi
+        return delta_from_excess(self.m_lo, h_lo, round_up=False), delta_from_excess(self.m_up, h_hi)
 
     def targets(self, delta_g: float) -> tuple[float, float]:
         """(t_low, t_high): H(x) <= t_low implies delta(x) <= delta_g, and delta(x) <= delta_g
-        implies H(x) <= t_high (:func:`optcomp.loss.residual_target`; t >= 1 when even
-        delta(x) = Tt is within delta_g: then any x >= 0 will do)."""
-        if self.exact is not None:  # H <= t  <=>  delta <= delta_g, t = 1 - (1 - delta_g/Tt)/N
-            tt, nn = self.exact
+        implies H(x) <= t_high (:func:`optcomp.loss.residual_target`; t >= 1 when delta_g >= 1:
+        then any x >= 0 will do)."""
+        if self.exact is not None:  # H <= t  <=>  delta <= delta_g, t = 1 - (1 - delta_g)/N
+            nn = self.exact
             if nn == 0:
-                return (1.0, 1.0) if delta_g >= tt else (-1.0, -1.0)
-            t = 1 - (1 - Fraction(delta_g) / tt) / nn
+                return (1.0, 1.0) if delta_g >= 1 else (-1.0, -1.0)
+            t = 1 - (1 - Fraction(delta_g)) / nn
             if t >= 1:
                 return 1.0, 1.0
             return exact_dir(t, False), exact_dir(t, True)
-        d_lo, d_hi = delta_g, delta_g
-        if self.tt_hi != 1.0:
-            d_lo = max(0.0, down(delta_g / self.tt_hi, 1))  # (down(0) is -2^-1074)
-        if self.tt_lo != 1.0:
-            d_hi = up(delta_g / self.tt_lo, 1)
-        t_low = 1.0 if d_lo >= 1.0 else residual_target(self.m_up, d_lo)
-        t_high = 1.0 if d_hi >= 1.0 else residual_target(self.m_lo, d_hi, round_up=True)
-        return t_low, t_high
+        if delta_g >= 1.0:
+            return 1.0, 1.0
+        return residual_target(self.m_up, delta_g), residual_target(self.m_lo, delta_g, round_up=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -475,8 +435,7 @@ def _negligible(law: FiniteLaw, count: int) -> tuple[FiniteLaw, float]:
         gone = mpmath.fsum(m for m, s in zip(law.mass, small) if s)
     drop = up(float(gone) * count * (1.0 + 1e-9), 1)
     atoms = [(e, p, d, m) for e, p, d, m, s in zip(law.exact, law.pos, law.perr, law.mass, small) if not s]
-    return _law(atoms, law.rel + float(gone), law.a_lo, law.a_hi, law.t_lo, law.t_hi, a_exact=law.a_exact,
-                t_exact=law.t_exact), drop
+    return _law(atoms, law.rel + float(gone), law.a_lo, law.a_hi, a_exact=law.a_exact), drop
 
 
 # --------------------------------------------------------------------------- small compositions

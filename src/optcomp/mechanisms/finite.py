@@ -280,11 +280,6 @@ def _pmf(name: str, value) -> tuple[float, ...]:
     return out
 
 
-def _total(masses) -> Fraction:
-    """The exact sum of float masses."""
-    return sum((Fraction(m) for m in masses), Fraction(0))
-
-
 def _sum_err(total, terms):
     """The error of an mpmath sum of the floats ``terms``: 0 when it is exact (a sum of a few
     floats usually is, at 192 bits: a Pair's +inf mass 0.5 stays 0.5, so a delta_g of
@@ -326,11 +321,26 @@ class Pair(AtomMechanism):
         object.__setattr__(self, "q", q)
 
     @lru_cache(maxsize=64)
+    def _sums(self, direction):
+        """(Σp, Σq) of ``direction`` (forward (p, q), reverse (q, p)), the floats summed exactly."""
+        p, q = (self.p, self.q) if direction == FORWARD else (self.q, self.p)
+        return sum(map(Fraction, p), Fraction(0)), sum(map(Fraction, q), Fraction(0))
+
+    @lru_cache(maxsize=64)
+    def _distributions(self, direction):
+        """The two output distributions (P, Q) = (p/Σp, q/Σq) of ``direction`` as exact
+        rationals outcome by outcome: the one place a Pair is normalised (its atoms, and the
+        exact path's :func:`optcomp._exact.finite.exact_pair`, read them)."""
+        p, q = (self.p, self.q) if direction == FORWARD else (self.q, self.p)
+        sp, sq = self._sums(direction)
+        return tuple(Fraction(a) / sp for a in p), tuple(Fraction(b) / sq for b in q)
+
+    @lru_cache(maxsize=64)
     def _atoms_at(self, prec, direction):
         p, q = (self.p, self.q) if direction == FORWARD else (self.q, self.p)
-        sp, sq = _total(p), _total(q)
+        sp, sq = self._sums(direction)
         if sp != 1 or sq != 1:
-            return self._normalised_atoms(prec, p, q, sp, sq)
+            return self._normalised_atoms(prec, p, q, self._distributions(direction)[0], sq / sp)
         with mpmath.workprec(prec):
             atoms = []
             inf = mpmath.mpf(0)
@@ -347,16 +357,17 @@ class Pair(AtomMechanism):
             return atoms, inf, _sum_err(inf, [a for a, b in zip(p, q) if b == 0 and a != 0])
 
     @staticmethod
-    def _normalised_atoms(prec, p, q, sp: Fraction, sq: Fraction):
-        """The atoms of (p/sp, q/sq), sp and sq the exact sums (not both 1): masses a/sp and
-        positions log(a/b) + log(sq/sp), each with an error bound (a quotient within 2 ulps; a
-        log of a rational within 4 ulps of its argument's magnitude); the +inf mass is the
-        sum of its a's over sp, formed exactly as a rational and rounded once."""
+    def _normalised_atoms(prec, p, q, P, ratio: Fraction):
+        """The atoms of (P, Q) = (p/sp, q/sq) (:meth:`_distributions`; sp and sq the exact sums,
+        not both 1, ``ratio`` = sq/sp): masses P_a = a/sp and positions log(a/b) + log(sq/sp),
+        each with an error bound (a quotient within 2 ulps; a log of a rational within 4 ulps
+        of its argument's magnitude); the +inf mass is the sum of its P_a, an exact rational
+        rounded once."""
         with mpmath.workprec(prec):
-            shift_exact = Fraction(0) if sp == sq else None
+            shift_exact = Fraction(0) if ratio == 1 else None
             # log(sq/sp) = log1p(r), r = sq/sp - 1 an exact rational (sums 1 + 1e-300 apart keep
             # their shift): r rounded once, log1p within a few ulps of its result
-            r = sq / sp - 1
+            r = ratio - 1
             shift = mpmath.log1p(mpmath.mpf(r.numerator) / r.denominator)
             shift_err = mpf_err(shift, bits=6) if shift_exact is None else mpmath.mpf(0)
 
@@ -366,13 +377,13 @@ class Pair(AtomMechanism):
 
             atoms = []
             inf = Fraction(0)
-            for a, b in zip(p, q):
+            for a, b, pa in zip(p, q, P):
                 if a == 0:
                     continue
                 if b == 0:
-                    inf += Fraction(a)
+                    inf += pa
                     continue
-                m, m_err = mass(Fraction(a) / sp)
+                m, m_err = mass(pa)
                 if a == b and shift_exact is not None:
                     atoms.append((Fraction(0), mpmath.mpf(0), mpmath.mpf(0), m, m_err))
                     continue
@@ -380,7 +391,7 @@ class Pair(AtomMechanism):
                 base_err = mpf_err(base, abs(mpmath.log(a)), bits=4) if a != b else mpmath.mpf(0)
                 pos = base + shift
                 atoms.append((None, pos, base_err + shift_err + mpf_err(pos, bits=2), m, m_err))
-            inf_m, inf_e = mass(inf / sp) if inf else (mpmath.mpf(0), mpmath.mpf(0))
+            inf_m, inf_e = mass(inf) if inf else (mpmath.mpf(0), mpmath.mpf(0))
             return atoms, inf_m, inf_e
 
     def _atoms(self, direction):
@@ -389,9 +400,8 @@ class Pair(AtomMechanism):
     def _neg_q(self, direction):
         p, q = (self.p, self.q) if direction == "forward" else (self.q, self.p)
         terms = [b for a, b in zip(p, q) if a == 0]
-        sq = _total(q)
-        if sq != 1:  # (the normalised Q-mass, as :meth:`_normalised_atoms`)
-            r = sum((Fraction(b) for b in terms), Fraction(0)) / sq
+        if self._sums(direction)[1] != 1:  # (the normalised Q-mass, as :meth:`_normalised_atoms`)
+            r = sum((qb for a, qb in zip(p, self._distributions(direction)[1]) if a == 0), Fraction(0))
             m = mpmath.mpf(r.numerator) / r.denominator
             return m, (mpf_err(m, bits=2) if r else mpmath.mpf(0))
         s = mpmath.fsum(mpmath.mpf(b) for b in terms)
