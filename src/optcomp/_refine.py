@@ -116,12 +116,21 @@ def lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top
             b,
         )
 
-    def chernoff() -> float:
-        return least_chernoff(work, h, work.tilt_for(x_est), lambda th, step: work.chernoff_epsilon(t_low, th, step))
+    memo = {}
 
-    # a first pass whose predicted gap (0.75 first_tol at h, second order) exceeds the answer's
-    # estimate brackets nothing ([0, ~2x]): the size limit then answers at once (Chernoff)
-    useless = h * math.sqrt(max(x_est, tol) / (0.75 * first_tol)) if x_est < math.inf else math.inf
+    def chernoff() -> float:
+        if "c" not in memo:
+            memo["c"] = least_chernoff(work, h, work.tilt_for(x_est),
+                                       lambda th, step: work.chernoff_epsilon(t_low, th, step))
+        return memo["c"]
+
+    def useless() -> float:
+        # a first pass whose predicted gap (0.75 first_tol at h, second order) reaches the
+        # certified Chernoff end brackets nothing it does not ([~0, >= that]): the size limit
+        # then answers at once (the float guess x_est is no scale: it can be negative)
+        c = chernoff()
+        return h * math.sqrt(c / (0.75 * first_tol)) if c < math.inf else math.inf
+
     return chernoff_fallback(
         lambda: refine(work, h, log_slack, tol, lambda: work.tilt_for(aim["x"]), evaluate, finished,
                         lambda b: b.gap, ("certified gap", "eps_g"), stalled, best, max_points=max_points,
@@ -171,7 +180,9 @@ def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_poi
     best = to_delta(0.0, 1.0)  # certified before any pass: 0 <= H <= 1
     # a first pass whose predicted gap in eps (0.75 tol / lam at h, second order) is 16 / lam
     # or more brackets H within a factor ~e^16 at best: the size limit answers at once (Chernoff)
-    useless = h * math.sqrt(16.0 / (0.75 * tol))
+    def useless() -> float:
+        return h * math.sqrt(16.0 / (0.75 * tol))
+
     try:
         return chernoff_fallback(
             lambda: refine(work, h, log_slack, tol, lambda: theta, evaluate, finished,
@@ -189,7 +200,7 @@ def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_poi
 
 def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, evaluate, finished, measure,
             names: tuple, stalled, best: Bounds, *, max_points: int, workers: int, progress,
-           useless_step: float = math.inf) -> Bracket:
+           useless_step=lambda: math.inf) -> Bracket:
     """The one refine loop of both drivers: a grouped lattice pass at step h and tilt
     ``theta_for()``, its certified bracket ``evaluate(pass, best)``, until
     ``finished(bracket, pass)`` (True: return it, with the passes run; "again": the same step, re-aimed); else the
@@ -198,9 +209,12 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
     progress or when a step twice finer or more narrowed the gap by less than 10%,
     :class:`ApproxTooCostly` (with ``best``; ``names`` for its message) when a pass would
     exceed ``max_points`` or the memory budget (:mod:`optcomp._memory`; when no pass has
-    answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket), unless
-    their step exceeds ``useless_step``: the caller's estimate of the step whose bracket would
-    say nothing (e.g. 10^9 subsampled steps, where such a pass took 15-60 s for [0, ~2x])."""
+    answered yet, up to ``MEMORY_RETRIES`` coarser ones are tried first, for a bracket).  The
+    coarse pass after a size limit is not run when its step exceeds ``useless_step()``, the
+    caller's estimate of the step whose bracket would say nothing (10^9 subsampled steps: 15 s
+    a direction for [0, 3573] beside a Chernoff end of 2169.5).  (Memory retries are cheap
+    beside the refused pass and are run: 10^8 subsampled steps, refused at the root after
+    ~17 s, get their lower end 7.18 from a 0.5 s retry.)"""
     gaps: list[float] = []
     steps: list[float] = []
     passes: list[dict] = []
@@ -223,7 +237,7 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
             if not gaps:  # no bracket yet: one pass at ~1/16 of the budget gives one
                 step = h
                 for _ in range(64):
-                    if step > useless_step:
+                    if step > useless_step():
                         break
                     if work.points(theta, step) <= max_points / 16 and not beyond_positions(step):
                         coarse = step
@@ -252,8 +266,7 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
                 # the exception is gone (collected inside its except block, the cycle was
                 # still reachable), before a coarser pass allocates its own
                 gc.collect()
-            if not gaps and memory is not None and coarser < MEMORY_RETRIES \
-                    and step_below(h * 4.0 * memory[0] / memory[1]) <= useless_step:
+            if not gaps and memory is not None and coarser < MEMORY_RETRIES:
                 # no bracket yet: a coarser pass that fits the budget gives one (the memory of a
                 # pass grows like 1/h; the levels after the one refused are larger still)
                 coarser += 1
