@@ -412,3 +412,32 @@ def test_the_pass_keeps_within_the_memory_budget():
     with pytest.raises(optcomp.ApproxTooCostly) as info:
         optcomp.epsilon_bounds([Laplace(100.0)], counts=[10**4], delta_g=1e-6, tol=5e-6, max_memory=8 * 2**20)
     assert b.gap <= 5e-6 and info.value.bounds.lower <= b.lower and b.upper <= info.value.bounds.upper
+
+
+def test_gaussian_groups_as_fft_nodes_with_a_cut_garbled_row(monkeypatch):
+    """Groups of Gaussians of different sigmas, each group one FFT node of the stream
+    (power_node): where the untilted upper row needs a narrower window than the tilted
+    garbled P0 row's aliasing (a large slack), the node keeps the upper row's window and
+    transforms that row alone at the longer length (seen here: one-row transforms longer
+    than the other two rows').  The pass brackets the closed form of the composition
+    (Gaussian of mu^2 = sum k_i / sigma_i^2, Dong-Roth-Su) at and around each tilt's aim."""
+    groups = [(4.0, 40), (5.0, 60), (6.0, 30), (5.5, 50)]
+    work = Workload(np.zeros(0), np.zeros(0, dtype=np.int64), tuple(Source(Gaussian(s), k) for s, k in groups))
+    with mp.workdps(40):
+        mu = mp.sqrt(sum(mp.mpf(k) / mp.mpf(s) ** 2 for s, k in groups))
+    lengths = []
+    real = selfcompose._kfold_circular
+
+    def spy(rows, k, N, workers=-1):
+        lengths.append((rows.shape[0], N))
+        return real(rows, k, N, workers)
+
+    monkeypatch.setattr(selfcompose, "_kfold_circular", spy)
+    h = 2.0**-10
+    for x0 in (3.0, 9.0):
+        lengths.clear()
+        lp = grouped.grouped_pass(work.vals, work.cnts, h, work.tilt_for(x0), math.log(1e-14), 1, work.plan(h))
+        pairs = list(zip(lengths[::2], lengths[1::2]))
+        assert len(lengths) == 2 * len(groups) and all(a[0] == 2 and b[0] == 1 and b[1] > a[1] for a, b in pairs)
+        for x in (0.8 * x0, x0, 1.2 * x0):
+            contains(lp, x, ref_gaussian_delta(mu, x), rel_gap=1e-3)
