@@ -91,15 +91,16 @@ costs (:func:`gap_factor`), ask for a coarser step in the first place.
 Groups.  A Power among other leaves (a heterogeneous run: each group of identical steps)
 is the same window at the pass's own step, handed to the streamed tree as a node
 (:func:`power_node`): its max-norm bound times sqrt(N) as the node's 2-norm bound, its
-log-MGF bound taken from its entries plus that bound.  Its window is the upper row's,
-[Q0, Q0 + N0) (N0 from the upper row's Chernoff bound alone, at most N): only the garbled
-P0 row, whose aliasing is charged, is transformed at the length N its aliasing bound needs
-and then cut to the window (its outcomes beyond dropped: a garbling, the same outcomes as
-the garbled P1 row's); the other two rows are transformed at length N0, where aliasing
-only adds upper-row mass and raises the garbled P1 row (both safe, as above) and the upper
-row's mass above Q0 + N0 goes to +inf (its Chernoff bound at the window's top, the slack).
-The tilted garbled rows have heavier upper tails than the untilted upper law: for groups
-of 100 subsampled Gaussian steps, N ~ 3 N0.
+log-MGF bound taken from its entries plus that bound.  The three rows are transformed at
+the length N the garbled P0 row's aliasing needs, but the node keeps only the upper row's
+window [Q0, Q0 + N0) (N0 from the upper row's Chernoff bound alone, at most N): the upper
+row's mass above goes to +inf (that bound at the window's top, the slack), the garbled
+rows' outcomes above are dropped (a garbling; their untilted P0 mass there is below the
+same bound).  The tilted rows have heavier upper tails than the untilted upper law: for
+groups of 100 subsampled Gaussian steps, N ~ 3 N0.  (Transforming the upper and garbled
+P1 rows at N0 instead would be certified -- their aliasing only adds upper mass and raises
+P1 -- but the tilted mass wrapped to the window's low end, untilted, widened the bracket of two
+groups of 20 subsampled Gaussian steps 3x.)
 
 The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power`) when a
 window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
@@ -492,8 +493,8 @@ def power_node(item: leaves.Power, h: float, theta: float, log_slack: float, S: 
     :func:`optcomp._lattice.grouped.grouped_pass` (a run whose steps come in groups of
     identical mechanisms: each group one transform, the groups then convolved): (rows, off,
     E, lz, rho, K, slack) at the pass's own step h, or None (the caller squares repeatedly).
-    The window is the upper row's, N0 entries (module docstring, Groups: the garbled P0
-    row alone transformed at the length its aliasing needs, then cut to it).
+    The window is the upper row's, N0 entries (module docstring, Groups: the rows
+    transformed at the length the garbled rows' aliasing needs, then cut to it).
     E is a 2-norm bound: sqrt(N0) times the max-norm bound of the module docstring (lump and
     aliasing charges included) over the N0 entries.  K bounds the log-MGF of the node's true
     upper row at the tilts S from its entries: that row lies entrywise within E_inf of the
@@ -590,8 +591,8 @@ def _power_window(item: leaves.Power, h: float, theta: float, log_slack: float, 
     off = kb + q_lo
     if not leaves.exact_positions(h, max(abs(off), abs(off + N))):  # h (off + i) exact
         return None
-    # a node (not ``align``): the window kept is the upper row's, [q_lo, q_lo + N0); only the
-    # garbled P0 row is transformed at the length N its aliasing needs, then cut to N0
+    # a node (not ``align``): the rows transformed at the length N the garbled rows' aliasing
+    # needs, the window kept the upper row's, [q_lo, q_lo + N0)
     N0 = N
     if not align:
         N0 = min(N, _fft().next_fast_len(max(min(max(q_top_u, q_lo + 1), full) - q_lo, W), real=True))
@@ -615,17 +616,10 @@ def _power_window(item: leaves.Power, h: float, theta: float, log_slack: float, 
         return None
     # ---- the transform, the power, the inverse (within the call's memory budget)
     with _memory_budget().reserve(PASS_BYTES * N + DIRECT_BYTES, "the transforms of a self-composition pass"):
-        if N0 == N:
-            c, E, s1 = _kfold_circular(rows, k, N, workers)
-            c = np.roll(c, -(q_lo % N), axis=-1)
-        else:
-            c02, E02, s02 = _kfold_circular(rows[[0, 2]], k, N0, workers)
-            c1, E1, s11 = _kfold_circular(rows[[1]], k, N, workers)
-            c = np.empty((3, N0))
-            c[[0, 2]] = np.roll(c02, -(q_lo % N0), axis=-1)
-            c[1] = np.roll(c1[0], -(q_lo % N))[:N0]
-            E, s1 = np.array([E02[0], E1[0], E02[1]]), np.array([s02[0], s11[0], s02[1]])
-            del c02, c1
+        c, E, s1 = _kfold_circular(rows, k, N, workers)
+        c = np.roll(c, -(q_lo % N), axis=-1)
+        if N0 < N:
+            c = np.ascontiguousarray(c[:, :N0])
         np.maximum(c, 0.0, out=c)
         # the leaf's underflow bound, through k copies
         with np.errstate(divide="ignore"):
