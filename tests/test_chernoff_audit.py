@@ -201,7 +201,7 @@ SUBSAMPLED = [
 
 
 @pytest.mark.parametrize("spec", FAMILIES + [pytest.param(f, marks=pytest.mark.slow) for f in SUBSAMPLED], ids=lambda s: "+".join(f"{k}x{c}" for k, _, c in s))
-@pytest.mark.parametrize("t", [1e-300, 1e-10, 0.3])
+@pytest.mark.parametrize("t", [1e-300, 1e-10, pytest.param(0.3, marks=pytest.mark.slow)])
 def test_every_tilt_and_step_tried_bounds_the_exact_moment_generating_function(spec, t):
     """Each (tilt, step) the search tries, in each global direction: its certified K is >= the
     exact count-weighted log-MGF (so its Chernoff end is >= the exact-MGF Chernoff end >=
@@ -310,3 +310,30 @@ def test_a_size_limited_epsilon_bracket_contains_the_exact_epsilon(sigma, e0, n,
     b = _size_limited(optcomp.epsilon_bounds, [e0, Gaussian(sigma)], [n, 1], delta_g=t)
     lo, hi = _mix_epsilon(sigma, e0, n, t)
     assert b.lower <= hi and b.upper >= lo, (b, lo, hi)
+
+
+def _binomial_pair(n, a, b):
+    """Pair of Binomial(n, a) and Binomial(n, b) laws (masses down to the float floor; scipy
+    only builds the input, the reference sums the masses as given)."""
+    import numpy as np
+    from scipy.stats import binom
+
+    k = np.arange(n + 1)
+    return tuple(binom.pmf(k, n, a).tolist()), tuple(binom.pmf(k, n, b).tolist())
+
+
+@pytest.mark.parametrize("n, a, b, count, t", [
+    (200, 0.3, 0.6, 10**9, 1e-10),
+    pytest.param(400, 0.5, 0.55, 1000, 1e-300, marks=SLOW),
+    pytest.param(3000, 0.5, 0.51, 10**6, 1e-10, marks=SLOW),
+])
+def test_many_outcome_pairs_every_tilt_and_step(n, a, b, count, t):
+    """Pairs with hundreds of outcomes (their leaves built cell by cell at the fine steps)."""
+    spec = [("pair", _binomial_pair(n, a, b), count)]
+    checked = 0
+    for direction, th, step, K, _ in _tried(spec, t):
+        if th > 0.0 and math.isfinite(K):
+            exact = _exact_cgf(spec, th, direction)
+            assert K >= exact, (direction, th, step, K, float(exact))
+            checked += 1
+    assert checked >= 10
