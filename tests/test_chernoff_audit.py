@@ -266,7 +266,7 @@ SLOW = pytest.mark.slow
 
 
 @pytest.mark.parametrize("sigma, e0, n", MIXES + [pytest.param(3.0, 0.02, 1500, marks=SLOW)])
-@pytest.mark.parametrize("x", [0.3, 2.0, 8.0, 25.0])
+@pytest.mark.parametrize("x", [0.3, 2.0, 8.0, pytest.param(25.0, marks=SLOW)])
 def test_a_size_limited_delta_bracket_contains_the_exact_delta(sigma, e0, n, x):
     b = _size_limited(optcomp.delta_bounds, [e0, Gaussian(sigma)], [n, 1], eps_g=x)
     truth = _mix_delta(sigma, e0, n, x)
@@ -337,3 +337,26 @@ def test_many_outcome_pairs_every_tilt_and_step(n, a, b, count, t):
             assert K >= exact, (direction, th, step, K, float(exact))
             checked += 1
     assert checked >= 10
+
+
+def _laplace_gaussian_delta(sigma, scale, x):
+    """H(x) of Gaussian(sigma) beside one Laplace(scale) (sensitivity 1, a = 1/scale): the
+    Laplace loss is +a (P-mass 1/2), -a (e^{-a}/2) and density e^{(l - a)/2}/4 on (-a, a)
+    (z = (1 - l/a)/2 under P = Lap(0, b)); H = E_R[H_G(x - R)] by quadrature, 30 digits."""
+    with mpmath.workdps(30):
+        mu, a, x = 1 / _m(sigma), 1 / _m(scale), _m(x)
+
+        def g(l):
+            return _gdp(mu, x - l)
+
+        return (g(a) / 2 + mpmath.exp(-a) / 2 * g(-a)
+                + mpmath.quad(lambda l: mpmath.exp((l - a) / 2) / 4 * g(l), [-a, 0, a]))
+
+
+@pytest.mark.parametrize("sigma, scale, x", [(1.0, 0.5, 10.0)] + [
+    pytest.param(s, b, x, marks=SLOW) for s, b in [(1.0, 0.5), (3.0, 0.1), (0.3, 2.0)] for x in (0.2, 10.0, 30.0)
+    if (s, b, x) != (1.0, 0.5, 10.0)])
+def test_a_laplace_beside_a_gaussian(sigma, scale, x):
+    b = _size_limited(optcomp.delta_bounds, [Laplace(scale), Gaussian(sigma)], [1, 1], eps_g=x)
+    truth = _laplace_gaussian_delta(sigma, scale, x)
+    assert b.lower <= truth <= b.upper, (b, float(truth))
