@@ -360,3 +360,40 @@ def test_a_laplace_beside_a_gaussian(sigma, scale, x):
     b = _size_limited(optcomp.delta_bounds, [Laplace(scale), Gaussian(sigma)], [1, 1], eps_g=x)
     truth = _laplace_gaussian_delta(sigma, scale, x)
     assert b.lower <= truth <= b.upper, (b, float(truth))
+
+
+def _discrete_gaussian_cgf(sigma, th):
+    """log E_P[e^{theta L}] of one discrete Gaussian copy (sensitivity 1): outcome z with
+    P-mass e^{-z^2/(2 sigma^2)}/Z, loss (1 - 2z)/(2 sigma^2); the sum over a window whose
+    left-out terms are below 40 digits."""
+    with mpmath.workdps(40):
+        s2, th = 2 * _m(sigma) ** 2, _m(th)
+        w = int(40 * sigma + 40 * float(th) + 50)
+        z = mpmath.fsum(mpmath.exp(-k * k / s2) for k in range(-w, w + 1))
+        m = mpmath.fsum(mpmath.exp(-k * k / s2 + th * (1 - 2 * k) / s2) for k in range(-w, w + 1))
+        return mpmath.log(m / z)
+
+
+@pytest.mark.parametrize("sigma, count, t", [(2.0, 1000, 1e-10), pytest.param(0.5, 100, 1e-300, marks=SLOW),
+                                             pytest.param(30.0, 10**9, 1e-300, marks=SLOW)])
+def test_discrete_gaussians_every_tilt_and_step(sigma, count, t):
+    """Discrete Gaussians (a window of outcomes for small sigma, cells for large) at every
+    (tilt, step) tried: K >= count x the exact log-MGF."""
+    from optcomp.mechanisms import DiscreteGaussian
+
+    mech = DiscreteGaussian(sigma)
+    checked = 0
+    for work, _, _ in direction_workloads(mechanisms([mech], 0.0, None, [count]), [(mech, count)]):
+        tried = []
+
+        def bound(th, step, work=work):
+            tried.append((th, step, *work._mgf_bound(th, step)))
+            return work.chernoff_epsilon(t, th, step)
+
+        least_chernoff(work, 2.0**-10, work.tilt_for(work.chernoff_guess(t)), bound)
+        for th, step, K, _ in tried:
+            if th > 0.0 and math.isfinite(K):
+                exact = count * _discrete_gaussian_cgf(sigma, th)
+                assert K >= exact, (th, step, K, float(exact))
+                checked += 1
+    assert checked >= 10
