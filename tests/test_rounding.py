@@ -35,5 +35,8 @@ def test_many_ulps_are_cheap_and_infinities_stay():
     x = up(0.3, 10**12)  # (one at a time: hours)
     assert 0.3 + 10**12 * 2.0**-54 <= x <= 0.3 * (1 + 10**12 * 2.0**-50)
     assert down(-0.3, 10**12) == -x
-    assert up(math.inf, 10**6) == math.inf and down(-math.inf, 10**6) == -math.inf
+    assert up(math.inf, 10**12) == math.inf and down(-math.inf, 10**12) == -math.inf  # (were loops)
+    assert _stepped(-math.inf, 70, math.inf) <= up(-math.inf, 70) == -down(math.inf, 70) < -1.79e308
+    assert down(math.inf, 10**12) == -up(-math.inf, 10**12) < 1.8e308
+    assert math.isnan(up(math.nan, 100)) and math.isnan(down(math.nan, 100))
     assert up(1.0, 2**51) == math.inf and down(1.0, 2**51) == -math.inf

@@ -55,8 +55,10 @@ _STEPPED_ULPS = 64  # up to this many ulps, moved one at a time; beyond, by the 
 def up(x: float, ulps: int = 4) -> float:
     """``x`` moved ``ulps`` units in the last place toward +inf (a safe-side nudge); for many
     ulps (e.g. one per composed mechanism, 10^12 of them) at least that far (:func:`_nudge`)."""
-    if ulps > _STEPPED_ULPS and math.isfinite(x):
-        return _nudge(x, ulps, math.inf)
+    if ulps > _STEPPED_ULPS:
+        if x == -math.inf:  # (the first step leaves the infinity)
+            x, ulps = -_MAX, ulps - 1
+        return _nudge(x, ulps, math.inf) if math.isfinite(x) else x
     for _ in range(ulps):
         x = math.nextafter(x, math.inf)
     return x
@@ -64,8 +66,10 @@ def up(x: float, ulps: int = 4) -> float:
 
 def down(x: float, ulps: int = 4) -> float:
     """``x`` moved ``ulps`` units in the last place toward -inf (at least that far for many)."""
-    if ulps > _STEPPED_ULPS and math.isfinite(x):
-        return _nudge(x, ulps, -math.inf)
+    if ulps > _STEPPED_ULPS:
+        if x == math.inf:
+            x, ulps = _MAX, ulps - 1
+        return _nudge(x, ulps, -math.inf) if math.isfinite(x) else x
     for _ in range(ulps):
         x = math.nextafter(x, -math.inf)
     return x
