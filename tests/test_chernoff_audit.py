@@ -91,9 +91,10 @@ def test_up_and_down_every_n_near_the_stepping_threshold_and_across_zero():
             x = -k * 5e-324
             assert up(x, n) >= _unkey(_key(x) + n), (x, n)
             assert down(-x, n) <= _unkey(_key(-x) - n), (x, n)
-    for x in (math.inf, -math.inf):
-        assert up(x, 65) == math.nextafter(_unkey(_key(x) + 64), math.inf) if x < 0 else up(x, 65) == math.inf
-    assert down(math.inf, 65) == _unkey(_key(math.inf) - 65)
+    # an infinity: +inf stays, -inf leaves it at least n ulps (at once, not one step at a time)
+    assert up(math.inf, 65) == math.inf and down(-math.inf, 65) == -math.inf
+    assert _unkey(_key(-math.inf) + 65) <= up(-math.inf, 65) < -1.79e308
+    assert 1.79e308 < down(math.inf, 65) <= _unkey(_key(math.inf) - 65)
 
 
 # ---------------------------------------------------------------- exact log-MGFs (40 digits)
