@@ -151,6 +151,33 @@ def _chunk(pending, workers: int) -> _Node:
                  np.sum([p[5] for p in pending], axis=0))
 
 
+SQUARING_BYTES = 15  # bytes a point of the last squaring's product takes per byte of its dtype (3 rows, the
+# level's output twice (the root), TREE_TEMPORARIES transforms: 3 (2 + 3) = 15; :func:`optcomp._lattice.tree._tree_level`)
+
+
+def _squared_width(K: np.ndarray, S: np.ndarray, c: int, theta: float, h: float, base: int, logz: float,
+                   mass: float, log_slack: float, W: int) -> int:
+    """An estimate of the window :func:`_cut` keeps of ``c`` copies of a leaf whose upper row
+    has log-MGF bounds K at the tilts S (the node's are c K, before lumps: its edges, from the
+    same Chernoff bounds), its first entry at lattice index ``base``, its rows' log-normaliser
+    ``logz`` and tilted mass ``mass`` -- a choice of work, never of soundness: at most the
+    full support c (W - 1) + 1."""
+    full = c * (W - 1) + 1
+    pos = S > 0.0
+    neg = (S <= 0.0) & (S < theta)
+    if not (np.any(pos) and np.any(neg)):
+        return full
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        hi = float(np.min((c * K[pos] - log_slack) / (S[pos] * h)))
+        target = WINDOW_LOG + c * math.log(mass + 1e-300)
+        lo = float(np.max((target + c * logz - c * K[neg]) / ((theta - S[neg]) * h)))
+    lo = max(lo, float(c * base))
+    hi = min(hi, float(c * base + full))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return full
+    return int(min(float(full), max(1.0, hi - lo)))
+
+
 def _power(item, h: float, theta: float, log_slack: float, S: np.ndarray, workers: int):
     """``item.count`` copies of ``item.leaf`` as one node, by repeated squaring: every
     product is a :func:`_merge` (the FFT error bound of two operands, whatever they are)
@@ -160,10 +187,16 @@ def _power(item, h: float, theta: float, log_slack: float, S: np.ndarray, worker
     product, <= u |count logZ|, added to the node's relative error bound rho)."""
     c = int(item.count)
     rows, base, logZ, rho, E2, K, s_leaf = next(leaves.build([item.leaf], h, theta, log_slack, S))
-    sq = _chunk([(rows, base, logZ, rho, E2, K)], workers)
     # FFT errors are absolute, relative to the largest entry, and double at every squaring:
     # many copies run in x87 long double (unit 2^-64; rounded back to float64 at the end)
     dtype = np.longdouble if c >= POWER_EXTENDED else np.float64
+    # the last product is at least as long as the node's final window: refused now if it
+    # cannot fit, not after the ~20 s of squaring before it (10^8 subsampled Gaussian steps)
+    width = _squared_width(K, S, c, theta, h, int(base), float(logZ[0]), float(np.sum(rows[0])),
+                           log_slack, rows.shape[1])
+    _memory_budget().need(SQUARING_BYTES * np.dtype(dtype).itemsize * width,
+                          f"the last product of {c:,} copies by repeated squaring ({width:,} points at h={h:g})")
+    sq = _chunk([(rows, base, logZ, rho, E2, K)], workers)
     if dtype is not np.float64:
         sq.rows = sq.rows.astype(dtype)
     result = None
