@@ -68,7 +68,7 @@ interval widened by 4u of its ends' magnitudes (the shifted arguments' rounding)
 log P = log Phi(b) + log(-expm1(log Phi(a) - log Phi(b))) (mirrored for a >= 0, split at
 0 otherwise) with scipy's log_ndtr within SPECIAL_ABS (assumption 4): log-error at most
 SPECIAL_ABS + 2 SPECIAL_ABS/(|D| - 2 SPECIAL_ABS) plus the roundings.  The cells'
-log-bounds are summed by log-sum-exp (fsum of the exponentials: (2 LIBM_ULPS + 2) u), and
+log-bounds are summed by log-sum-exp (the exponentials' sum: 2 LIBM_ULPS u + 2 n u), and
 log M = log1p(E) rounded up.  mu is monotone: M is nondecreasing in mu (the pair at a
 smaller mu is a post-processing of the one at a larger mu, and x^a is convex), so the
 caller passes mu rounded up.
@@ -368,80 +368,76 @@ def _bound(mu, q, a):
     z0 = mu / 2.0
     logq = math.log(q)
     left, right = _grid(mu, q, a, z0)
+    edges = np.concatenate([left, right])
+    n_left = left.size
     terms = []
     with np.errstate(all="ignore"):
-        # ---------------------------------------------------------------- right of z0
-        for side, edges in (("right", right), ("left", left)):
-            c, d = edges[:-1], edges[1:]
-            m = (c + d) / 2.0
-            w = (d - c) * (1 + 2 * _U)
-            pe, pm = _Pts(edges, mu, hm, q, logq), _Pts(m, mu, hm, q, logq)
-            pc, pd = pe.part(slice(None, -1)), pe.part(slice(1, None))
-            lr_hi, lr_lo = log_r_upper(pe.u_hi, a), log_r_upper(pe.u_lo, a)
-            lr_hi_d, lr_lo_c = lr_hi[1:], lr_lo[:-1]
-            # tangent of log|u| at m: value (upper), slope mu / (1 - e^{-t}) and its error
-            if side == "right":
-                lu_m = np.log(pm.u_hi)
-            else:
-                lu_m = np.log(-pm.u_lo)
-            lu_m = lu_m + _charge(lu_m)
-            den = -np.expm1(-pm.t)
-            s = mu / den
-            rel_t = pm.et / np.abs(np.expm1(pm.t))
-            es = np.abs(s) * (2.0 * rel_t + (2 * _L + 4) * _U) * (1 + 8 * _U)
-            es = np.where(rel_t < 0.25, es, np.inf)
-            # K = R/u^2 at its safe end (nondecreasing in u for a >= 2, else nonincreasing)
-            uk = pd.u_hi if a >= 2 else pc.u_lo
-            lk = (lr_hi_d if a >= 2 else lr_lo_c) - 2 * np.log(np.abs(uk))
-            lk = lk + _charge(lk, 2 * np.log(np.abs(uk))) + 8 * _L * _U * np.abs(np.log(np.abs(uk)))
-            b1 = _tilted(lk, 2 * lu_m, m, 2 * s, 2 * es * w, c, d)
-            cand = [b1]
-            if side == "right" and a >= 1:
-                # chord of the convex G between c and d, rho at u_hi(d)
-                Gc = a * (pc.g + pc.eg)
-                Gd = a * (pd.g + pd.eg)
-                Gc = Gc + 2 * _U * np.abs(Gc)
-                Gd = Gd + 2 * _U * np.abs(Gd)
-                S = (Gd - Gc) / (d - c)
-                e_ch = 4 * _U * (np.abs(Gc) + np.abs(Gd)) + 1e-300
-                ud = pd.u_hi
-                lr = lr_hi_d
-                L1 = a * np.log1p(ud)
-                lrho = lr - L1 + _charge(lr, L1) + (4 * _L + 4) * _U * np.abs(L1)
-                lrho = np.where(np.isnan(lrho), 0.0, np.minimum(lrho, 0.0))  # rho <= 1 (1 + a u > 0)
-                cand.append(_tilted(lrho, Gc + e_ch, c, S, 0.0, c, d))
-            if a <= 0:
-                if side == "left":
-                    # tangent of the concave G at m, rho at u_lo(c) (<= 1)
-                    Gm = a * (pm.g - pm.eg)
-                    Gm = Gm + 2 * _U * np.abs(Gm)
-                    S = a * mu * pm.h
-                    eS = abs(a) * mu * pm.eh * (1 + 4 * _U) + 2 * _U * np.abs(S)
-                    uc = pc.u_lo
-                    lr = lr_lo_c
-                    L1 = a * np.log1p(uc)
-                    lrho = lr - L1 + _charge(lr, L1) + (4 * _L + 4) * _U * np.abs(L1)
-                    lrho = np.where(np.isnan(lrho), 0.0, np.minimum(lrho, 0.0))  # rho <= 1 (1 + a u > 0)
-                    cand.append(_tilted(lrho, Gm, m, S, eS * w, c, d))
-                else:
-                    # |u| |J|: tangent of log|u|, J at u_hi(d)
-                    ud = pd.u_hi
-                    lj = lr_hi_d - np.log(ud)
-                    lj = lj + _charge(lj, np.log(ud)) + 4 * _L * _U * np.abs(np.log(ud))
-                    cand.append(_tilted(lj, lu_m, m, s, es * w, c, d))
-            best = cand[0]
-            for other in cand[1:]:
-                best = np.minimum(best, other)
-            terms.append(best)
-        # ---------------------------------------------------------------- inner cell
-        ci, di = np.array([left[-1]]), np.array([right[0]])
-        pci, pdi = _Pts(ci, mu, hm, q, logq), _Pts(di, mu, hm, q, logq)
-        lri = np.maximum(log_r_upper(pci.u_lo, a), log_r_upper(pdi.u_hi, a))
-        lmi = log_mass(ci, di)
-        terms.append(_clean(lri + lmi + _charge(lri, lmi)))
+        # every cell at once: left of z0 (index < n_left - 1), the inner cell (n_left - 1), right
+        c, d = edges[:-1], edges[1:]
+        idx = np.arange(c.size)
+        is_right = idx >= n_left
+        is_left = idx < n_left - 1
+        inner = n_left - 1
+        m = (c + d) / 2.0
+        w = (d - c) * (1 + 2 * _U)
+        pe, pm = _Pts(edges, mu, hm, q, logq), _Pts(m, mu, hm, q, logq)
+        pc, pd = pe.part(slice(None, -1)), pe.part(slice(1, None))
+        lr_hi, lr_lo = log_r_upper(pe.u_hi, a), log_r_upper(pe.u_lo, a)
+        lr_hi_d, lr_lo_c = lr_hi[1:], lr_lo[:-1]
+        # tangent of log|u| at m: value (upper: |u(m)| <= u_hi right of z0, -u_lo left), slope
+        # mu / (1 - e^{-t}) and its error
+        lu_m = np.log(np.where(is_right, pm.u_hi, -pm.u_lo))
+        lu_m = lu_m + _charge(lu_m)
+        den = -np.expm1(-pm.t)
+        s = mu / den
+        rel_t = pm.et / np.abs(np.expm1(pm.t))
+        es = np.abs(s) * (2.0 * rel_t + (2 * _L + 4) * _U) * (1 + 8 * _U)
+        es = np.where(rel_t < 0.25, es, np.inf)
+        # u^2 K: K = R/u^2 at its safe end (nondecreasing in u for a >= 2, else nonincreasing)
+        uk = pd.u_hi if a >= 2 else pc.u_lo
+        luk = np.log(np.abs(uk))
+        lk = (lr_hi_d if a >= 2 else lr_lo_c) - 2 * luk
+        lk = lk + _charge(lk, 2 * luk) + 8 * _L * _U * np.abs(luk)
+        best = _tilted(lk, 2 * lu_m, m, 2 * s, 2 * es * w, c, d)
+        if a >= 1:
+            # right of z0: chord of the convex G between c and d, rho at u_hi(d) (<= 1)
+            Gc = a * (pc.g + pc.eg)
+            Gd = a * (pd.g + pd.eg)
+            Gc = Gc + 2 * _U * np.abs(Gc)
+            Gd = Gd + 2 * _U * np.abs(Gd)
+            S = (Gd - Gc) / (d - c)
+            e_ch = 4 * _U * (np.abs(Gc) + np.abs(Gd)) + 1e-300
+            ud = pd.u_hi
+            L1 = a * np.log1p(ud)
+            lrho = lr_hi_d - L1 + _charge(lr_hi_d, L1) + (4 * _L + 4) * _U * np.abs(L1)
+            lrho = np.where(np.isnan(lrho), 0.0, np.minimum(lrho, 0.0))
+            b2 = _tilted(lrho, Gc + e_ch, c, S, 0.0, c, d)
+            best = np.where(is_right, np.minimum(best, b2), best)
+        else:
+            # left of z0: tangent of the concave G at m, rho at u_lo(c) (<= 1)
+            Gm = a * (pm.g - pm.eg)
+            Gm = Gm + 2 * _U * np.abs(Gm)
+            S = a * mu * pm.h
+            eS = abs(a) * mu * pm.eh * (1 + 4 * _U) + 2 * _U * np.abs(S)
+            uc = pc.u_lo
+            L1 = a * np.log1p(uc)
+            lrho = lr_lo_c - L1 + _charge(lr_lo_c, L1) + (4 * _L + 4) * _U * np.abs(L1)
+            lrho = np.where(np.isnan(lrho), 0.0, np.minimum(lrho, 0.0))
+            b2 = _tilted(lrho, Gm, m, S, eS * w, c, d)
+            # right of z0: |u| |J|, tangent of log|u|, J at u_hi(d)
+            lud = np.log(pd.u_hi)
+            lj = lr_hi_d - lud
+            lj = lj + _charge(lj, lud) + 4 * _L * _U * np.abs(lud)
+            b3 = _tilted(lj, lu_m, m, s, es * w, c, d)
+            best = np.where(is_left, np.minimum(best, b2), np.where(is_right, np.minimum(best, b3), best))
+        # the inner cell [z0 - eta, z0 + eta]: R at its ends (decreasing to z0, increasing after)
+        lri = max(lr_lo[inner], lr_hi[inner + 1])
+        lmi = float(log_mass(c[inner:inner + 1], d[inner:inner + 1])[0])
+        best[inner] = lri + lmi + float(_charge(lri, lmi))
+        terms.append(_clean(best))
         # ---------------------------------------------------------------- tails
-        zR, zL = np.array([right[-1]]), np.array([left[0]])
-        pR, pL = _Pts(zR, mu, hm, q, logq), _Pts(zL, mu, hm, q, logq)
+        zR, zL = edges[-1:], edges[:1]
+        pR, pL = pe.part(slice(-1, None)), pe.part(slice(0, 1))
         if a >= 1:
             S = _up(np.array([a * mu]))
             G = a * (pR.g + pR.eg)
@@ -464,8 +460,9 @@ def _bound(mu, q, a):
     if top == -math.inf:
         return 0.0
     ex = np.exp(lb - top)  # each within 2 LIBM_ULPS u (the difference's rounding charged below)
-    ssum = math.fsum(ex.tolist())
-    log_e = top + math.log(ssum) + (2 * _L + 4) * _U * (1.0 + 2.0 * abs(math.log(ssum))) \
+    ssum = float(np.sum(ex))  # n non-negative terms: within (n - 1) u / (1 - (n - 1) u) relative
+    n = ex.size
+    log_e = top + math.log(ssum) + (2 * _L + 4) * _U * (1.0 + 2.0 * abs(math.log(ssum))) + 2.0 * n * _U \
         + 2 * _U * (abs(top) + float(np.max(np.abs(lb)))) + 1e-300
     # log M = log1p(E)
     if log_e < 0.0:
