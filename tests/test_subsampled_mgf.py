@@ -37,6 +37,8 @@ def _ref_log_m(mu, q, a, dps=30):
     error estimate exceeds 1e-15 of the value."""
     with mpmath.workdps(dps):
         mu, q, a = mpmath.mpf(mu), mpmath.mpf(q), mpmath.mpf(a)
+        if q == 1:  # E_Q[r^a] = e^{a (a - 1) mu^2 / 2} (the Gaussian MGF)
+            return a * (a - 1) * mu * mu / 2
 
         def f(z):
             u = q * mpmath.expm1(mu * z - mu * mu / 2)
@@ -103,6 +105,8 @@ def _sweep(q, mu, theta, direction):
 @given(q=_log(1e-6, 1.0), mu=_log(1e-2, 10.0), theta=_log(1e-3, 1e3), direction=st.sampled_from(["forward", "reverse"]))
 @example(q=0.004304194024238704, mu=2.8256541530286743, theta=0.0013332409704727333, direction="forward")
 @example(q=0.18824725972001818, mu=0.04454562639538302, theta=112.08268572451665, direction="reverse")
+@example(q=1.0, mu=1.0, theta=0.007063724844747631, direction="forward")
+@example(q=1.0, mu=1.0, theta=10.0**1.5, direction="reverse")
 def test_bound_against_quadrature(q, mu, theta, direction):
     _sweep(q, mu, theta, direction)
 

@@ -335,6 +335,9 @@ def log_mgf_bound(mu: float, q: float, a: float) -> float:
         return math.inf
     if a == 1.0 or a == 0.0:
         return 0.0  # M = E_Q[1 - q + q r] = 1, resp. E_Q[1] = 1
+    if q == 1.0:  # M = E_Q[r^a] = e^{a (a - 1) mu^2 / 2} (a >= 1 or a <= 0: a (a - 1) > 0); four roundings
+        v = a * (a - 1.0) * mu * mu / 2.0
+        return math.nextafter(v * (1.0 + 8.0 * _U), math.inf) if math.isfinite(v) else math.inf
     try:
         v = _bound(mu, q, a)
     except (OverflowError, ValueError, ZeroDivisionError, FloatingPointError):
