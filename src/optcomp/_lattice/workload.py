@@ -775,18 +775,39 @@ class Workload:
     def _mgf_bound(self, theta: float, h: float) -> tuple[float, float]:
         """Certified (K, I) at theta >= 0 for the composition of the leaves' upper pairs at
         step h (which dominates the workload's): log E_P[e^{theta L}; L finite] <= K, and
-        P[some leaf at +inf] <= I (union bound)."""
+        P[some leaf at +inf] <= I (union bound).  A source whose mechanism bounds its exact
+        law's log-MGF (:meth:`_exact_log_mgf`) enters with count x that bound and no +inf mass
+        where that is below count x its leaf's (the composition of its own pair with the
+        others' leaves still dominates the workload's)."""
         S = np.array([float(theta)])
         terms = [float(leaves.group_mgf(items, S)[0]) for items in self.rr_plan]
         inf = []
         for s in self.sources:
             leaf = s.leaf(h)
-            terms.append(s.count * float(leaves.upper_mgf(leaf, S)[0]))
+            term = s.count * float(leaves.upper_mgf(leaf, S)[0])
+            exact = self._exact_log_mgf(s, theta)
+            if exact is not None and s.count * exact < term:
+                # the source's exact law (no +inf mass) in place of its leaf: composing its own
+                # pair with the others' dominating leaves still dominates the workload
+                terms.append(s.count * exact)
+                continue
+            terms.append(term)
             if leaf.log_inf > -math.inf:  # exp(log a) may fall |log a| u short of a: 1e-9 covers it
                 inf.append(up(s.count * (math.exp(leaf.log_inf) * (1.0 + 1e-9)), 1))
         mag = sum(abs(t) for t in terms)
         K = math.fsum(terms) + (len(terms) + 4) * 2.0 * UNIT * mag  # each c K rounded once, fsum exact
         return K, (sum_up(inf) if inf else 0.0)
+
+    @staticmethod
+    def _exact_log_mgf(source, theta: float) -> float | None:
+        """A certified upper bound of log E[e^{theta L}] of one copy of ``source`` from its exact
+        law, when its mechanism offers one (``log_mgf_bound``: a Poisson-subsampled Gaussian),
+        else None (finite or not: an infinite bound is simply never the smaller)."""
+        f = getattr(source.mech, "log_mgf_bound", None)
+        if f is None:
+            return None
+        v = f(theta, source.direction)
+        return None if v is None or math.isnan(v) else float(v)
 
     def chernoff_delta(self, x: float, theta: float, h: float) -> float:
         """A certified upper bound of H(x) = E_P[(1 - e^{x - L})_+]: H(x) <= P[L > x] <= I +

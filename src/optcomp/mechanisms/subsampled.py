@@ -187,6 +187,33 @@ class Subsampled(_Registered):
     def gaussian(self):
         return self._inner.gaussian() if self._whole else None
 
+    def log_mgf_bound(self, theta: float, direction: str = FORWARD) -> float | None:
+        """A certified upper bound of log E[e^{theta L}] (theta >= 0) of one step's loss in
+        ``direction`` under its first distribution -- forward E_Q[(1 - q + q r)^{theta + 1}],
+        reverse E_Q[(1 - q + q r)^{-theta}] -- from the exact law (no lattice, no truncation:
+        :func:`optcomp.mechanisms._subsampled_mgf.log_mgf_bound`, at mu = sensitivity/sigma
+        rounded up, M being nondecreasing in mu); math.inf where it certifies none.  None
+        unless a Poisson add/remove subsample (q < 1) of a Gaussian."""
+        if self._whole or (self.scheme, self.relation) != ("poisson", "add_remove"):
+            return None
+        g = self.mechanism.gaussian()
+        if g is None or direction not in (FORWARD, REVERSE):
+            return None
+        theta = float(theta)
+        if not (0.0 <= theta < math.inf):
+            return math.inf
+        sigma, sens = g
+        mu = exact_dir(Fraction(sens) / Fraction(sigma), True)
+        from ._subsampled_mgf import log_mgf_bound
+
+        if direction == FORWARD:
+            # theta + 1 rounded up: log M(a) is convex in a with log M(0) = log M(1) = 0, so
+            # nondecreasing for a >= 1 (a bound at a larger a is a bound)
+            a = exact_dir(Fraction(theta) + 1, True)
+        else:
+            a = -theta
+        return log_mgf_bound(mu, self.q, a)
+
     # -- the contract ----------------------------------------------------------------------------
     def law(self, h, direction: str = FORWARD, *, tail=TAIL, max_atoms=MAX_ATOMS):
         if self._whole:
