@@ -61,7 +61,7 @@ terms) or directly (relative error <= 37 u/|u| < 1024 u); elsewhere R = e^L - (1
 L = a log1p(u), as a sum of non-negative terms when 1 + a u < 0 and as
 e^L (1 - e^{v}), v = log(1 + a u) - L, evaluated at v lowered by its error bound (1 - e^v
 decreases in v) otherwise; the least with the Taylor bound of fact 1.  Every other
-expression (a handful of +, -, *, exp, log on terms of magnitude T_i) is charged
+expression (a handful of sums, products, exp and log on terms of magnitude T_i) is charged
 16 LIBM_ULPS u sum |T_i| in the log domain (each operation errs by at most 2 LIBM_ULPS u of
 its result, itself at most the sum of the magnitudes involved).  Gaussian masses: the
 interval widened by 4u of its ends' magnitudes (the shifted arguments' rounding) and
