@@ -74,7 +74,7 @@ FORMER_22GB = "optcomp.delta_bounds([RandomizedResponse(0.5, values=3)], counts=
 
 
 @pytest.mark.skipif(not LINUX, reason="address-space limits and /proc measured on Linux")
-@pytest.mark.parametrize("budget", [32 * MiB, 64 * MiB])
+@pytest.mark.parametrize("budget", [32 * MiB, pytest.param(64 * MiB, marks=pytest.mark.slow)])  # the tighter budget by default
 def test_former_22_gb_input_answers_within_a_small_budget(budget):
     """Under a 2 GiB address-space limit with a small budget: a certified bracket of the
     optimum 1.0 within tol (the lattice's pass is refused by the budget; the exact
@@ -94,7 +94,7 @@ LAPLACE_1E6 = "optcomp.delta_bounds([Laplace(0.5)], counts=[10**6], eps_g=0.0, t
 
 
 @pytest.mark.skipif(not LINUX, reason="address-space limits and /proc measured on Linux")
-@pytest.mark.parametrize("budget", [32 * MiB, 64 * MiB])
+@pytest.mark.parametrize("budget", [32 * MiB, pytest.param(64 * MiB, marks=pytest.mark.slow)])  # the tighter budget by default
 def test_a_pass_past_the_budget_gets_the_size_limit_with_its_bracket(budget):
     """Under a 2 GiB address-space limit with a small budget: ApproxTooCostly naming
     max_memory and carrying a certified bracket (the optimum 1.0 inside it), never

@@ -461,22 +461,29 @@ def test_vectorised_leaves_match_per_leaf_path(case, monkeypatch):
                 assert mp.mpf(lo) <= r <= mp.mpf(hi), (vl, h, theta, float(x), lo, float(r), hi)
 
 
-def test_delta_driver_first_step_is_enough():
+def _driver_case(n):
+    rng = np.random.default_rng(3)
+    cases = ((rng.uniform(0.05, 0.2, 2000), None, 1e-6),
+             (rng.uniform(0.01, 0.5, 300), None, 1e-30),
+             (rng.uniform(0.05, 0.2, 60), rng.integers(100, 3000, 60), 1e-3))
+    return cases[n]
+
+
+# the 2000 distinct eps (the same driver as the 300 distinct at 1e-30, larger) behind -m slow
+@pytest.mark.parametrize("case", [pytest.param(0, marks=pytest.mark.slow), 1, 2])
+def test_delta_driver_first_step_is_enough(case):
     """lattice_delta_bounds aims its first step with lambda = |d log H/dx| (~theta): one pass
     reaches the relative tolerance, and its bracket meets a much finer one."""
-    rng = np.random.default_rng(3)
-    for eps, counts, delta_g in ((rng.uniform(0.05, 0.2, 2000), None, 1e-6),
-                                 (rng.uniform(0.01, 0.5, 300), None, 1e-30),
-                                 (rng.uniform(0.05, 0.2, 60), rng.integers(100, 3000, 60), 1e-3)):
-        m = mechanisms(eps, 0.0, None, counts)
-        x = lattice.lattice_bounds(m, delta_g, 1e-3).upper
-        info = lattice.BracketInfo()
-        d = lattice.lattice_delta_bounds(m, x, 1e-3, info=info)
-        assert info.path == "lattice" and len(info.passes) == 1
-        assert d.gap <= 1e-3 * d.upper
-        fine = lattice.lattice_delta_bounds(m, x, 1e-6)
-        assert d.lower <= fine.upper and fine.lower <= d.upper
-        assert d.lower <= delta_g * (1 + 1e-9)  # x >= the optimal eps_g at delta_g
+    eps, counts, delta_g = _driver_case(case)
+    m = mechanisms(eps, 0.0, None, counts)
+    x = lattice.lattice_bounds(m, delta_g, 1e-3).upper
+    info = lattice.BracketInfo()
+    d = lattice.lattice_delta_bounds(m, x, 1e-3, info=info)
+    assert info.path == "lattice" and len(info.passes) == 1
+    assert d.gap <= 1e-3 * d.upper
+    fine = lattice.lattice_delta_bounds(m, x, 1e-6)
+    assert d.lower <= fine.upper and fine.lower <= d.upper
+    assert d.lower <= delta_g * (1 + 1e-9)  # x >= the optimal eps_g at delta_g
 
 
 def test_step_grid_is_exact_and_dense():
