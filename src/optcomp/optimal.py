@@ -475,17 +475,21 @@ def _meet(a, b):
     return max(a[0], b[0]), min(a[1], b[1])
 
 
+def _delta_at(comp, eps_g: float) -> tuple[float, float]:
+    """Certified (lower, upper) on one direction's optimal delta_g at eps_g."""
+    if eps_g >= comp.top():
+        return comp.events.delta_bounds(0.0, 0.0)
+    return _narrowed(comp, lambda s: comp.events.delta_bounds(*s.excess_bounds(eps_g)),
+                     lambda d: d[1] - d[0] > EXACT_REL * d[1] + 1e-300, _meet)
+
+
 def mechanism_delta_bounds(m: Mechanisms, eps_g: float) -> tuple[float, float]:
     """Certified (lower, upper) on the optimal delta_g at eps_g of the black-box pairs and the
     finite mechanisms of ``m`` (:mod:`optcomp._exact.finite`): the larger of the two global
     directions' brackets."""
     lo = hi = 0.0
     for comp in compositions(m):
-        if eps_g >= comp.top():
-            d_lo, d_hi = comp.events.delta_bounds(0.0, 0.0)
-        else:
-            d_lo, d_hi = _narrowed(comp, lambda s: comp.events.delta_bounds(*s.excess_bounds(eps_g)),
-                                   lambda d: d[1] - d[0] > EXACT_REL * d[1] + 1e-300, _meet)
+        d_lo, d_hi = _delta_at(comp, eps_g)
         lo, hi = max(lo, d_lo), max(hi, d_hi)
     return lo, hi
 
@@ -513,6 +517,11 @@ def mechanism_epsilon_bounds(m: Mechanisms, delta_g: float) -> tuple[float, floa
         else:
             x_lo, x_hi = _narrowed(comp, lambda s: s.epsilon_bounds(t_low, t_high, top),
                                    lambda b: b[1] < math.inf and b[1] - b[0] > EXACT_REL * b[1], _meet)
+            if x_lo == 0.0 < x_hi and t_low >= 0.0 and _delta_at(comp, 0.0)[1] <= delta_g:
+                # the least x >= 0 is 0 itself (delta_g above the direction's delta at 0), which a
+                # search over the atoms leaves open below the first one: 1000 subsampled steps of
+                # randomized response at q = 1e-6, delta_g = 0.5 bracketed [0, 4.4e-27]
+                x_hi = 0.0
         lo, hi = max(lo, x_lo), max(hi, min(x_hi, top) if t_low >= 0.0 else math.inf)
     return lo, hi
 
