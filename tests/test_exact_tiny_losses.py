@@ -77,3 +77,24 @@ def test_optimal_epsilon_is_zero_where_delta_g_exceeds_the_total_variation():
     # and just below the total variation, eps_g is positive (the check at 0 does not answer 0)
     d = float(tv) * (1 - 1e-6)
     assert optcomp.epsilon_g(Subsampled(RandomizedResponse(EPS), Q_SAMPLE), k=k, delta_g=d) > 0.0
+
+
+def test_bounds_of_finite_mechanisms_come_from_the_exact_composition_first(monkeypatch):
+    """10^7 steps of randomized response subsampled at q = 0.5: eps_g ~1.2e6, where the
+    lattice's absolute tol is a 1e-9 relative one (40-60 s of passes before); the exact
+    composition answers within 1e-12 first, as ``auto`` does, and no lattice pass runs."""
+    import optcomp.approx as approx
+
+    def no_lattice(*args, **kwargs):
+        raise AssertionError("the lattice ran for a finite mechanism the exact path answers")
+
+    monkeypatch.setattr(approx, "lattice_bounds", no_lattice)
+    monkeypatch.setattr(approx, "lattice_delta_bounds", no_lattice)
+    M = Subsampled(RandomizedResponse(1.0), 0.5)
+    b = optcomp.epsilon_bounds(M, k=10**7, delta_g=1e-10)
+    assert 0.0 < b.lower <= b.upper <= b.lower * (1 + 1e-12), b
+    assert b.upper == optcomp.epsilon_g(M, k=10**7, delta_g=1e-10, method="optimal")
+    # the per-step loss is at most log(1 + q (e - 1)): eps_g below k times it
+    assert b.upper <= 10**7 * math.log1p(0.5 * math.expm1(1.0)) * (1 + 1e-12)
+    d = optcomp.delta_bounds(M, k=10**7, eps_g=b.upper)
+    assert d.upper <= 1e-10 * (1 + 1e-12), d  # the inverse law, both from the exact composition
