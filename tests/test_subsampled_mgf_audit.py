@@ -287,6 +287,10 @@ def test_subsampled_wrapper():
 
 # ----------------------------------------------------------------------------- slow sweeps
 def _sweep_one(mu, q, a):
+    if q == 1.0:  # (the quadrature's u reaches -1 at q = 1, a < 0: the closed form instead)
+        c = ref_closed_q1(mu, a)
+        assert Fraction(log_mgf_bound(mu, q, a)) >= c
+        return
     ref = ref_quad(mu, q, a)
     b = log_mgf_bound(mu, q, a)
     assert mpmath.mpf(b) >= ref, f"UNDER-REPORT: log_mgf_bound({mu!r}, {q!r}, {a!r}) = {b!r} < {mpmath.nstr(ref, 20)}"
@@ -306,7 +310,7 @@ def _log(lo, hi):
 
 
 @SLOW
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(q=_log(1e-12, 1.0), mu=_log(1e-4, 20.0), theta=_log(1e-6, 300.0), forward=st.booleans())
 def test_hypothesis_sweep(q, mu, theta, forward):
     q = min(q, 1.0)
