@@ -15,7 +15,7 @@ from itertools import chain
 
 import numpy as np
 
-__all__ = ["UNIT", "TINY", "LIBM_ULPS", "SPECIAL_ABS", "up", "down", "exact_dir", "mpf_exact", "mpf_dir", "fraction_mpf", "sum_dir",
+__all__ = ["UNIT", "TINY", "LIBM_ULPS", "SPECIAL_ABS", "SPECIAL_ULPS", "up", "down", "exact_dir", "mpf_exact", "mpf_dir", "fraction_mpf", "sum_dir",
            "sum_up", "sum_down", "dot_dir"]
 
 UNIT = 2.0**-53  # unit roundoff of float64
@@ -39,13 +39,17 @@ TINY = 2.5e-308  # bound on one underflowed (flushed to zero) probability
 #     error is derived in optcomp._lattice.tree._fft_error; tests/test_tree.py checks a
 #     transcription of it against scipy.fft bit for bit.
 #  4. scipy.special.log_ndtr (Cephes ndtr/erfc, and an asymptotic series below -20) returns
-#     log Phi(x) within SPECIAL_ABS of the exact value at its float argument.  Also an
-#     assumption: Cephes documents peak relative errors of 3.4e-14 for ndtr on [-13, 0] and
-#     of 5.7e-16 for erfc, i.e. absolute errors ~3.4e-14 in the log; 1e-12 leaves a 30x
-#     margin.  Only the vectorised cell masses of the Gaussian mechanism rest on it (the
-#     mpmath paths do not).
+#     log Phi(x) within SPECIAL_ABS + SPECIAL_ULPS u |log Phi(x)| of the exact value at its
+#     float argument.  Also an assumption: Cephes documents peak relative errors of 3.4e-14
+#     for ndtr on [-13, 0] and of 5.7e-16 for erfc, i.e. absolute errors ~3.4e-14 in the log;
+#     1e-12 leaves a 30x margin there.  Far below (x < -60, |log Phi| > 1800) one ulp of the
+#     log alone approaches 1e-12, and the error is relative: an independent audit measured at
+#     most 3.9 u down to x = -8.9e5 (1.7e-4 absolute there), hence the relative term.  Only
+#     the vectorised cell masses of the Gaussian mechanism and the subsampled Gaussian's MGF
+#     bound rest on it (the mpmath paths do not).
 LIBM_ULPS = 4
 SPECIAL_ABS = 1e-12
+SPECIAL_ULPS = 8
 _MAX = sys.float_info.max
 
 

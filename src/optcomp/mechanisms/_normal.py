@@ -10,7 +10,7 @@ import mpmath
 import numpy as np
 
 from .._pairs import mpf_err
-from .._rounding import LIBM_ULPS, SPECIAL_ABS
+from .._rounding import LIBM_ULPS, SPECIAL_ABS, SPECIAL_ULPS
 
 __all__ = ["phi_interval", "phi_cells", "kernel_sum", "kernel_total"]
 
@@ -23,7 +23,7 @@ def _side(za, ea, zb, eb, La=None, Lb=None):
 
     In log space: Phi(zb) - Phi(za) = e^{L(zb)} (1 - e^{L(za) - L(zb)}), L = log Phi (scipy's
     log_ndtr), with no cancellation beyond that of D = L(za) - L(zb) < 0.  Each L(x) is
-    within eta(x) = SPECIAL_ABS (``_rounding``'s assumption 4) + (|x| + 1) e(x) (the slope
+    within eta(x) = SPECIAL_ABS + SPECIAL_ULPS u |L(x)| (``_rounding``'s assumption 4) + (|x| + 1) e(x) (the slope
     phi/Phi <= |x| + 1 of L for x <= 0 times the argument's error); then the difference is
     within a relative eta_b + (eta_a + eta_b)/|D| + (2 LIBM_ULPS + 4) u (1 + |L(zb)|) (exp's
     argument error, the slope e^D/(1 - e^D) <= 1/|D| of log(-expm1(D)), exp, expm1 and the
@@ -32,8 +32,8 @@ def _side(za, ea, zb, eb, La=None, Lb=None):
 
     La = log_ndtr(za) if La is None else La
     Lb = log_ndtr(zb) if Lb is None else Lb
-    eta_a = SPECIAL_ABS + (np.abs(za) + 1.0) * ea
-    eta_b = SPECIAL_ABS + (np.abs(zb) + 1.0) * eb
+    eta_a = SPECIAL_ABS + SPECIAL_ULPS * _U * np.abs(La) + (np.abs(za) + 1.0) * ea
+    eta_b = SPECIAL_ABS + SPECIAL_ULPS * _U * np.abs(Lb) + (np.abs(zb) + 1.0) * eb
     D = La - Lb
     with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
         m = np.exp(Lb) * -np.expm1(D)

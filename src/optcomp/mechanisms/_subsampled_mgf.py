@@ -66,8 +66,8 @@ expression (a handful of sums, products, exp and log on terms of magnitude T_i) 
 its result, itself at most the sum of the magnitudes involved).  Gaussian masses: the
 interval widened by 4u of its ends' magnitudes (the shifted arguments' rounding) and
 log P = log Phi(b) + log(-expm1(log Phi(a) - log Phi(b))) (mirrored for a >= 0, split at
-0 otherwise) with scipy's log_ndtr within SPECIAL_ABS (assumption 4): log-error at most
-SPECIAL_ABS + 2 SPECIAL_ABS/(|D| - 2 SPECIAL_ABS) plus the roundings.  The cells'
+0 otherwise) with scipy's log_ndtr within e(L) = SPECIAL_ABS + SPECIAL_ULPS u |L| (assumption
+4): log-error at most e(Lb) + (e(La) + e(Lb))/(|D| - ...) plus the roundings.  The cells'
 log-bounds are summed by log-sum-exp (the exponentials' sum: 2 LIBM_ULPS u + 2 n u), and
 log M = log1p(E) rounded up.  mu is monotone: M is nondecreasing in mu (the pair at a
 smaller mu is a post-processing of the one at a larger mu, and x^a is convex), so the
@@ -85,7 +85,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._rounding import LIBM_ULPS, SPECIAL_ABS
+from .._rounding import LIBM_ULPS, SPECIAL_ABS, SPECIAL_ULPS
 
 __all__ = ["log_mgf_bound"]
 
@@ -222,13 +222,15 @@ def _log_side(a, b):
     Lb = log_ndtr(b)
     with np.errstate(all="ignore"):
         D = La - Lb
-        eD = 2 * SPECIAL_ABS + _U * np.abs(D)
+        ea = SPECIAL_ABS + SPECIAL_ULPS * _U * np.abs(La)  # assumption 4, each log
+        eb = SPECIAL_ABS + SPECIAL_ULPS * _U * np.abs(Lb)
+        eD = ea + eb + _U * np.abs(D)
         ok = -D > 4 * eD
         # log(-expm1(D)) at D lowered by its error (1 - e^D increases as D falls)
         inner = np.log(-np.expm1(np.where(ok, D - eD, -1.0)))
-        val = Lb + SPECIAL_ABS + inner
+        val = Lb + eb + inner
         val = val + _charge(Lb, inner) + 8 * _L * _U
-        fallback = Lb + SPECIAL_ABS + _charge(Lb)  # Phi(b) - Phi(a) <= Phi(b)
+        fallback = Lb + eb + _charge(Lb)  # Phi(b) - Phi(a) <= Phi(b)
         val = np.where(ok, val, fallback)
         val = np.where(np.isneginf(Lb), -np.inf, val)
     return np.minimum(_clean(val), 0.0)

@@ -371,11 +371,14 @@ class Gaussian(CellMechanism):
         normal range is charged two least floats, never 0)."""
         from scipy.special import log_ndtr
 
-        from .._rounding import SPECIAL_ABS
+        from .._rounding import SPECIAL_ABS, SPECIAL_ULPS
 
         u = 2.0**-53
         (zf, ef), (zl, el) = self._z(np.array([e0])), self._z(np.array([e1]))
         with np.errstate(over="ignore", under="ignore"):
-            below = float(np.exp(log_ndtr(zf) + SPECIAL_ABS + (np.abs(zf) + 1.0) * ef)[0]) * (1.0 + 8.0 * u) + 1e-323
-            above = float(np.exp(log_ndtr(-zl) + SPECIAL_ABS + (np.abs(zl) + 1.0) * el)[0]) * (1.0 + 8.0 * u) + 1e-323
+            lf, ll = log_ndtr(zf), log_ndtr(-zl)
+            below = float(np.exp(lf + SPECIAL_ABS + SPECIAL_ULPS * u * np.abs(lf) + (np.abs(zf) + 1.0) * ef)[0]) \
+                * (1.0 + 8.0 * u) + 1e-323
+            above = float(np.exp(ll + SPECIAL_ABS + SPECIAL_ULPS * u * np.abs(ll) + (np.abs(zl) + 1.0) * el)[0]) \
+                * (1.0 + 8.0 * u) + 1e-323
         return min(below, 1.0), min(above, 1.0)
