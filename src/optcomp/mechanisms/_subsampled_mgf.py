@@ -222,8 +222,9 @@ def _log_side(a, b):
     Lb = log_ndtr(b)
     with np.errstate(all="ignore"):
         D = La - Lb
-        ea = SPECIAL_ABS + SPECIAL_ULPS * _U * np.abs(La)  # assumption 4, each log
-        eb = SPECIAL_ABS + SPECIAL_ULPS * _U * np.abs(Lb)
+        # assumption 4, each log (one that is -inf, Phi below the floats, has no relative error)
+        ea = SPECIAL_ABS + SPECIAL_ULPS * _U * np.where(np.isfinite(La), np.abs(La), 0.0)
+        eb = SPECIAL_ABS + SPECIAL_ULPS * _U * np.where(np.isfinite(Lb), np.abs(Lb), 0.0)
         eD = ea + eb + _U * np.abs(D)
         ok = -D > 4 * eD
         # log(-expm1(D)) at D lowered by its error (1 - e^D increases as D falls)

@@ -377,8 +377,9 @@ class Gaussian(CellMechanism):
         (zf, ef), (zl, el) = self._z(np.array([e0])), self._z(np.array([e1]))
         with np.errstate(over="ignore", under="ignore"):
             lf, ll = log_ndtr(zf), log_ndtr(-zl)
-            below = float(np.exp(lf + SPECIAL_ABS + SPECIAL_ULPS * u * np.abs(lf) + (np.abs(zf) + 1.0) * ef)[0]) \
-                * (1.0 + 8.0 * u) + 1e-323
-            above = float(np.exp(ll + SPECIAL_ABS + SPECIAL_ULPS * u * np.abs(ll) + (np.abs(zl) + 1.0) * el)[0]) \
-                * (1.0 + 8.0 * u) + 1e-323
+            # (a log that is -inf -- Phi below the floats -- has no relative error to charge)
+            rf = SPECIAL_ULPS * u * np.where(np.isfinite(lf), np.abs(lf), 0.0)
+            rl = SPECIAL_ULPS * u * np.where(np.isfinite(ll), np.abs(ll), 0.0)
+            below = float(np.exp(lf + SPECIAL_ABS + rf + (np.abs(zf) + 1.0) * ef)[0]) * (1.0 + 8.0 * u) + 1e-323
+            above = float(np.exp(ll + SPECIAL_ABS + rl + (np.abs(zl) + 1.0) * el)[0]) * (1.0 + 8.0 * u) + 1e-323
         return min(below, 1.0), min(above, 1.0)
