@@ -1405,3 +1405,18 @@ def test_multinomial_rows_wholly_below_eps_g_add_nothing():
     assert truth * (1 - mp.mpf(10) ** -9) <= d
     # (the upper end is still 2^-52, the lattice's float floor: the exact rows' upper end does
     # not yet reach below it here)
+
+
+def test_a_gaussian_whose_tail_log_is_minus_infinity_warns_nothing():
+    """Gaussian(1e158) beside randomized response (found by the slow sweep): the tails' log
+    Phi is -inf there, and its relative error charge (SPECIAL_ULPS u |log Phi|) made -inf + inf,
+    a NaN and a RuntimeWarning.  Every entry point, warnings as errors; at eps_g = 1e308 the
+    Gaussian's loss (mu = 1e-158) never reaches it and randomized response's top is 2, so
+    delta_g is 0 up to the leaves' float floor."""
+    m = [Gaussian(1e158, 1.0), RandomizedResponse(1.0, values=3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert 0.0 <= optcomp.delta_g(m, counts=[1, 1], eps_g=1e308) <= 1e-300
+        b = optcomp.epsilon_bounds(m, counts=[1, 1], delta_g=1e-300)
+        assert 0.0 <= b.lower <= b.upper < math.inf
+        assert optcomp.epsilon_g(m, counts=[1, 1], delta_g=1e-300) >= b.lower
