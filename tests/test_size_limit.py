@@ -77,8 +77,13 @@ def test_ten_to_the_eight_subsampled_steps_refuse_the_squaring_before_running_it
     # of 10^8 copies (log2 k squarings) -- the old code ran ~25-50 a direction before refusal
     assert calls[0] < math.log2(10**8), calls[0]
     # mu-GDP scale of the composition: mu = q sqrt(k (e^{1/sigma^2} - 1)) ~ 1.94, eps ~ 8-9 at
-    # delta 1e-5; the bracket is certified both ways, the lower end from a real pass
-    assert 4.0 < b.lower < b.upper <= 11.74, b
+    # delta 1e-5; the lower end from a real pass, the upper the searched Chernoff end: at or
+    # above the exact-MGF Chernoff minimum of the remove direction (mpmath quadrature), within 1 %
+    from test_subsampled_mgf import _chernoff_min
+
+    best = _chernoff_min(1e-4, 1.25, 10**8, 1e-5, "forward", 0.3, 20.0)
+    assert 4.0 < b.lower < b.upper, b
+    assert best - 1e-6 <= b.upper <= best * 1.01, (b, best)
 
 
 @pytest.mark.slow
