@@ -272,3 +272,10 @@ class Mechanism(abc.ABC):
         """(sigma, sensitivity) when the mechanism is a Gaussian (it composes in closed form,
         mu-GDP), else None."""
         return None
+
+    def log_mgf_bound(self, theta: float, direction: str = FORWARD) -> float | None:
+        """A certified upper bound of log E_P[e^{theta L}] (theta >= 0) of one copy's loss in
+        ``direction``, from the exact law (no lattice, no truncation), when the mechanism has
+        one tighter than its lattice leaf's (math.inf where it certifies none); None when it
+        offers none.  The engine's Chernoff end uses it where it is the smaller."""
+        return None

@@ -15,7 +15,7 @@ from itertools import chain
 
 import numpy as np
 
-__all__ = ["UNIT", "TINY", "LIBM_ULPS", "SPECIAL_ABS", "SPECIAL_ULPS", "up", "down", "exact_dir", "mpf_exact", "mpf_dir", "fraction_mpf", "sum_dir",
+__all__ = ["UNIT", "TINY", "LIBM_ULPS", "SPECIAL_ABS", "SPECIAL_ULPS", "log_ndtr_error", "up", "down", "exact_dir", "mpf_exact", "mpf_dir", "fraction_mpf", "sum_dir",
            "sum_up", "sum_down", "dot_dir"]
 
 UNIT = 2.0**-53  # unit roundoff of float64
@@ -51,6 +51,15 @@ LIBM_ULPS = 4
 SPECIAL_ABS = 1e-12
 SPECIAL_ULPS = 8
 _MAX = sys.float_info.max
+
+
+def log_ndtr_error(L):
+    """Assumption 4's error bound of float values ``L`` of scipy's log_ndtr (an array):
+    SPECIAL_ABS + SPECIAL_ULPS u |L|, the relative term dropped where L is -inf (Phi below the
+    floats has no relative error to charge; -inf + inf would be NaN).  The one place every
+    Gaussian log-mass charges it from."""
+    L = np.asarray(L, dtype=float)
+    return SPECIAL_ABS + SPECIAL_ULPS * UNIT * np.where(np.isfinite(L), np.abs(L), 0.0)
 
 
 _STEPPED_ULPS = 64  # up to this many ulps, moved one at a time; beyond, by the bound of _nudge

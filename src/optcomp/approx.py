@@ -442,7 +442,7 @@ def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory) -> Bou
             with _memory.limit(max_memory):  # (its own budget: optimal.mechanism_*_bounds open none)
                 first = Bounds(*exact())
         except (ExactTooLarge, ApproxTooCostly):
-            first = None
+            pass
         if first is not None and met(first):
             return first
     try:

@@ -801,12 +801,10 @@ class Workload:
     @staticmethod
     def _exact_log_mgf(source, theta: float) -> float | None:
         """A certified upper bound of log E[e^{theta L}] of one copy of ``source`` from its exact
-        law, when its mechanism offers one (``log_mgf_bound``: a Poisson-subsampled Gaussian),
-        else None (finite or not: an infinite bound is simply never the smaller)."""
-        f = getattr(source.mech, "log_mgf_bound", None)
-        if f is None:
-            return None
-        v = f(theta, source.direction)
+        law, when its mechanism offers one (:meth:`optcomp.mechanisms.Mechanism.log_mgf_bound`:
+        a Poisson-subsampled Gaussian), else None (finite or not: an infinite bound is simply
+        never the smaller)."""
+        v = source.mech.log_mgf_bound(theta, source.direction)
         return None if v is None or math.isnan(v) else float(v)
 
     def chernoff_delta(self, x: float, theta: float, h: float) -> float:

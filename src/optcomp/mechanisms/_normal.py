@@ -10,7 +10,7 @@ import mpmath
 import numpy as np
 
 from .._pairs import mpf_err
-from .._rounding import LIBM_ULPS, SPECIAL_ABS, SPECIAL_ULPS
+from .._rounding import LIBM_ULPS, log_ndtr_error
 
 __all__ = ["phi_interval", "phi_cells", "kernel_sum", "kernel_total"]
 
@@ -32,9 +32,8 @@ def _side(za, ea, zb, eb, La=None, Lb=None):
 
     La = log_ndtr(za) if La is None else La
     Lb = log_ndtr(zb) if Lb is None else Lb
-    # (a log that is -inf -- Phi below the floats -- has no relative error to charge)
-    eta_a = SPECIAL_ABS + SPECIAL_ULPS * _U * np.where(np.isfinite(La), np.abs(La), 0.0) + (np.abs(za) + 1.0) * ea
-    eta_b = SPECIAL_ABS + SPECIAL_ULPS * _U * np.where(np.isfinite(Lb), np.abs(Lb), 0.0) + (np.abs(zb) + 1.0) * eb
+    eta_a = log_ndtr_error(La) + (np.abs(za) + 1.0) * ea
+    eta_b = log_ndtr_error(Lb) + (np.abs(zb) + 1.0) * eb
     D = La - Lb
     with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
         m = np.exp(Lb) * -np.expm1(D)

@@ -85,7 +85,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._rounding import LIBM_ULPS, SPECIAL_ABS, SPECIAL_ULPS
+from .._rounding import LIBM_ULPS, log_ndtr_error
 
 __all__ = ["log_mgf_bound"]
 
@@ -222,9 +222,7 @@ def _log_side(a, b):
     Lb = log_ndtr(b)
     with np.errstate(all="ignore"):
         D = La - Lb
-        # assumption 4, each log (one that is -inf, Phi below the floats, has no relative error)
-        ea = SPECIAL_ABS + SPECIAL_ULPS * _U * np.where(np.isfinite(La), np.abs(La), 0.0)
-        eb = SPECIAL_ABS + SPECIAL_ULPS * _U * np.where(np.isfinite(Lb), np.abs(Lb), 0.0)
+        ea, eb = log_ndtr_error(La), log_ndtr_error(Lb)  # assumption 4, each log
         eD = ea + eb + _U * np.abs(D)
         ok = -D > 4 * eD
         # log(-expm1(D)) at D lowered by its error (1 - e^D increases as D falls)

@@ -371,15 +371,12 @@ class Gaussian(CellMechanism):
         normal range is charged two least floats, never 0)."""
         from scipy.special import log_ndtr
 
-        from .._rounding import SPECIAL_ABS, SPECIAL_ULPS
+        from .._rounding import log_ndtr_error
 
         u = 2.0**-53
         (zf, ef), (zl, el) = self._z(np.array([e0])), self._z(np.array([e1]))
         with np.errstate(over="ignore", under="ignore"):
             lf, ll = log_ndtr(zf), log_ndtr(-zl)
-            # (a log that is -inf -- Phi below the floats -- has no relative error to charge)
-            rf = SPECIAL_ULPS * u * np.where(np.isfinite(lf), np.abs(lf), 0.0)
-            rl = SPECIAL_ULPS * u * np.where(np.isfinite(ll), np.abs(ll), 0.0)
-            below = float(np.exp(lf + SPECIAL_ABS + rf + (np.abs(zf) + 1.0) * ef)[0]) * (1.0 + 8.0 * u) + 1e-323
-            above = float(np.exp(ll + SPECIAL_ABS + rl + (np.abs(zl) + 1.0) * el)[0]) * (1.0 + 8.0 * u) + 1e-323
+            below = float(np.exp(lf + log_ndtr_error(lf) + (np.abs(zf) + 1.0) * ef)[0]) * (1.0 + 8.0 * u) + 1e-323
+            above = float(np.exp(ll + log_ndtr_error(ll) + (np.abs(zl) + 1.0) * el)[0]) * (1.0 + 8.0 * u) + 1e-323
         return min(below, 1.0), min(above, 1.0)
