@@ -541,7 +541,7 @@ def _power_window(item: leaves.Power, h: float, theta: float, log_slack: float, 
     if not math.isfinite(sd):
         return None
     # (a choice: every grid gives certified charges; a node's finer: NODE_TILT_STEP)
-    sig = 2.0 ** (np.arange(-12, 41, 2 if align else NODE_TILT_STEP) / 4.0) / sd
+    sig = 2.0 ** (np.arange(-40, 41, 2 if align else NODE_TILT_STEP) / 4.0) / sd
     # the certified sums at the few tilts an estimate puts nearest the best window edge
     # (:func:`_row_mgf_estimate`; the charges below take the least over the tilts evaluated)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
