@@ -98,3 +98,18 @@ def test_ten_to_the_nine_steps_at_a_coarse_tolerance_answer_from_a_pass_that_fit
     # at most two squarings that answer (one a direction, ~log2 k squarings and as many
     # products each); the old code ran ~six, four of them refused at their last level
     assert calls[0] <= 2 * 2 * math.ceil(math.log2(10**9)), calls[0]
+
+
+def test_the_coarse_pass_after_a_size_limit_runs_no_squaring_beyond_its_aim(monkeypatch):
+    """10^9 steps of q = 1e-3, sigma = 0.8 at delta_g 1e-10, tol 1e-2 need ~2.6e8 points; the
+    coarse pass the driver then tries (aimed at max_points/16 by the workload's estimate) would
+    square 10^9 copies of a biased coarse leaf at ~3.5M points (~60 products, 15-30 s a
+    direction, for [0, 3260] beside a Chernoff end of 2289).  It is refused from its predicted
+    width before any product: the size limit answers with the Chernoff end at once."""
+    calls = _count_products(monkeypatch)
+    with pytest.raises(optcomp.ApproxTooCostly, match="refused too") as info:
+        optcomp.epsilon_bounds(Subsampled(Gaussian(0.8), 1e-3), k=10**9, delta_g=1e-10, tol=1e-2)
+    assert calls[0] == 0, calls[0]
+    b = info.value.bounds
+    # mu-GDP scale: mu = q sqrt(k (e^{1/sigma^2} - 1)) ~ 70: eps_g in the thousands at 1e-10
+    assert 0.0 <= b.lower and 1000.0 < b.upper < 3000.0, b

@@ -27,7 +27,7 @@ import math
 import time
 
 from ._types import ApproxTooCostly, Bounds, Bracket
-from ._lattice.grouped import SLACK_REL, grouped_pass
+from ._lattice.grouped import SLACK_REL, grouped_pass, squaring_cap
 from ._lattice.passes import LatticePass
 from ._lattice.workload import REACH, Workload
 from .loss import excess_lower
@@ -251,7 +251,10 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
         lp = None  # (the previous pass's arrays are not kept during this one)
         failure = None  # (memory, message) of a pass refused by the budget
         try:
-            lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
+            # the coarse pass after a size limit: no squaring beyond its own aim (its workload
+            # estimate does not see the bias of coarse leaves)
+            with squaring_cap(max_points / 16 if limit is not None else math.inf):
+                lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
         except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
             if exc.bounds is not None:
                 raise
@@ -275,6 +278,10 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
                 h = step_below(h * min(8.0, 4.0 * memory[0] / memory[1]))
                 continue
             gap, quantity = names
+            if limit is not None:  # the coarse pass after a size limit, refused too
+                raise ApproxTooCostly(f"{limit}; a coarse pass at h={h:g} was refused too ({message}); best bounds "
+                                      f"so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or eta) "
+                                      "or max_points.", best)
             raise ApproxTooCostly(f"a {gap} <= tol={tol:g} needs a lattice step h={h:g}, at which {message}; best "
                                   f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
                                   "eta) or max_memory.", best)

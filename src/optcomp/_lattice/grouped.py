@@ -151,6 +151,29 @@ def _chunk(pending, workers: int) -> _Node:
                  np.sum([p[5] for p in pending], axis=0))
 
 
+_SQUARING_CAP: contextvars.ContextVar[float] = contextvars.ContextVar("optcomp_squaring_cap", default=math.inf)
+
+
+class squaring_cap:
+    """``with squaring_cap(points):`` a repeated squaring whose predicted last product
+    (:func:`_squared_width`) is wider than ``points`` is refused (ApproxTooCostly, no bracket)
+    before it runs -- the drivers' coarse pass after a size limit, which aims at a few hundred
+    thousand points from the workload's estimate (blind to the bias of coarse leaves, which at
+    10^9 steps widens the node tenfold: ~60 products of 3.5M points, 15-30 s, for a bracket
+    no better than the Chernoff end).  A choice of work, never of soundness."""
+
+    def __init__(self, points: float):
+        self.points = float(points)
+
+    def __enter__(self):
+        self._token = _SQUARING_CAP.set(self.points)
+        return self
+
+    def __exit__(self, *exc):
+        _SQUARING_CAP.reset(self._token)
+        return False
+
+
 SQUARING_BYTES = 15  # bytes a point of the last squaring's product takes per byte of its dtype (3 rows, the
 # level's output twice (the root), TREE_TEMPORARIES transforms: 3 (2 + 3) = 15; :func:`optcomp._lattice.tree._tree_level`)
 
@@ -196,6 +219,11 @@ def _power(item, h: float, theta: float, log_slack: float, S: np.ndarray, worker
                            log_slack, rows.shape[1])
     _memory_budget().need(SQUARING_BYTES * np.dtype(dtype).itemsize * width,
                           f"the last product of {c:,} copies by repeated squaring ({width:,} points at h={h:g})")
+    if width > _SQUARING_CAP.get():
+        from .._types import ApproxTooCostly
+
+        raise ApproxTooCostly(f"the last product of {c:,} copies by repeated squaring would have {width:,} points "
+                              f"at h={h:g} (> {_SQUARING_CAP.get():,.0f} for this pass)")
     sq = _chunk([(rows, base, logZ, rho, E2, K)], workers)
     if dtype is not np.float64:
         sq.rows = sq.rows.astype(dtype)
