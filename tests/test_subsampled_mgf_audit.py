@@ -240,8 +240,12 @@ def test_refused_and_trivial_inputs():
     for args in [(1.0, 0.5, nan), (nan, 0.5, 2.0), (1.0, nan, 2.0), (1.0, 0.5, 0.5), (1.0, 0.5, 1e-300),
                  (1.0, 0.5, 1 - 2.0**-53), (1.0, 0.0, 2.0), (1.0, -0.1, 2.0), (1.0, 1.5, 2.0), (0.0, 0.5, 2.0),
                  (-1.0, 0.5, 2.0), (inf, 0.5, 2.0), (1.0, 0.5, inf), (1.0, 0.5, -inf), (1.0, 0.5, 1e300),
-                 (1.0, 0.5, -1e300), (1e300, 0.5, 2.0)]:
+                 (1e300, 0.5, 2.0)]:
         assert log_mgf_bound(*args) == inf, args
+    # a = -1e300: the cells give nothing finite, the fallback (1 - q + q r)^a <= (1 - q)^a does:
+    # at or above -a log(1 - q), which is above the truth
+    with mpmath.workdps(30):
+        assert mpmath.mpf(log_mgf_bound(1.0, 0.5, -1e300)) >= mpmath.mpf(1e300) * mpmath.log(2)
     for a in (0.0, -0.0, 1.0):
         assert log_mgf_bound(1.0, 0.5, a) == 0.0
     # a = -5e-324: a (a - 1)/2 underflows to 0; whatever is returned must not be below |a| KL
@@ -356,9 +360,23 @@ def test_end_to_end_above_exact_chernoff_floor(sigma, q, k, delta):
     assert mpmath.mpf(upper) >= min(floors) * (1 - mpmath.mpf(10) ** -5), (upper, floors)
 
 
-@pytest.mark.xfail(reason="quality (not soundness): for a <= 0 the cells right of z0 where q e^t overflows "
-                          "(t > ~709) get no finite candidate, so the reverse bound is inf from mu ~ 12.5 "
-                          "(sigma < ~0.08) for every q and theta", strict=False)
-def test_reverse_finite_at_large_mu():
-    # log M(-2) at mu = 20 is at most log E_Q[(1 - q)^-2] = -2 log(1 - q): a finite value exists
-    assert log_mgf_bound(20.0, 1e-3, -2.0) < math.inf
+@pytest.mark.parametrize("mu", [12.5, pytest.param(20.0, marks=pytest.mark.slow), 1e3])
+@pytest.mark.parametrize("q", [pytest.param(1e-6, marks=pytest.mark.slow), 1e-3, pytest.param(0.5, marks=pytest.mark.slow),
+                               1 - 1e-9])
+@pytest.mark.parametrize("a", [pytest.param(-0.5, marks=pytest.mark.slow), -2.0, -100.0])
+def test_reverse_finite_at_large_mu(mu, q, a):
+    """For a <= 0 the cells right of z0 where q e^t overflows (t > ~709) get no finite candidate
+    (mu >~ 12.5, sigma < ~0.08): the bound falls back on (1 - q + q r)^a <= (1 - q)^a.  At or
+    above the quadrature of the definition, and within 1e-9 of -a log(1 - q), its limit."""
+    with mpmath.workdps(40):
+        Q, M, A = mpmath.mpf(q), mpmath.mpf(mu), mpmath.mpf(a)
+
+        def f(z):
+            return (1 - Q + Q * mpmath.exp(M * z - M * M / 2)) ** A * mpmath.npdf(z)
+
+        z0 = M / 2
+        ref = mpmath.log(mpmath.quad(f, [-mpmath.inf, z0 - 10, z0 - 1, z0, z0 + 1, z0 + 10, mpmath.inf]))
+        limit = A * mpmath.log1p(-Q)  # a <= 0: a log(1 - q) >= 0
+    b = log_mgf_bound(mu, q, a)
+    assert mpmath.mpf(b) >= ref, (b, ref)
+    assert mpmath.mpf(b) <= limit * (1 + mpmath.mpf(10) ** -9), (b, limit)

@@ -342,8 +342,15 @@ def log_mgf_bound(mu: float, q: float, a: float) -> float:
     try:
         v = _bound(mu, q, a)
     except (OverflowError, ValueError, ZeroDivisionError, FloatingPointError):
-        return math.inf
-    return v if not math.isnan(v) else math.inf
+        v = math.inf
+    if math.isnan(v):
+        v = math.inf
+    if a < 0.0:
+        # a <= 0: (1 - q + q r)^a <= (1 - q)^a (r >= 0), so log M <= |a| (-log1p(-q)) -- the limit
+        # mu -> inf, where the cells overflow (mu >~ 12.5); log1p within 2 LIBM_ULPS u, the product u
+        tail = -a * -math.log1p(-q) * (1.0 + (2 * LIBM_ULPS + 4) * _U)
+        v = min(v, math.nextafter(tail, math.inf))
+    return v
 
 
 def _grid(mu, q, a, z0):
