@@ -2,13 +2,14 @@
 
 One full run (module fixture; tests/conftest.py starts it with the session, beside the other
 tests) is shared by the tests below, which then check: every declared output exists and is
-non-empty (with provenance); a second run has nothing to do; the notebooks ran and show their figures; the report builds with every
-figure, the ratio table and the notebooks; a new config value adds exactly its own job; a bad
-config is rejected before any job with a message naming the key; the SLURM profile dry-runs;
-``--lint`` and ``snakefmt --check`` are clean; and, last, a forced rerun of a representative
-share of the jobs reproduces every CSV byte for byte (timings excepted; the rerun of every job
-is in ``-m slow``).  (The README's quoted block and the committed sidecars are
-checked in tests/test_readme.py and tests/test_provenance.py, against the committed files.)
+non-empty (with provenance); a second run has nothing to do; the notebooks ran and show their
+figures; the report builds with every figure, the ratio table and the notebooks; a new config
+value adds exactly its own job; a bad config is rejected before any job with a message naming
+the key; the SLURM profile dry-runs; ``--lint`` and ``snakefmt --check`` are clean; and, last,
+a forced rerun of a representative share of the jobs reproduces every CSV byte for byte
+(timings excepted; the rerun of every job is in ``-m slow``).  (The README's quoted block and
+the committed sidecars are checked in tests/test_readme.py and tests/test_provenance.py,
+against the committed files.)
 """
 
 from __future__ import annotations
