@@ -1,14 +1,15 @@
 """The figure workflow end to end, on config/test.yaml, in a temporary copy of the repository.
 
-One full run (module fixture, about a minute on 2 cores) is shared by the tests below, which
-then check: every declared output exists and is non-empty (with provenance); a second run
-has nothing to do; the notebooks ran and show their figures; the report builds with every
-figure, the ratio table and the notebooks; a new config value adds exactly its own job; a bad
-config is rejected before any job with a message naming the key; the SLURM profile dry-runs;
-``--lint`` and ``snakefmt --check`` are clean; and, last, a forced rerun of a representative
-share of the jobs reproduces every CSV byte for byte (timings excepted; the rerun of every job
-is in ``-m slow``).  (The README's quoted block and the committed sidecars are
-checked in tests/test_readme.py and tests/test_provenance.py, against the committed files.)
+One full run (module fixture; tests/conftest.py starts it with the session, beside the other
+tests) is shared by the tests below, which then check: every declared output exists and is
+non-empty (with provenance); a second run has nothing to do; the notebooks ran and show their
+figures; the report builds with every figure, the ratio table and the notebooks; a new config
+value adds exactly its own job; a bad config is rejected before any job with a message naming
+the key; the SLURM profile dry-runs; ``--lint`` and ``snakefmt --check`` are clean; and, last,
+a forced rerun of a representative share of the jobs reproduces every CSV byte for byte
+(timings excepted; the rerun of every job is in ``-m slow``).  (The README's quoted block and
+the committed sidecars are checked in tests/test_readme.py and tests/test_provenance.py,
+against the committed files.)
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ nbformat = pytest.importorskip("nbformat")
 from optcomp.experiments import io  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ["Snakefile", "rules", "config", "notebooks", "profiles", "results/timing/reference"]
 TEST_CONFIG = ["--configfile", "config/test.yaml"]
 
 
@@ -43,18 +43,12 @@ def tail(proc: subprocess.CompletedProcess, n: int = 40) -> str:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory) -> Path:
-    """A copy of the workflow (no results/ or figures/) after one run on the test config."""
-    work = tmp_path_factory.mktemp("pipeline")
-    for name in COPY:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, work / name)
-        else:
-            shutil.copy2(src, work / name)
-    proc = snakemake(work, "--cores", "2", *TEST_CONFIG)
-    assert proc.returncode == 0, tail(proc)
-    return work
+def pipeline(pipeline_run) -> Path:
+    """A copy of the workflow (no results/ or figures/) after one run on the test config:
+    ``snakemake --cores 2 --configfile config/test.yaml`` (tests/conftest.py's ``pipeline_run``,
+    started with the session's first test, beside the other tests)."""
+    assert pipeline_run.wait(timeout=900) == 0, pipeline_run.tail()
+    return pipeline_run.work
 
 
 def declared_outputs(work: Path) -> list[tuple[str, str]]:
