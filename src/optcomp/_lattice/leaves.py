@@ -282,8 +282,9 @@ def cells_upper(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi
     # a fine step h, against numerators ~m h/2, costs ~|log q| u / h; a product that may
     # have left the normal range is not used)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        prod_lo = q_lo * np.exp(a)
-        prod_hi = q_hi * np.exp(a)
+        ea = np.exp(a)  # (once: the same floats for both ends)
+        prod_lo = q_lo * ea
+        prod_hi = q_hi * ea
     fine = (prod_lo >= 2.0**-1000) & (prod_hi <= 2.0**1000)
     rel = (2.0 * LIBM_ULPS + 2.0) * UNIT
     qea_lo = np.where(fine, np.maximum(qea_lo, prod_lo * (1.0 - rel)), qea_lo)
@@ -324,7 +325,10 @@ def cells_lower(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None) -> Atoms
     m_lo, m_hi, q_lo, q_hi, N, n, a = _cell_arrays(h, n0, m_lo, m_hi, q_lo, q_hi)
     # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
-        lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
+        lq_up = np.log(q_hi)
+        low = ~(q_hi >= 2.0**-1000)
+        if low.any():  # (only there: the same floats as formed for every cell)
+            lq_up[low] = np.log(m_hi[low]) - a[low] + 4.0 * UNIT * (np.abs(a[low]) + 1.0)
     # a cell whose P-mass is known only below 2^-1000 (a bracket at the float floor: its
     # garbled loss log(m_lo/q_hi) is meaningless, e.g. -40 for a Gaussian's far tail) is
     # dropped (a lower pair may drop outcomes)
@@ -339,7 +343,9 @@ def cells_lower(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None) -> Atoms
         loss_l = np.concatenate([loss_l, pl])
         perr_l = np.concatenate([perr_l, pe])
         pl_lo = np.concatenate([pl_lo, plo])
-    ll, el = _logs(pl_lo)
+        ll, el = _logs(pl_lo)
+    else:  # (_logs of m_lo[ok] > 0: its logs are lml, taken above)
+        ll, el = lml, 2.0 * UNIT * (np.abs(lml) + 1.0)
     return Atoms(loss_l, perr_l, ll, el)
 
 
