@@ -123,3 +123,14 @@ def test_fewer_sources_than_the_gate_run_a_pass_in_each_direction(monkeypatch):
     m, c = _schedule(R.FLOOR_CHERNOFF_SOURCES - 1, 60)
     optcomp.epsilon_bounds(m, counts=c, delta_g=1e-6, tol=1e-3)
     assert not calls
+
+
+def test_sources_of_few_copies_run_a_pass_in_each_direction(monkeypatch):
+    """(Leaves of a chunk, not Power nodes: their pass is cheaper than their exact MGFs.)"""
+    calls = []
+    monkeypatch.setattr(R, "floor_chernoff", lambda *a: calls.append(a) or math.inf)
+    from optcomp._lattice.grouped import POWER_COPIES
+
+    m, c = _schedule(R.FLOOR_CHERNOFF_SOURCES, POWER_COPIES)
+    optcomp.epsilon_bounds(m, counts=c, delta_g=1e-6, tol=1e-3)
+    assert not calls
