@@ -282,8 +282,9 @@ def cells_upper(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None, below_hi
     # a fine step h, against numerators ~m h/2, costs ~|log q| u / h; a product that may
     # have left the normal range is not used)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        prod_lo = q_lo * np.exp(a)
-        prod_hi = q_hi * np.exp(a)
+        ea = np.exp(a)  # (once: the same floats for both ends)
+        prod_lo = q_lo * ea
+        prod_hi = q_hi * ea
     fine = (prod_lo >= 2.0**-1000) & (prod_hi <= 2.0**1000)
     rel = (2.0 * LIBM_ULPS + 2.0) * UNIT
     qea_lo = np.where(fine, np.maximum(qea_lo, prod_lo * (1.0 - rel)), qea_lo)
@@ -324,7 +325,10 @@ def cells_lower(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None) -> Atoms
     m_lo, m_hi, q_lo, q_hi, N, n, a = _cell_arrays(h, n0, m_lo, m_hi, q_lo, q_hi)
     # lower: one garbled outcome per cell (Q-mass raised: q_hi, or m_hi e^{-a} where q underflowed)
     with np.errstate(divide="ignore"):
-        lq_up = np.where(q_hi >= 2.0**-1000, np.log(q_hi), np.log(m_hi) - a + 4.0 * UNIT * (np.abs(a) + 1.0))
+        lq_up = np.log(q_hi)
+        low = ~(q_hi >= 2.0**-1000)
+        if low.any():  # (only there: the same floats as formed for every cell)
+            lq_up[low] = np.log(m_hi[low]) - a[low] + 4.0 * UNIT * (np.abs(a[low]) + 1.0)
     # a cell whose P-mass is known only below 2^-1000 (a bracket at the float floor: its
     # garbled loss log(m_lo/q_hi) is meaningless, e.g. -40 for a Gaussian's far tail) is
     # dropped (a lower pair may drop outcomes)
@@ -339,7 +343,9 @@ def cells_lower(h: float, n0: int, m_lo, m_hi, q_lo, q_hi, points=None) -> Atoms
         loss_l = np.concatenate([loss_l, pl])
         perr_l = np.concatenate([perr_l, pe])
         pl_lo = np.concatenate([pl_lo, plo])
-    ll, el = _logs(pl_lo)
+        ll, el = _logs(pl_lo)
+    else:  # (_logs of m_lo[ok] > 0: its logs are lml, taken above)
+        ll, el = lml, 2.0 * UNIT * (np.abs(lml) + 1.0)
     return Atoms(loss_l, perr_l, ll, el)
 
 
@@ -547,6 +553,9 @@ def _lattice_interval(loss: np.ndarray, perr, h: float, exact=None):
     (a loss raised at fixed P0 only raises H), so an atom on or next to a lattice point
     costs nothing.  Atoms flagged in ``exact`` sit exactly at l = n h: lo = n, hi = n + 1
     (:func:`leaf_rows` then puts the whole mass at lo: the distance is exactly 0)."""
+    if exact is not None and exact.all():  # (every atom on its lattice point: the same lo, none computed twice)
+        lo = np.rint(loss / h)
+        return lo, lo + 1.0, lo
     pe = 2.0 * perr + 4.0 * UNIT * np.abs(loss) + 1e-300
     y = loss + pe
     lo = np.floor(y / h)
@@ -617,21 +626,38 @@ def leaf_rows(leaf: Leaf, h: float, theta: float):
     logZ = np.zeros(3)
     rho = np.zeros(3)
     E2 = np.zeros(3)
+    # (each position array's bins once: the garbled rows share theirs; a bin's count once per batch)
+    bins = {}
+    counts = {}
+
+    def bins_of(p):
+        if id(p) not in bins:
+            bins[id(p)] = (p - base).astype(np.int64)
+        return bins[id(p)]
+
     for b, (poss, lms, errs, tb) in enumerate(batches):
         # the most terms one lattice point receives (each bin's sum within that many u)
-        per_bin = int(np.max(np.bincount(np.concatenate([(p - base).astype(np.int64) for p in poss]))))
+        key = tuple(id(p) for p in poss)
+        if key not in counts:
+            idx = [bins_of(p) for p in poss]
+            counts[key] = int(np.max(np.bincount(idx[0] if len(idx) == 1 else np.concatenate(idx))))
+        per_bin = counts[key]
         lws = [lm + tb * p for p, lm in zip(poss, lms)]
-        mx = max(float(np.max(lw[np.isfinite(lw)])) for lw in lws if np.any(np.isfinite(lw)))
+        oks = [np.isfinite(lw) for lw in lws]
+        alls = [ok.size > 0 and bool(ok.all()) for ok in oks]
+        mx = max(float(np.max(lw if a else lw[ok])) for lw, ok, a in zip(lws, oks, alls) if a or np.any(ok))
         for p, lw in zip(poss, lws):
             with np.errstate(under="ignore"):
-                rows[b] += np.bincount((p - base).astype(np.int64), weights=np.exp(lw - mx), minlength=W)
+                rows[b] += np.bincount(bins_of(p), weights=np.exp(lw - mx), minlength=W)
         Z = float(np.sum(rows[b]))
         rows[b] /= Z
         logZ[b] = mx + math.log(Z)
         r = 0.0
-        for p, lm, lw, er in zip(poss, lms, lws, errs):
-            ok = np.isfinite(lw)
-            if np.any(ok):  # the row constants added after the max (as in _bundle_leaves)
+        for p, lm, lw, er, ok, a in zip(poss, lms, lws, errs, oks, alls):
+            if a:  # (every term finite: the same maximum, no copies)
+                r = max(r, float(np.max(er + 8.0 * UNIT * (np.abs(lm) + np.abs(lw))))
+                        + 8.0 * UNIT * (abs(mx) + abs(logZ[b]) + 4.0))
+            elif np.any(ok):  # the row constants added after the max (as in _bundle_leaves)
                 r = max(r, float(np.max(er[ok] + 8.0 * UNIT * (np.abs(lm[ok]) + np.abs(lw[ok]))))
                         + 8.0 * UNIT * (abs(mx) + abs(logZ[b]) + 4.0))
         rho[b] = r + (per_bin + 4) * UNIT

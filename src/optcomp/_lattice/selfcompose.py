@@ -349,8 +349,21 @@ def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
     Jhi = np.unique(np.concatenate([J[hi] for J, hi in zip(Js, his)]))
     # direct sums only where the FFT's own bound is not already negligible (their cost is |J_hi| W)
     ws = [np.where((J == 0) | (2 * J == N), 1.0, 2.0) for J in Js]
-    loose = any(k * D[b] * math.sqrt(_pow_sum_up(mag[b, J] + D[b], 2.0 * k - 2.0, w))
-                > DIRECT_REL * _pow_sum_up(mag[b, J], float(k), w) for b, (J, w) in enumerate(zip(Js, ws)))
+    # (each row's two sums over all of J, kept: without direct sums step 3's amplification
+    # and the power's bound below are these very sums -- the same floats, not summed twice)
+    sums: dict = {}
+
+    def amp_sum(b):
+        if ("a", b) not in sums:
+            sums["a", b] = _pow_sum_up(mag[b, Js[b]] + D[b], 2.0 * k - 2.0, ws[b])
+        return sums["a", b]
+
+    def pow_sum(b):
+        if ("p", b) not in sums:
+            sums["p", b] = _pow_sum_up(mag[b, Js[b]], float(k), ws[b])
+        return sums["p", b]
+
+    loose = any(k * D[b] * math.sqrt(amp_sum(b)) > DIRECT_REL * pow_sum(b) for b in range(B))
     direct = loose and Jhi.size * W <= DIRECT_POINTS
     if direct:
         XJ, delta = _direct_dft(rows, Jhi, N)
@@ -373,9 +386,11 @@ def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
         P[b, 0] = P[b, 0].real  # exact already (a real number squared); irfft reads real parts there
         if N % 2 == 0:
             P[b, -1] = P[b, -1].real
-        pw = amp * _pow_sum_up(zmag, float(k), w) \
+        every = not (direct and np.any(hi))  # (z, zmag the FFT's on all of J: the sums above)
+        pw = amp * (pow_sum(b) if every else _pow_sum_up(zmag, float(k), w)) \
             + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
-        e1 = k * D[b] * math.sqrt(_pow_sum_up(mag[b, J[lo]] + D[b], 2.0 * k - 2.0, w[lo])) * (1.0 + 2.0 * UNIT)
+        e1 = k * D[b] * math.sqrt(amp_sum(b) if every else _pow_sum_up(mag[b, J[lo]] + D[b], 2.0 * k - 2.0, w[lo])) \
+            * (1.0 + 2.0 * UNIT)
         if direct and np.any(hi):  # sum_{J_hi} k d_j m_j^(k-1), d_j <= delta |x|_1
             e1 += k * dj[b] * _pow_sum_up(zmag[hi] + dj[b], k - 1.0, w[hi]) * (1.0 + 2.0 * UNIT)
         e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
@@ -545,9 +560,11 @@ def _power_window(item: leaves.Power, h: float, theta: float, log_slack: float, 
     # the certified sums at the few tilts an estimate puts nearest the best window edge
     # (:func:`_row_mgf_estimate`; the charges below take the least over the tilts evaluated)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        sig_p = sig[_near_best((k * _row_mgf_estimate(rows[1], sig) - ALIAS_LOG) / sig)]
-        sig_n = sig[_near_best((k * _row_mgf_estimate(rows[1], -sig) - ALIAS_LOG) / sig)]
-    lm_p, lm_n = _row_log_mgf(rows[1], sig_p), _row_log_mgf(rows[1], -sig_n)
+        est = _row_mgf_estimate(rows[1], np.concatenate([sig, -sig]))  # (row by row: both sides at once)
+        sig_p = sig[_near_best((k * est[: sig.size] - ALIAS_LOG) / sig)]
+        sig_n = sig[_near_best((k * est[sig.size:] - ALIAS_LOG) / sig)]
+    lm = _row_log_mgf(rows[1], np.concatenate([sig_p, -sig_n]))  # (each tilt's bound its own: one call)
+    lm_p, lm_n = lm[: sig_p.size], lm[sig_p.size:]
     with np.errstate(invalid="ignore", over="ignore"):
         q_top = _index(np.min((k * lm_p - ALIAS_LOG) / sig_p), True, full)
         q_lo = _index(np.max((ALIAS_LOG - k * lm_n) / sig_n), False, 0)

@@ -205,7 +205,8 @@ def coarsened(law):
     trail = n % 2
 
     def pairs(a, up):
-        a = np.concatenate([np.zeros(lead), a, np.zeros(trail)])
+        if lead or trail:  # (else no padding: the same sums)
+            a = np.concatenate([np.zeros(lead), a, np.zeros(trail)])
         v = a[0::2] + a[1::2]
         return np.minimum(np.nextafter(v, 2.0), 1.0) if up else np.maximum(np.nextafter(v, -1.0), 0.0)
 
@@ -860,6 +861,13 @@ class Workload:
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             counts = np.array([float(s.count) for s in self.sources])
             self._cat = (loss, logp, starts, seg, counts, bool(np.all(sizes > 0)))
+        memo = self.__dict__.setdefault("_cgf_memo", {})  # (a pure function of theta: the bisections repeat tilts)
+        if theta in memo:
+            return memo[theta]
+        memo[theta] = out = self._sources_cgf_at(theta)
+        return out
+
+    def _sources_cgf_at(self, theta: float) -> tuple[float, float, float]:
         loss, logp, starts, seg, counts, full = self._cat
         if not full:  # (a source without atoms: reduceat needs non-empty segments)
             terms = [s.cgf(theta) for s in self.sources]

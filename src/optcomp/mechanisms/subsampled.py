@@ -468,7 +468,7 @@ class Subsampled(_Registered):
         its own interval masses, outer / inner edges and tails (see _interval_masses)."""
         base = self.mechanism
         s = self.q
-        A, B = self._base_box(TAIL)
+        A, B = _box(self, TAIL)
         y0, y1 = np.asarray(y0, float), np.asarray(y1, float)
         n, shape = y0.size, y0.shape
         v, e = self._ginv(np.concatenate([y0.ravel(), y1.ravel()]))  # (elementwise: both edges in one call)
@@ -495,8 +495,8 @@ class Subsampled(_Registered):
             p_hi_b, q_hi_b = _pick_hi(base._interval_masses(o0, o1, FORWARD))
             p_lo_b, q_lo_b = _pick_lo(base._interval_masses(i0, i1, FORWARD))
         # tails below A and above B (evaluated only where a cell reaches beyond)
-        pa_below, qa_below = (self._p_below(A), self._q_below(A)) if low.any() else (0.0, 0.0)
-        pa_above, qa_above = (self._p_above(B), self._q_above(B)) if high.any() else (0.0, 0.0)
+        pa_below, qa_below = _box_tail(self, A, False) if low.any() else (0.0, 0.0)
+        pa_above, qa_above = _box_tail(self, B, True) if high.any() else (0.0, 0.0)
         p_hi_b = np.minimum(p_hi_b + np.where(low, pa_below, 0.0) + np.where(high, pa_above, 0.0), 1.0)
         q_hi_b = np.minimum(q_hi_b + np.where(low, qa_below, 0.0) + np.where(high, qa_above, 0.0), 1.0)
         added = low | high
@@ -616,7 +616,8 @@ class Subsampled(_Registered):
                 y0[notok] = zero
                 wg[notok] = zero
                 A = np.exp(y0)
-                A *= np.expm1(wg)
+                # (cells of one width -- a lattice's -- share expm1(w_g): the same float, once)
+                A *= np.expm1(wg[:1]) if wg[0] == wg.min() == wg.max() else np.expm1(wg)
                 A /= Dk
                 w = np.log1p(A)
                 dw = dd2 + dw_c
@@ -816,6 +817,20 @@ class Subsampled(_Registered):
 
     def _q_above(self, b: float) -> float:
         return 1.0 if b == -math.inf else (0.0 if b == math.inf else self.mechanism._tails(-b, -b, REVERSE)[0])
+
+
+# (a leaf build's few generic cells -- the edge of g's range -- read the same box and tails at
+# every step: each a function of the mechanism (a frozen dataclass: equal ones hash and
+# compare equal by every field) and its argument alone, kept)
+@lru_cache(maxsize=256)
+def _box(sub: Subsampled, tail: float):
+    return sub._base_box(tail)
+
+
+@lru_cache(maxsize=256)
+def _box_tail(sub: Subsampled, x: float, above: bool):
+    """(P-mass, Q-mass) of the base below x (above: above x)."""
+    return (sub._p_above(x), sub._q_above(x)) if above else (sub._p_below(x), sub._q_below(x))
 
 
 def _pick_hi(masses):
