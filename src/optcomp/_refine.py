@@ -26,7 +26,6 @@ import gc
 import math
 import time
 
-from ._rounding import LIBM_ULPS, UNIT, down, up
 from ._types import ApproxTooCostly, Bounds, Bracket
 from ._lattice.grouped import POWER_COPIES, SLACK_REL, grouped_pass, squaring_cap
 from ._lattice.passes import LatticePass
@@ -155,48 +154,15 @@ def lattice_epsilon(work: Workload, t_low: float, t_high: float, tol: float, top
 
 
 def floor_chernoff(work: Workload, t: float, theta: float) -> float:
-    """A certified x >= 0 with H(x) <= t (so eps_g <= x) from the exact per-step log-MGF
-    bounds of every source (:meth:`~optcomp._lattice.workload.Workload._exact_log_mgf`; the
-    randomized-response groups by :func:`~optcomp._lattice.leaves.group_mgf`), at the tilt
-    ``theta`` rounded to a grid FLOOR_CHERNOFF_TILTS per octave (any tilt gives a bound); inf
-    when a source offers none.
-
-    For y = L - x, (1 - e^{-y})_+ <= c e^{theta y} with c = max_{y >= 0} (1 - e^{-y}) e^{-theta y}
-    = theta^theta / (1 + theta)^(1 + theta) (the maximum at e^{-y} = theta / (1 + theta)), so
-    H(x) = E_P[(1 - e^{x - L})_+] <= c e^{K - theta x}, K >= log E_P[e^{theta L}] of the
-    composition of the exact laws (the sum of count x each step's bound: the steps are
-    independent; no +inf mass) -- Markov's P[L > x] <= e^{K - theta x}
-    (:meth:`~optcomp._lattice.workload.Workload.chernoff_epsilon`) without the factor c, ~0.5
-    / theta lower in x.  The exact laws' H is the composition's own, and t (the residual target
-    of the delta events, truncation tails included) is at most delta_g: H(x) <= t certifies
-    x.  So x = (K + log c - log t) / theta, every rounding charged: log c = -(theta log1p(1/theta)
-    + log1p(theta)), both terms positive and within a few ulps, raised by 1e-12 of its
-    magnitude; log t rounded down; the sum's three roundings, 4 u of its terms."""
-    if not (t > 0.0 and 0.0 < theta < math.inf):
+    """:meth:`~optcomp._lattice.workload.Workload.exact_chernoff_epsilon` at ``theta`` rounded
+    to a grid FLOOR_CHERNOFF_TILTS per octave (any tilt gives a bound; the grid's tilts repeat
+    across calls, and the steps' exact MGF bounds are cached by tilt)."""
+    if not 0.0 < theta < math.inf:
         return math.inf
     theta = 2.0 ** (round(FLOOR_CHERNOFF_TILTS * math.log2(theta)) / FLOOR_CHERNOFF_TILTS)
     if not 0.0 < theta < math.inf:
         return math.inf
-    import numpy as np
-
-    from ._lattice import leaves
-
-    terms = [float(leaves.group_mgf(items, np.array([theta]))[0]) for items in work.rr_plan]
-    for s in work.sources:
-        v = work._exact_log_mgf(s, theta)
-        if v is None or not v < math.inf:
-            return math.inf
-        terms.append(s.count * v)
-    mag = sum(abs(v) for v in terms)
-    K = math.fsum(terms) + (len(terms) + 4) * 2.0 * UNIT * mag  # each c K rounded once, fsum exact
-    v = theta * math.log1p(1.0 / theta) + math.log1p(theta)
-    log_c = -v * (1.0 - 1e-12)
-    log_t = down(math.log(t), LIBM_ULPS)
-    num = K + log_c - log_t
-    if not math.isfinite(num):
-        return math.inf
-    num = num + 4.0 * UNIT * (abs(K) + abs(log_c) + abs(log_t)) + 1e-300
-    return max(0.0, up(num / theta, 1))
+    return work.exact_chernoff_epsilon(t, theta)
 
 
 def lattice_delta(work: Workload, eps_g: float, tol: float, to_delta, *, max_points: int, workers: int,

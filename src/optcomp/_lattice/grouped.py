@@ -18,6 +18,7 @@ import time
 import numpy as np
 from .._memory import current as _memory_budget
 from .._rounding import UNIT
+from .._types import ApproxTooCostly
 from . import leaves
 from .passes import LatticePass, extract
 from .selfcompose import power_node, power_pass
@@ -220,8 +221,6 @@ def _power(item, h: float, theta: float, log_slack: float, S: np.ndarray, worker
     _memory_budget().need(SQUARING_BYTES * np.dtype(dtype).itemsize * width,
                           f"the last product of {c:,} copies by repeated squaring ({width:,} points at h={h:g})")
     if width > _SQUARING_CAP.get():
-        from .._types import ApproxTooCostly
-
         raise ApproxTooCostly(f"the last product of {c:,} copies by repeated squaring would have {width:,} points "
                               f"at h={h:g} (> {_SQUARING_CAP.get():,.0f} for this pass)")
     sq = _chunk([(rows, base, logZ, rho, E2, K)], workers)

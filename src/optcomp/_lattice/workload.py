@@ -29,8 +29,8 @@ when its stream reaches it (:meth:`Source.lazy_power`, :func:`pass_leaf_within`)
 h/2, its cells merged in pairs for h, upper atoms from the one and lower from the other,
 truncated at the pass's slack -- built once, in the pass's threads, dropped after.
 
-Length (~920 lines): the sources (a mechanism's leaves by step, its guide, its pass leaves),
-the workload's frames and its estimates (cumulants, tilts, Chernoff) read the same per-source
+Length (~1000 lines): the sources (a mechanism's leaves by step, its guide, its pass leaves),
+the workload's frames and its estimates (cumulants, tilts, Chernoff bounds, the exact-MGF one included) read the same per-source
 laws and caches."""
 
 from __future__ import annotations
@@ -795,9 +795,14 @@ class Workload:
             terms.append(term)
             if leaf.log_inf > -math.inf:  # exp(log a) may fall |log a| u short of a: 1e-9 covers it
                 inf.append(up(s.count * (math.exp(leaf.log_inf) * (1.0 + 1e-9)), 1))
+        return self._sum_up(terms), (sum_up(inf) if inf else 0.0)
+
+    @staticmethod
+    def _sum_up(terms: list[float]) -> float:
+        """An upper bound of the sum of the exact values of ``terms``, each count x K rounded
+        once (within 2u of itself): fsum (exact) plus those roundings and four more."""
         mag = sum(abs(t) for t in terms)
-        K = math.fsum(terms) + (len(terms) + 4) * 2.0 * UNIT * mag  # each c K rounded once, fsum exact
-        return K, (sum_up(inf) if inf else 0.0)
+        return math.fsum(terms) + (len(terms) + 4) * 2.0 * UNIT * mag
 
     @staticmethod
     def _exact_log_mgf(source, theta: float) -> float | None:
@@ -833,6 +838,42 @@ class Workload:
             return math.inf
         num = K - down(math.log(room), LIBM_ULPS)
         num = num + 2.0 * UNIT * abs(num) + 1e-300
+        return max(0.0, up(num / theta, 1))
+
+    def exact_chernoff_epsilon(self, t: float, theta: float) -> float:
+        """A certified x >= 0 with H(x) <= t (so eps_g <= x) from the exact per-step log-MGF
+        bounds of every source (:meth:`_exact_log_mgf`; the randomized-response groups by
+        :func:`~optcomp._lattice.leaves.group_mgf`) at tilt ``theta``; inf when a source offers
+        none.  No lattice step: the exact laws' own H.
+
+        For y = L - x, (1 - e^{-y})_+ <= c e^{theta y} with c = max_{y >= 0} (1 - e^{-y}) e^{-theta y}
+        = theta^theta / (1 + theta)^(1 + theta) (the maximum at e^{-y} = theta / (1 + theta)), so
+        H(x) = E_P[(1 - e^{x - L})_+] <= c e^{K - theta x}, K >= log E_P[e^{theta L}] of the
+        composition of the exact laws (the sum of count x each step's bound: the steps are
+        independent; no +inf mass) -- Markov's P[L > x] <= e^{K - theta x}
+        (:meth:`chernoff_epsilon`) without the factor c, ~0.5 / theta lower in x.  t (the
+        residual target of the delta events, truncation tails included) is at most delta_g:
+        H(x) <= t certifies x.  So x = (K + log c - log t) / theta, every rounding charged:
+        log c = -(theta log1p(1/theta) + log1p(theta)), both terms positive and within a few
+        ulps, raised by 1e-12 of its magnitude; log t rounded down; the sum's three roundings,
+        4 u of its terms."""
+        if not (t > 0.0 and 0.0 < theta < math.inf):
+            return math.inf
+        S = np.array([float(theta)])
+        terms = [float(leaves.group_mgf(items, S)[0]) for items in self.rr_plan]
+        for s in self.sources:
+            v = self._exact_log_mgf(s, theta)
+            if v is None or not v < math.inf:
+                return math.inf
+            terms.append(s.count * v)
+        K = self._sum_up(terms)
+        v = theta * math.log1p(1.0 / theta) + math.log1p(theta)
+        log_c = -v * (1.0 - 1e-12)
+        log_t = down(math.log(t), LIBM_ULPS)
+        num = K + log_c - log_t
+        if not math.isfinite(num):
+            return math.inf
+        num = num + 4.0 * UNIT * (abs(K) + abs(log_c) + abs(log_t)) + 1e-300
         return max(0.0, up(num / theta, 1))
 
     # ---- estimates (floats): K, K', K'' of the composed loss under P
