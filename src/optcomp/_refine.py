@@ -45,6 +45,9 @@ FLOOR_AIM = 0.25  # a floored direction's first gap: this fraction of its estima
 MEMORY_RETRIES = 3  # coarser first passes tried when the first one does not fit the memory budget
 
 
+COARSE_SHARE = 16  # the coarse pass after a size limit aims at max_points / this (its leaves' and squarings' points)
+
+
 FLOOR_CHERNOFF_SOURCES = 8  # a floored direction of at least this many sources (each a Power node of more than
 # POWER_COPIES copies: a pass pays ~10 ms a node, an exact MGF bound ~4 ms a source) tries :func:`floor_chernoff`
 FLOOR_CHERNOFF_MARGIN = 0.9  # first, when its estimate is at most this fraction of the floor (the bound is
@@ -261,12 +264,12 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
             limit = (f"a {gap} <= tol={tol:g} needs a lattice step h={h:g} with about {points:,} points "
                      f"(> max_points={max_points:,}, or positions beyond 2^49 steps)")
             coarse = None
-            if not gaps:  # no bracket yet: one pass at ~1/16 of the budget gives one
+            if not gaps:  # no bracket yet: one pass at ~1/COARSE_SHARE of the budget gives one
                 step = h
                 for _ in range(64):
                     if step > useless_step():
                         break
-                    if work.points(theta, step) <= max_points / 16 and not beyond_positions(step):
+                    if work.points(theta, step) <= max_points / COARSE_SHARE and not beyond_positions(step):
                         coarse = step
                         break
                     step = step_below(step * 2.0)
@@ -280,7 +283,7 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
         try:
             # the coarse pass after a size limit: no squaring beyond its own aim (its workload
             # estimate does not see the bias of coarse leaves)
-            with squaring_cap(max_points / 16 if limit is not None else math.inf):
+            with squaring_cap(max_points / COARSE_SHARE if limit is not None else math.inf):
                 lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
         except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
             if exc.bounds is not None:
