@@ -26,7 +26,7 @@ Producers of leaves:
 A plan (:func:`leaf_plan`) is a list whose items are either a list of (eps, c) groups (a
 randomized-response leaf, built at the pass's tilt) or a :class:`Leaf`.
 
-Length (~970 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
+Length (~1020 lines): the per-leaf functions and :func:`_bundle_leaves`, their vectorised
 twin, must evaluate the same float operations in the same order, so they stay side by side
 (with the lazily built cells leaf and the lattice log-MGF bound that both paths use)."""
 

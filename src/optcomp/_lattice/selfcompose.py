@@ -106,7 +106,7 @@ The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power
 window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
 (``POWER_FFT_REL``).
 
-Length (~640 lines): the construction, its window and tilt choice and the error bound of the
+Length (~660 lines): the construction, its window and tilt choice and the error bound of the
 one FFT must agree term by term, so they stay in one module."""
 
 from __future__ import annotations
