@@ -22,12 +22,14 @@ Only the cost depends on these choices, never the bounds.  Both drivers return a
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import time
 
 from ._types import ApproxTooCostly, Bounds, Bracket
-from ._lattice.grouped import POWER_COPIES, SLACK_REL, grouped_pass, squaring_cap
+from ._lattice.grouped import POWER_COPIES, SLACK_REL, grouped_pass, squared_powers, squaring_cap
+from ._lattice.leaves import Power
 from ._lattice.passes import LatticePass
 from ._lattice.workload import REACH, Workload
 from .loss import excess_lower
@@ -46,6 +48,9 @@ MEMORY_RETRIES = 3  # coarser first passes tried when the first one does not fit
 
 
 COARSE_SHARE = 16  # the coarse pass after a size limit aims at max_points / this (its leaves' and squarings' points)
+
+
+SQUARED_SHARE = 64  # the squared retry's squarings stay within max_points / this (~40 long-double levels at most)
 
 
 FLOOR_CHERNOFF_SOURCES = 8  # a floored direction of at least this many sources (each a Power node of more than
@@ -244,12 +249,32 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
     caller's estimate of the step whose bracket would say nothing (10^9 subsampled steps: 15 s
     a direction for [0, 3573] beside a Chernoff end of 2169.5).  (Memory retries are cheap
     beside the refused pass and are run: 10^8 subsampled steps, refused at the root after
-    ~17 s, get their lower end 7.18 from a 0.5 s retry.)"""
+    ~17 s, get their lower end 7.18 from a 0.5 s retry.)
+
+    A size limit or a stall met after a bracket, in a workload with a Power of more than
+    POWER_COPIES copies, is first retried once at the first pass's step with every Power
+    squared (:class:`~optcomp._lattice.grouped.squared_powers`, long double; its squarings
+    within max_points / SQUARED_SHARE points): the one-FFT power's error bound, k times its transform's,
+    can be what holds the bracket (a subsampled Gaussian, q = 1e-4, sigma 0.8, 100 steps at
+    delta_g 1e-12: [0.244, 0.365] as a size limit, [0.3609, 0.3615] squared).  The first step,
+    not the last: where float error holds the bracket, a finer step (more points, each charged)
+    is worse.  The refinement then goes on squared; the retry's bracket is intersected with the
+    best so far."""
     gaps: list[float] = []
     steps: list[float] = []
     passes: list[dict] = []
     coarser, refused = 0, 0.0
     limit = None  # the size limit met before any pass: raised after one coarse pass, with its bracket
+    squared, pending, first_h = False, None, None  # (the squared retry: its mode, the error it answers, its step)
+    powered = any(isinstance(item, Power) and item.count > POWER_COPIES for item in work.plan(h))
+
+    def squared_retry(exc: ApproxTooCostly) -> bool:
+        # the one retry with every Power squared, at the first pass's step (the docstring)
+        nonlocal squared, pending, h
+        if squared or first_h is None or not powered:
+            return False
+        squared, pending, h = True, exc, first_h
+        return True
 
     def beyond_positions(h: float) -> bool:
         # lattice positions h n are exact only for |n| < 2^49: a step this fine against
@@ -274,8 +299,12 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
                         break
                     step = step_below(step * 2.0)
             if coarse is None:
-                raise ApproxTooCostly(f"{limit}; best bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. "
+                exc = ApproxTooCostly(f"{limit}; best bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. "
                                       "Raise tol (or eta) or max_points.", best)
+                if squared_retry(exc):
+                    limit = None
+                    continue
+                raise exc
             h = coarse
         t0 = time.perf_counter()
         lp = None  # (the previous pass's arrays are not kept during this one)
@@ -283,7 +312,9 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
         try:
             # the coarse pass after a size limit: no squaring beyond its own aim (its workload
             # estimate does not see the bias of coarse leaves)
-            with squaring_cap(max_points / COARSE_SHARE if limit is not None else math.inf):
+            cap = max_points / (SQUARED_SHARE if squared else COARSE_SHARE) if limit is not None or squared else math.inf
+            with squaring_cap(cap), \
+                    (squared_powers() if squared else contextlib.nullcontext()):
                 lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
         except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
             if exc.bounds is not None:
@@ -291,6 +322,8 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
             failure = (getattr(exc, "memory", None), str(exc))
         if failure is not None:
             memory, message = failure
+            if pending is not None:  # the squared retry refused (its cap, or memory): the error it answered
+                raise pending
             if memory is not None:
                 refused = max(refused, h)
                 # the refused pass's arrays (a slice of leaves held by its suspended generator,
@@ -316,6 +349,10 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
                                   f"bounds so far {best.lower!r} <= {quantity} <= {best.upper!r}. Raise tol (or "
                                   "eta) or max_memory.", best)
         b = evaluate(lp, best)
+        if pending is not None:  # the squared retry: both brackets are certified
+            b = Bounds(max(b.lower, best.lower), min(b.upper, best.upper))
+            pending = None
+        first_h = h if first_h is None else first_h
         passes.append(dict(h=h, points=lp.points, lower=b.lower, upper=b.upper, theta=lp.theta,
                            seconds=time.perf_counter() - t0))
         if progress is not None:
@@ -337,14 +374,18 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
         # (selfcompose._pass_step), so every step asked above u gives one and the same pass
         # -- refining the asked step would then seem to bring no progress
         steps.append(lp.h)
-        if len(gaps) > 6 and gap > 0.9 * gaps[-7]:
-            return Bracket(*stalled(b, gap, h), "lattice", passes)
-        if len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]:
-            # a step at least twice finer left the gap where it was: not the lattice's gap
-            # (second order in h, first for tiny eps), so finer passes -- each dearer in time
-            # and memory -- would not narrow it either (e.g. a continuous law's leaf whose
-            # bracket near a point mass does not depend on h)
-            return Bracket(*stalled(b, gap, h), "lattice", passes)
+        # a step at least twice finer that left the gap where it was: not the lattice's gap
+        # (second order in h, first for tiny eps), so finer passes -- each dearer in time and
+        # memory -- would not narrow it either (e.g. a continuous law's leaf whose bracket near
+        # a point mass does not depend on h); or six steps without progress
+        if (len(gaps) > 6 and gap > 0.9 * gaps[-7]) or \
+                (len(gaps) >= 2 and steps[-2] >= 2.0 * steps[-1] and gap > 0.9 * gaps[-2]):
+            try:
+                return Bracket(*stalled(b, gap, h), "lattice", passes)
+            except ApproxTooCostly as exc:
+                if squared_retry(exc):
+                    continue
+                raise
         h = next_step(steps, gaps, tol)
         if h <= refused:  # a finer step than one the memory budget refused: the bracket so far
             gap, quantity = names

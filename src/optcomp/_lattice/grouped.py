@@ -175,6 +175,28 @@ class squaring_cap:
         return False
 
 
+_SQUARED: contextvars.ContextVar[bool] = contextvars.ContextVar("optcomp_squared_powers", default=False)
+
+
+class squared_powers:
+    """``with squared_powers():`` every Power of more than POWER_COPIES copies is composed by
+    repeated squaring (:func:`_power`; long double from POWER_EXTENDED copies), not by one FFT
+    (:mod:`optcomp._lattice.selfcompose`).  The one-FFT power's error bound is k times its
+    transform's (relative to the largest entry, in float64); repeated squaring's doubles per
+    level from x87 extended precision's unit 2^-64: ~2^11 smaller at ~100 copies, where a
+    subsampled Gaussian at delta_g 1e-12 needs the tilted tail resolved below the power's bound
+    (:func:`optcomp._refine.refine` retries such a pass squared).  A choice of work, never of
+    soundness."""
+
+    def __enter__(self):
+        self._token = _SQUARED.set(True)
+        return self
+
+    def __exit__(self, *exc):
+        _SQUARED.reset(self._token)
+        return False
+
+
 SQUARING_BYTES = 15  # bytes a point of the last squaring's product takes per byte of its dtype (3 rows, the
 # level's output twice (the root), TREE_TEMPORARIES transforms: 3 (2 + 3) = 15; :func:`optcomp._lattice.tree._tree_level`)
 
@@ -378,7 +400,7 @@ def _stream(plan, h: float, theta: float, log_slack: float, S: np.ndarray, worke
         if ticker.stop:
             raise RuntimeError("lattice pass stopped")
         item = item.made(log_slack)  # (a leaf made here: in this stream's thread)
-        pn = power_node(item, h, theta, log_slack, S, workers) if POWER_FFT else None
+        pn = power_node(item, h, theta, log_slack, S, workers) if POWER_FFT and not _SQUARED.get() else None
         if pn is not None:  # one FFT (:mod:`optcomp._lattice.selfcompose`)
             rows_p, off_p, E_p, lz_p, rho_p, K_p, s_pow = pn
             node = _Node(np.ascontiguousarray(rows_p), off_p, E_p, lz_p, rho_p, K_p)
@@ -492,7 +514,7 @@ def grouped_pass(vals: np.ndarray, cnts: np.ndarray, h: float, theta: float, log
         raise ValueError(f"lattice step {h!r} is not m 2^j with an integer m <= 15")
     if math.fsum(leaves.span(item) for item in plan) * (1.0 + 1e-9) / h + 8.0 >= 2.0**49:
         raise ValueError(f"lattice step {h!r} too small for exact positions (sum eps / h >= 2^49)")
-    if POWER_FFT and len(plan) == 1 and isinstance(plan[0], leaves.Power):
+    if POWER_FFT and not _SQUARED.get() and len(plan) == 1 and isinstance(plan[0], leaves.Power):
         plan = [plan[0].made(log_slack)]
         lp = power_pass(plan[0], h, theta, log_slack, workers)  # None: repeated squaring instead
         if lp is not None:
