@@ -61,7 +61,7 @@ from hypothesis import strategies as st
 import optcomp
 import reference as ref
 from optcomp.mechanisms import (BlackBox, DiscreteGaussian, Gaussian, Geometric, Laplace, Pair, Profile,
-                                RandomizedResponse, Staircase)
+                                RandomizedResponse, Staircase, Subsampled)
 
 pytestmark = pytest.mark.usefixtures("address_space_cap")
 
@@ -213,23 +213,78 @@ def finite_law(mech, direction):
         p, q = (mech.p, mech.q) if direction == "forward" else (mech.q, mech.p)
         sp, sq = (sum((Fraction(v) for v in side), Fraction(0)) for side in (p, q))
 
-        def rat(r):
-            return mp.mpf(r.numerator) / r.denominator
-
-        out, inf = [], Fraction(0)
-        for a, b in zip(p, q):
-            if a == 0:
+        return _outcomes_law([(_rat(Fraction(a) / sp), _rat(Fraction(b) / sq)) for a, b in zip(p, q)])
+    if isinstance(mech, Subsampled):  # Poisson, add/remove: remove (forward) (P' = (1 - s)Q + sP, Q), add (Q, P')
+        s = mp.mpf(mech.q)
+        out, inf = [], mp.mpf(0)
+        for l, a, b in base_outcomes(mech.mechanism):
+            mix = (1 - s) * b + s * a  # P'
+            # the remove loss log(P'/Q) = log1p(s expm1(l)), from l (no cancellation of masses)
+            # (log1p(t) where t = s expm1(l) is small; else the sum of two positive terms: at s = 1
+            # and l = -1e308, 1 + t cancels to 0 in 60 digits)
+            t = s * mp.expm1(l) if abs(l) != mp.inf else None
+            y = mp.inf if l == mp.inf else (mp.log1p(-s) if l == -mp.inf else
+                                            (mp.log1p(t) if abs(t) <= 0.5 else mp.log((1 - s) + s * mp.exp(l))))
+            first, second, loss = (mix, b, y) if direction == "forward" else (b, mix, -y)
+            if first == 0:
                 continue
-            if b == 0:
-                inf += Fraction(a) / sp
+            if loss == mp.inf:
+                inf += first
             else:
-                out.append((mp.log(rat(Fraction(a) / sp)) - mp.log(rat(Fraction(b) / sq)), rat(Fraction(a) / sp)))
-        return out, rat(inf)
+                out.append((loss, first))
+        return out, inf
     if isinstance(mech, Profile):
         return _profile_atoms(mech.guarantees)
     if isinstance(mech, DiscreteGaussian):
         return _dg_atoms(mech.sigma, mech.sensitivity)
     raise TypeError(mech)
+
+
+def _outcomes_law(pairs):
+    """(atoms, +inf mass) of a pair given outcome by outcome as (P-mass, Q-mass) (mpf): an
+    outcome P never produces is no atom; one Q never produces is P-mass at +inf."""
+    out, inf = [], mp.mpf(0)
+    for a, b in pairs:
+        if a == 0:
+            continue
+        if b == 0:
+            inf += a
+        else:
+            out.append((mp.log(a) - mp.log(b), a))
+    return out, inf
+
+
+def base_outcomes(mech):
+    """The forward pair of a finite base mechanism, outcome by outcome as (loss l, P-mass,
+    Q-mass), from the definitions, l = +-inf where one side is 0: the Q-mass of outcomes P
+    never produces included (a black box's delta; a pair's zeros of p), which subsampling
+    turns into P-mass (1 - s) Q at loss log(1 - s)."""
+    if isinstance(mech, BlackBox):
+        e, d = mp.mpf(mech.eps), mp.mpf(mech.delta)
+        hi, lo = (1 - d) / (1 + mp.exp(-e)), (1 - d) / (1 + mp.exp(e))
+        return [(mp.inf, d, mp.mpf(0)), (e, hi, lo), (-e, lo, hi), (-mp.inf, mp.mpf(0), d)]
+    if isinstance(mech, Pair):
+        sp, sq = (sum((Fraction(v) for v in side), Fraction(0)) for side in (mech.p, mech.q))
+        out = []
+        for a, b in zip(mech.p, mech.q):
+            a, b = Fraction(a) / sp, Fraction(b) / sq
+            if a == 0 or b == 0:
+                out.append((mp.inf if b == 0 else -mp.inf, _rat(a), _rat(b)))
+            else:  # log of the exact rational a/b (log1p of r - 1 near 1): no cancellation
+                r = a / b
+                out.append((mp.log1p(_rat(r - 1)) if abs(r - 1) < Fraction(1, 2) else mp.log(_rat(r)), _rat(a), _rat(b)))
+        return out
+    # randomized response, geometric, staircase: symmetric, full support; the Q-mass of the
+    # outcome of loss l is the P-mass of loss -l (not m e^-l: the staircase's mass at -eps,
+    # e^-eps/2, cancels to 0 at eps = 1000 in 60 digits, e^eps times it would not)
+    atoms, inf = finite_law(mech, "forward")
+    assert inf == 0
+    mirror = {mp.mpf(l): m for l, m in atoms}
+    return [(l, m, mirror[-l]) for l, m in atoms]
+
+
+def _rat(r: Fraction):
+    return mp.mpf(r.numerator) / r.denominator
 
 
 def composed(items, direction, cap=20000):
@@ -269,7 +324,7 @@ def composed(items, direction, cap=20000):
 
 
 def directions(items):
-    return ("forward", "reverse") if any(isinstance(m, Pair) for m, _ in items) else ("forward",)
+    return ("forward", "reverse") if any(isinstance(m, (Pair, Subsampled)) for m, _ in items) else ("forward",)
 
 
 # ============================================================================ the reference: continuous laws
@@ -1032,6 +1087,12 @@ FAMILIES = {
     "gaussian": st.tuples(_log(1e-320, 1e300), st.one_of(st.just(1.0), _log(1e-300, 1e300))).map(
         lambda a: Gaussian(*a)),
 }
+# Poisson subsampling (add/remove) of the finite and continuous families, the rate on a log scale
+FINITE_BASES = ("black_box", "randomized_response", "pair", "geometric", "staircase")
+FAMILIES["subsampled"] = st.tuples(
+    st.one_of(*(FAMILIES[f] for f in FINITE_BASES + ("gaussian", "laplace"))),
+    st.one_of(st.sampled_from([1.0, 0.5, 1e-300, math.nextafter(1.0, 0.0)]), _log(1e-300, 1.0)),
+).map(lambda a: Subsampled(*a))
 # finite companions (small laws): black boxes and other families
 BESIDE = st.sampled_from([None, BlackBox(0.5, 1e-6), BlackBox(3.0, 0.0), RandomizedResponse(1.0, 3),
                           Pair((0.5, 0.5), (0.25, 0.75)), Geometric(0.7, 2)])
@@ -1045,6 +1106,9 @@ def _setup(mech, count, beside):
         mechs.append(beside)
         counts.append(1)
     finite = [(beside, 1)] if beside is not None else []
+    if isinstance(mech, Subsampled) and not isinstance(mech.mechanism, (BlackBox, RandomizedResponse, Pair, Geometric,
+                                                                        Staircase)):
+        return None  # a continuous base: benchmarks/audit_subsampled.py's quadratures (k <= 2) are its references
     if isinstance(mech, Laplace):
         a = Fraction(mech.sensitivity) / Fraction(mech.scale)
         if count > 2 or (count == 2 and not (Fraction(1, 1000) <= a <= 700)):

@@ -244,9 +244,10 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
                 dropped += m + merr
                 continue
             rel = max(rel, float(merr / m))
-            if pos_exact is not None:  # (perr: the rounding of the PREC-bit position)
+            if pos_exact is not None:  # (perr: the rounding of the PREC-bit position; 0 where it is exact)
                 p_mp = mpmath.mpf(pos_exact.numerator) / pos_exact.denominator
-                rows.append((pos_exact, p_mp, mpmath.ldexp(abs(p_mp), 2 - PREC), m))
+                exact_mp = _mpf_fraction(p_mp) == pos_exact if p_mp else pos_exact == 0
+                rows.append((pos_exact, p_mp, mpmath.mpf(0) if exact_mp else mpmath.ldexp(abs(p_mp), 2 - PREC), m))
             else:
                 rows.append((None, pos, perr + mpmath.ldexp(abs(pos), 2 - PREC), m))
         if not rows:
@@ -462,12 +463,20 @@ def _int_ld(n: int):
     return np.ldexp(_LD(n >> s), s)
 
 
+def _mpf_fraction(p) -> Fraction:
+    """A finite mpmath number as the exact rational it is ((-1)^sign man 2^exp)."""
+    sign, man, exp, _ = p._mpf_
+    man = -int(man) if sign else int(man)
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
+
+
 def _mp_ld(x):
     """An mpmath number as the nearest long double (two doubles: relative error <= 2^-64);
-    beyond the doubles' range (a log mass -2e308 of Geometric(1e308, 2)) by its exponent,
-    +-inf beyond the long doubles'."""
+    beyond the doubles' normal range (a log mass -2e308 of Geometric(1e308, 2); a position
+    1e-440 of a subsampling at q = 1e-284, which a double rounds to 0) by its exponent, +-inf
+    beyond the long doubles'."""
     hi = float(x)
-    if math.isfinite(hi):
+    if math.isfinite(hi) and (abs(hi) >= sys.float_info.min or not x):
         return _LD(hi) + _LD(float(x - hi))
     m, e = mpmath.frexp(x)  # x = m 2^e, 1/2 <= |m| < 1
     mh = float(m)
@@ -498,15 +507,24 @@ class LawSolver:
         """(K, K', K'') of the composed loss at the tilt theta (floats: estimates only)."""
         K = K1 = K2 = 0.0
         for pos, lm, cc in self._cgf_laws:
-            w = lm + theta * pos
+            # moments of pos / S, S the largest |pos| (positions near 1e308: their squares and
+            # sums overflow in NumPy, with a warning; the scale goes back in Python floats,
+            # which overflow to inf quietly); a tilt that overflows the exponents: the top atom
+            S = float(np.max(np.abs(pos))) or 1.0
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = lm + theta * pos
             mx = float(np.max(w))
+            if not math.isfinite(mx):
+                K, K1 = K + cc * mx, K1 + cc * float(np.max(pos))
+                continue
             e = np.exp(w - mx)
             z = float(np.sum(e))
-            m1 = float(np.sum(e * pos)) / z
-            m2 = float(np.sum(e * pos * pos)) / z
+            r = pos / S
+            a1 = float(np.sum(e * r)) / z
+            a2 = float(np.sum(e * r * r)) / z
             K += cc * (mx + math.log(z))
-            K1 += cc * m1
-            K2 += cc * max(m2 - m1 * m1, 0.0)
+            K1 += cc * (a1 * S)
+            K2 += cc * (max(a2 - a1 * a1, 0.0) * S * S)
         return K, K1, K2
 
     def _tilt(self, x: float, rel: float = 1e-12) -> float:
@@ -577,7 +595,7 @@ class SmallLaw(LawSolver):
             with mpmath.workprec(PREC):  # (mpmath's default 53 bits left each log mass 2^-53 off, uncharged)
                 lp = np.array([_mp_ld(mpmath.log(m)) for m in law.mass], dtype=_LD)
             lf = np.array([_mp_ld(p) for p in law.pos], dtype=_LD)
-            pf = np.array([float(e) for e in law.perr])
+            pf = np.array([_mp_ld(e) for e in law.perr], dtype=_LD)  # (a double drops errors below 1e-308)
             ab = np.abs(lf)
             vl = v.astype(_LD)
             f_lm = lc + vl @ lp
@@ -649,9 +667,14 @@ class SmallLaw(LawSolver):
                     continue
                 with mpmath.workprec(PREC):
                     terms = [(int(n), pe) for n, pe in zip(self.counts[i].tolist(), self.mp_pos) if n]
-                    v = mpmath.fsum(n * p for n, (p, _) in terms) - mpmath.mpf(x)
-                    ev = mpmath.fsum(n * (e_ + mpmath.ldexp(abs(p), 4 - PREC)) for n, (p, e_) in terms) \
-                        + mpmath.ldexp(abs(x) + 1, 4 - PREC)
+                    # the distance of the PREC-bit positions, summed as the rationals they are (no
+                    # rounding: an atom 1 + 5e-301 at x = 1 is 5e-301 away, where rounding
+                    # relative to the terms left it within 1.4e-76), rounded once to PREC bits
+                    # (1 ulp of it, charged 16); the positions' own errors summed, a few ulps each
+                    vf = sum((n * _mpf_fraction(p) for n, (p, _) in terms), Fraction(0)) - Fraction(x)
+                    v = mpmath.mpf(vf.numerator) / vf.denominator
+                    ev = mpmath.fsum(n * e_ for n, (_, e_) in terms) * (1 + mpmath.ldexp(len(terms) + 1, 4 - PREC)) \
+                        + mpmath.ldexp(abs(v), 4 - PREC)
                     dd[i] = _mp_ld(v + ev) * (1 + 4 * _U_LD) if upper else _mp_ld(v - ev) * (1 - 4 * _U_LD)
         keep = dd > 0
         return np.nonzero(keep)[0], dd[keep]

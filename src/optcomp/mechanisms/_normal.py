@@ -32,10 +32,11 @@ def _side(za, ea, zb, eb, La=None, Lb=None):
 
     La = log_ndtr(za) if La is None else La
     Lb = log_ndtr(zb) if Lb is None else Lb
-    eta_a = log_ndtr_error(La) + (np.abs(za) + 1.0) * ea
-    eta_b = log_ndtr_error(Lb) + (np.abs(zb) + 1.0) * eb
-    D = La - Lb
     with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+        # (an infinite argument error, or both ends at -inf: NaN or inf below, a cell [0, 1])
+        eta_a = log_ndtr_error(La) + (np.abs(za) + 1.0) * ea
+        eta_b = log_ndtr_error(Lb) + (np.abs(zb) + 1.0) * eb
+        D = La - Lb
         m = np.exp(Lb) * -np.expm1(D)
         rel = eta_b + (eta_a + eta_b) / np.abs(D) + (2 * LIBM_ULPS + 4) * _U * (1.0 + np.abs(Lb))
         cap = np.exp(Lb + eta_b) * (np.abs(D) + eta_a + eta_b) * (1.0 + 8.0 * _U)

@@ -318,9 +318,17 @@ class Gaussian(CellMechanism):
         """z = (l - mu^2/2)/mu of float losses, with a bound of its rounding error."""
         u = 2.0**-53
         mu = float(Fraction(self.sensitivity) / Fraction(self.sigma))
-        mean = mu * mu / 2.0
-        z = (x - mean) / mu
-        return z, 4.0 * u * (np.abs(z) + np.abs(x) / mu + mu + 1.0)
+        # (mu beyond ~1e154 or below ~1e-300 -- the base of a Subsampled, composed through its
+        # cells -- overflows z, mean or the bound: an infinite bound, the cell bracketed [0, 1])
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            mean = mu * mu / 2.0
+            z = (x - mean) / mu
+            err = 4.0 * u * (np.abs(z) + np.abs(x) / mu + mu + 1.0)
+        bad = ~np.isfinite(err)
+        if np.any(bad):
+            z = np.where(np.isnan(z), 0.0, z)
+            err = np.where(bad, np.inf, err)
+        return z, err
 
     def _interval_masses(self, l0, l1, direction):
         """Vectorised in floats (the mpmath path costs ~250 us an edge).  In z = (l -
@@ -375,8 +383,9 @@ class Gaussian(CellMechanism):
 
         u = 2.0**-53
         (zf, ef), (zl, el) = self._z(np.array([e0])), self._z(np.array([e1]))
-        with np.errstate(over="ignore", under="ignore"):
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             lf, ll = log_ndtr(zf), log_ndtr(-zl)
             below = float(np.exp(lf + log_ndtr_error(lf) + (np.abs(zf) + 1.0) * ef)[0]) * (1.0 + 8.0 * u) + 1e-323
             above = float(np.exp(ll + log_ndtr_error(ll) + (np.abs(zl) + 1.0) * el)[0]) * (1.0 + 8.0 * u) + 1e-323
-        return min(below, 1.0), min(above, 1.0)
+        # (an unbounded argument error, :meth:`_z`: the whole mass)
+        return (min(below, 1.0) if below == below else 1.0), (min(above, 1.0) if above == above else 1.0)

@@ -316,14 +316,23 @@ class Subsampled(_Registered):
             return max(v_lo - e_lo, mpmath.mpf(0)), v_hi + e_hi
 
         if direction == FORWARD:
-            xt = mpmath.log1p(mpmath.expm1(x) / s)  # >= x >= 0
-            lo, hi = between(xt, mpf_err(xt, bits=6), FORWARD)
+            if x > 4 * mpmath.mp.prec:
+                # x - log s + log1p(-e^{-x} (1 - s)), the last term within 2 e^{-x} < 2^{-5 prec}
+                # of 0: e^x itself (x = 1e308) costs mpmath ~10 ms an evaluation
+                xt = x - mpmath.log(s)
+                xt_err = mpf_err(xt, bits=6) + mpmath.ldexp(1, -5 * mpmath.mp.prec)
+            else:
+                xt = mpmath.log1p(mpmath.expm1(x) / s)  # >= x >= 0
+                xt_err = mpf_err(xt, bits=6)
+            lo, hi = between(xt, xt_err, FORWARD)
             if hi == 0:
                 return mpmath.mpf(0), mpmath.mpf(0)  # H is nonincreasing: 0 at the true threshold
             lo, hi = s * lo, s * hi
             return (lo + hi) / 2, (hi - lo) / 2 + mpf_err(hi, bits=2)
         # add: c H_g(Q || P), c = 1 - e^x (1 - s) = -expm1(x + log(1 - s)), log g = log s + x - log c
         ls = mpmath.log1p(-s)
+        if x + ls > 1:  # c <= 1 - e < 0, far beyond its rounding: H = 0 (and no e^x of a huge x)
+            return mpmath.mpf(0), mpmath.mpf(0)
         c = -mpmath.expm1(x + ls)
         c_err = mpf_err(1, x, ls, bits=6)  # the sum's rounding (times e^{x + ls} <= 1), expm1's
         if c + c_err <= 0:
@@ -352,10 +361,27 @@ class Subsampled(_Registered):
             out = []
             fwd = direction == FORWARD
             for pos_exact, pos, perr, m, merr in atoms_b:
-                # g(l) = log(1 - s + s e^l): the sum of two positive terms, each within a few
-                # ulps; g' <= 1 carries the base position's error
-                y = mpmath.log(one_s + s * mpmath.exp(pos))
-                yerr = perr + mpf_err(1, y, bits=4)
+                num = abs(pos_exact.numerator) if pos_exact is not None else 0
+                if pos_exact is not None and pos_exact.denominator & (pos_exact.denominator - 1) == 0 \
+                        and (num // (num & -num) if num else 0).bit_length() <= mpmath.mp.prec:
+                    # a dyadic rational of at most prec bits (a float eps): pos is it exactly, and
+                    # the error charged for it (2 ulps of |pos|: e^{1e250} on e^{-l} at l = 1e308,
+                    # an infinite relative mass error) is 0
+                    perr = mpmath.mpf(0)
+                # g(l) = log(1 - s + s e^l): where t = s expm1(l) is small, log1p(t) (relative to
+                # y within a few ulps: the sum below loses y under the unit of 1, q = 1e-284 gave
+                # it an error of 1e-57); else the sum of two positive terms, each within a few
+                # ulps.  g' = s e^l / (1 - s + s e^l) <= 1, increasing: its value at l + perr
+                # carries the base position's error
+                t = s * mpmath.expm1(pos)
+                if abs(t) <= 0.5:
+                    y = mpmath.log1p(t)
+                    yerr = mpf_err(y, bits=6)
+                else:
+                    y = mpmath.log(one_s + s * mpmath.exp(pos))
+                    yerr = mpf_err(1, y, bits=4)
+                r = s * mpmath.exp(pos + perr)
+                yerr += perr * min(mpmath.mpf(1), r / (one_s + r)) * (1 + mpf_err(1, bits=8))
                 ex = mpmath.exp(-pos)  # the Q-mass of the atom is m e^{-l}
                 spread = mpmath.expm1(perr)  # |e^{-l'} - e^{-l}| <= e^{-l} expm1(perr)
                 if fwd:
@@ -773,8 +799,14 @@ class Subsampled(_Registered):
                 v = mpmath.log1p(mpmath.mpf(s) * mpmath.expm1(mpmath.mpf(l)))
                 f = float(v)
                 d = abs(mpmath.mpf(f) - v) + mpf_err(1, v, bits=6)
+                # the base's position error e moves y by at most e max g' over [l - e, l + e]:
+                # g'(l) = s e^l / (1 - s + s e^l) is increasing, <= 1 (q = 1e-284 carries the
+                # base's 1e-57 as 1e-341, not as itself)
+                r = mpmath.mpf(s) * mpmath.exp(mpmath.mpf(l) + mpmath.mpf(e))
+                lip = min(mpmath.mpf(1), r / (1 - mpmath.mpf(s) + r))
+                moved = float(lip * mpmath.mpf(e) * (1 + mpmath.mpf(2) ** -100))
             y.append(f)
-            yerr.append(_up(float(e) + float(d) * (1.0 + 2.0**-50) + 5e-324))
+            yerr.append(_up(moved * (1.0 + 2.0**-50) + float(d) * (1.0 + 2.0**-50) + 5e-324))
         y, yerr = np.array(y), np.array(yerr)
         mix_lo, mix_hi = _mix(s, pts.p_lo, pts.q_lo, False), _mix(s, pts.p_hi, pts.q_hi, True)
         if direction == FORWARD:
