@@ -100,8 +100,21 @@ class PipelineRun:
                 self.proc.wait(timeout=30)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _provenance_cache(tmp_path_factory):
+    """The session's code-hash cache (:mod:`optcomp.provenance`): a fresh folder of its own,
+    shared with the processes the session starts (the workflow's jobs), so that a test run
+    neither reads nor fills the user's ~/.cache (a value already set is kept)."""
+    if "OPTCOMP_PROVENANCE_CACHE" in os.environ:
+        yield
+        return
+    os.environ["OPTCOMP_PROVENANCE_CACHE"] = str(tmp_path_factory.mktemp("provenance-cache"))
+    yield
+    os.environ.pop("OPTCOMP_PROVENANCE_CACHE", None)
+
+
 @pytest.fixture(scope="session")
-def pipeline_run(tmp_path_factory):
+def pipeline_run(tmp_path_factory, _provenance_cache):
     """The workflow run of tests/test_pipeline.py (see above), stopped at the end of the session
     if it is still going (an interrupted session)."""
     run = PipelineRun(tmp_path_factory.mktemp("pipeline"))

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import mpmath as mp
+from mpmath.libmp import fzero, mpf_add, mpf_mul
 
 __all__ = [
     "TAU",
@@ -321,7 +322,7 @@ def _atoms_above(groups, cut: Fraction, abs_tol, max_atoms: int) -> _Atoms:
     # positions kept as integers in units of 1/den (den: the common denominator of the eps),
     # exactly the Fractions' sums, without a Fraction's hash and normalisation per product
     den = math.lcm(*(eps.denominator for eps, _ in lg))
-    dist: dict[int, object] = {0: mp.mpf(1)}
+    dist: dict[int, object] = {0: mp.mpf(1)._mpf_}  # raw mpmath values (see below)
     dropped = mp.mpf(0)
     complete = True
     tol_g = abs_tol / len(lg)
@@ -340,15 +341,23 @@ def _atoms_above(groups, cut: Fraction, abs_tol, max_atoms: int) -> _Atoms:
         if len(dist) * len(pos) > max_atoms * 4:
             raise ReferenceTooCostly(f"product of binomials too large ({len(dist)} x {len(pos)})")
         scaled = [p.numerator * (den // p.denominator) for p in pos]
+        # the products and sums on mpmath's raw values at the context's precision and rounding:
+        # the very operations (mpf_mul, mpf_add; a first term is 0 + pa pb) that ``pa * pb`` and
+        # ``new.get(key, 0) + ...`` on mpf objects perform, without an object per operation
+        prec, rnd = mp.mp._prec_rounding
+        raw = [m._mpf_ for m in mass]
         new: dict[int, object] = {}
+        get = new.get
         for a, pa in dist.items():
-            for b, pb in zip(scaled, mass):
+            for b, pb in zip(scaled, raw):
                 key = a + b
-                new[key] = new.get(key, 0) + pa * pb
+                old = get(key)
+                term = mpf_mul(pa, pb, prec, rnd)
+                new[key] = mpf_add(term, fzero, prec, rnd) if old is None else mpf_add(old, term, prec, rnd)
         dist = new
     above = math.floor(cut * den)  # an integer position n is > cut iff n > floor(cut den)
     items = sorted((n, m) for n, m in dist.items() if n > above)
-    return _Atoms([Fraction(n, den) for n, _ in items], [m for _, m in items], dropped, complete, top)
+    return _Atoms([Fraction(n, den) for n, _ in items], [mp.mp.make_mpf(m) for _, m in items], dropped, complete, top)
 
 
 def _suffix(atoms: _Atoms):
@@ -356,24 +365,53 @@ def _suffix(atoms: _Atoms):
     sum_{i>=j} P_i e^{l_j - l_i}, all by recursions with nonnegative terms only
     (S(l_{j-1}) = (1 - e^{-G}) A_j + e^{-G} S_j with G = l_j - l_{j-1}, exact)."""
     n = len(atoms.pos)
-    A, S, V = [mp.mpf(0)] * n, [mp.mpf(0)] * n, [mp.mpf(0)] * n
+    A, S = [fzero] * n, [fzero] * n
     # the positions as integers in units of 1/den (exact): gaps without Fraction arithmetic
     den = math.lcm(*(p.denominator for p in atoms.pos)) if n else 1
     scaled = [p.numerator * (den // p.denominator) for p in atoms.pos]
     cache: dict = {}  # gap (units of 1/den) -> (e^-G, -expm1(-G)); a single group has one gap, 2 eps
+    eGs = [fzero] * n  # eGs[j]: e^-G of the gap from atom j to atom j + 1 (raw)
+    # the recursions on mpmath's raw values at the context's precision and rounding: the very
+    # operations (mpf_add, mpf_mul, in this order) that the same lines on mpf objects perform
+    prec, rnd = mp.mp._prec_rounding
+    mass = [m._mpf_ for m in atoms.mass]
     for j in range(n - 1, -1, -1):
         if j == n - 1:
-            A[j], S[j], V[j] = atoms.mass[j], mp.mpf(0), atoms.mass[j]
+            A[j], S[j] = mass[j], fzero
         else:
             gap = scaled[j + 1] - scaled[j]
             if gap not in cache:
                 G = _mpf(Fraction(gap, den))
-                cache[gap] = (mp.exp(-G), -mp.expm1(-G))
+                cache[gap] = (mp.exp(-G)._mpf_, (-mp.expm1(-G))._mpf_)
             eG, one_minus = cache[gap]
-            A[j] = atoms.mass[j] + A[j + 1]
-            S[j] = one_minus * A[j + 1] + eG * S[j + 1]
-            V[j] = atoms.mass[j] + eG * V[j + 1]
-    return A, S, V
+            eGs[j] = eG
+            A[j] = mpf_add(mass[j], A[j + 1], prec, rnd)
+            S[j] = mpf_add(mpf_mul(one_minus, A[j + 1], prec, rnd), mpf_mul(eG, S[j + 1], prec, rnd), prec, rnd)
+    make = mp.mp.make_mpf
+    return [make(a) for a in A], [make(x) for x in S], _LazyV(mass, eGs, prec, rnd)
+
+
+class _LazyV:
+    """V_j = mass_j + e^{-G_j} V_{j+1} (V_{n-1} = mass_{n-1}), the recursion of :func:`_suffix`,
+    run from the last atom down to the least index asked for (the root finder asks for one or
+    two), at the precision and rounding it was made with."""
+
+    def __init__(self, mass, eGs, prec, rnd):
+        self._mass, self._eGs, self._prec, self._rnd = mass, eGs, prec, rnd
+        self._values = {len(mass) - 1: mass[-1]} if mass else {}
+        self._low = len(mass) - 1
+
+    def __getitem__(self, j):
+        if j < 0:
+            j += len(self._mass)
+        if not 0 <= j < len(self._mass):
+            raise IndexError(j)
+        while self._low > j:
+            i = self._low - 1
+            self._values[i] = mpf_add(self._mass[i], mpf_mul(self._eGs[i], self._values[i + 1], self._prec, self._rnd),
+                                      self._prec, self._rnd)
+            self._low = i
+        return mp.mp.make_mpf(self._values[j])
 
 
 def _S_at(atoms: _Atoms, A, S, x: Fraction):

@@ -379,30 +379,13 @@ CLI_CASES = [  # (argv, the parameter the one-line message must name; None: argp
 CLI_BAD = [argv for argv, _name in CLI_CASES]
 
 
-@pytest.fixture(scope="module")
-def cli_results():
-    """Run every CLI_BAD command in its own process, a few at a time."""
-    env = dict(os.environ)
-    env["PYTHONWARNINGS"] = "default"  # a RuntimeWarning would show on stderr
-    results = {}
-    batch = 6
-    for i in range(0, len(CLI_BAD), batch):
-        procs = [(tuple(a), subprocess.Popen([sys.executable, "-m", "optcomp", *a], stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, text=True, env=env))
-                 for a in CLI_BAD[i:i + batch]]
-        for argv, p in procs:
-            try:
-                out, err = p.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, err = p.communicate()
-            results[argv] = (p.returncode, out, err)
-    return results
+# the process boundary (``python -m optcomp``: exit status, stderr, PYTHONWARNINGS=default) for
+# one case of each kind: argparse's own error, a bad number the library names, a bad range; every
+# case also runs in process below (the same checks, warnings recorded rather than read off stderr)
+CLI_SUBPROCESS = [CLI_BAD[0], CLI_BAD[2], CLI_BAD[-1]]
 
 
-@pytest.mark.parametrize("argv,name", CLI_CASES, ids=[" ".join(a)[:60] for a, _ in CLI_CASES])
-def test_cli_bad_input(cli_results, argv, name):
-    code, out, err = cli_results[tuple(argv)]
+def _check_cli_failure(code, out, err, name):
     lines = err.splitlines()
     assert "Traceback" not in err, f"traceback: {err[-300:]}"
     assert "Warning" not in err, f"warning on stderr: {err}"
@@ -412,6 +395,40 @@ def test_cli_bad_input(cli_results, argv, name):
     if name is not None:  # the library's message or argparse's, naming the parameter or its option
         pattern = r"(?<![\w-])(--)?" + re.escape(name).replace("_", "[_-]") + r"(?![\w-])"
         assert re.search(pattern, lines[0]), f"the message does not name {name!r}: {lines[0]!r}"
+
+
+@pytest.mark.parametrize("argv,name", CLI_CASES, ids=[" ".join(a)[:60] for a, _ in CLI_CASES])
+def test_cli_bad_input(argv, name, capsys):
+    """``cli.main`` in this process: status 2 (returned, or argparse's SystemExit), one line on
+    stderr naming the parameter, nothing on stdout, and no warning at all (every warning
+    recorded, none ignored: stronger than PYTHONWARNINGS=default's stderr)."""
+    from optcomp import cli
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+    out, err = capsys.readouterr()
+    assert not caught, [str(w.message) for w in caught]
+    _check_cli_failure(code, out, err, name)
+
+
+def test_cli_bad_input_through_a_subprocess():
+    """A few of the cases above end to end, each in its own process, side by side."""
+    env = dict(os.environ)
+    env["PYTHONWARNINGS"] = "default"  # a RuntimeWarning would show on stderr
+    names = dict((tuple(a), n) for a, n in CLI_CASES)
+    procs = [(a, subprocess.Popen([sys.executable, "-m", "optcomp", *a], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)) for a in CLI_SUBPROCESS]
+    for argv, p in procs:
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        _check_cli_failure(p.returncode, out, err, names[tuple(argv)])
 
 
 # ----------------------------------------------------------------------------- no warnings, no NaN (issue 16, item 12)

@@ -224,16 +224,28 @@ def _subsampled_gaussian_cgf(q, sigma, theta, direction):
     definitions at 30 digits (14 beyond float64's; 40 cost twice the time for a difference below
     1e-21 relative): Q = N(0, sigma^2), P = N(1, sigma^2), r = dP/dQ = e^{(2z - 1) /
     (2 sigma^2)}, P' = (1 - q) Q + q P; forward (P', Q): E_Q[(1 - q + q r)^{theta + 1}];
-    reverse (Q, P'): E_Q[(1 - q + q r)^{-theta}]."""
+    reverse (Q, P'): E_Q[(1 - q + q r)^{-theta}].
+
+    The integrand is written as one exponential, e^{-z^2 / (2 sigma^2) + power log(1 - q + q r)},
+    the density's constant 1 / (sigma sqrt(2 pi)) taken out of the integral: the same function
+    as npdf(z, 0, sigma) (1 - q + q r)^power, at less than half the cost (no npdf call, one exp
+    fewer a point).  Against that product form at 30 digits the value differs by <= 7e-18 relative on
+    every tilt the test below tries (that much is the product form's own cancellation at q =
+    1e-6, where E ~ 1 + 1e-12: a 40-digit evaluation agrees with this one to 5e-18); the least
+    relative margin the test distinguishes, (x - exact) / exact, is 4.6e-9."""
     with mpmath.workdps(30):
         q, s, th = mpmath.mpf(q), mpmath.mpf(sigma), mpmath.mpf(theta)
         power = th + 1 if direction == "forward" else -th
+        a = 1 / (s * s)  # (2z - 1) / (2 sigma^2) = a z - b
+        b, h, one = a / 2, -a / 2, 1 - q
+        exp, log = mpmath.exp, mpmath.log
 
         def f(z):
-            return mpmath.npdf(z, 0, s) * (1 - q + q * mpmath.exp((2 * z - 1) / (2 * s * s))) ** power
+            return exp(h * z * z + power * log(one + q * exp(a * z - b)))
 
-        return mpmath.log(mpmath.quad(f, [-mpmath.inf, -10 * s, -3 * s, 0, 0.5, 3 * s, 10 * s, 40 * s + 40 * th,
-                                          mpmath.inf]))
+        integral = mpmath.quad(f, [-mpmath.inf, -10 * s, -3 * s, 0, 0.5, 3 * s, 10 * s, 40 * s + 40 * th,
+                                   mpmath.inf])
+        return mpmath.log(integral / (s * mpmath.sqrt(2 * mpmath.pi)))
 
 
 @pytest.mark.parametrize("q, sigma, k, t", [(1e-3, 0.8, 10**9, 1e-5), (1e-6, 1.0, 10**12, 1e-5),
@@ -241,7 +253,7 @@ def _subsampled_gaussian_cgf(q, sigma, theta, direction):
 def test_every_searched_chernoff_bound_is_above_the_exact_moment_generating_functions(q, sigma, k, t):
     """Each (tilt, step) the fallback tries, in each global direction, gives x with
     H(x) <= t from a certified MGF bound K >= k K1(theta): so x >= (k K1(theta) - log t) /
-    theta with K1 the step's exact CGF (40-digit quadrature from the definitions, not from
+    theta with K1 the step's exact CGF (30-digit quadrature from the definitions, not from
     the leaves).  At 10^9 and 10^12 steps the fine steps the search adds are the ones that
     answer (2169.5 against the exact-MGF optimum 2164.9 over tilts; 36.1 against 7.17).
     (An invariant here, not everywhere: a leaf's truncated tail, P-mass <= 1e-300 a copy, is

@@ -1,4 +1,6 @@
-"""The command line end to end, through a subprocess (``python -m optcomp``).
+"""The command line end to end: ``cli.main`` with this process's stdin, stdout, stderr and
+working directory standing in for a subprocess's, and ``python -m optcomp`` itself where the
+process boundary is the point (version and bare usage, bad input, --mechanism, hostile stdin).
 
 Every subcommand runs once per output format that matters and its output is parsed back
 (table, JSON, CSV) and compared with the library; bad input must give exit status 2, one
@@ -30,9 +32,40 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.ge
 COMMANDS = ("epsilon", "delta", "bounds", "compare", "split", "curve", "methods")
 
 
-def run(*args, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+def run_process(*args, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+    """``python -m optcomp ARGS`` in a process of its own."""
     return subprocess.run([sys.executable, "-m", "optcomp", *args], input=stdin, capture_output=True, text=True,
                           env=ENV, cwd=cwd, timeout=120)
+
+
+def run(*args, stdin: str | None = None, cwd=None, process: bool = False) -> subprocess.CompletedProcess:
+    """What ``python -m optcomp ARGS`` gives (status, stdout, stderr), from ``cli.main`` in this
+    process (a subprocess's start-up, ~0.3-0.5 s, spared), or from :func:`run_process` with
+    ``process``: stdin a text stream over UTF-8 bytes (with a ``buffer``, as a process's), stdout
+    and stderr captured, the working directory ``cwd``, a SystemExit's code the status
+    (``python -m optcomp`` runs ``sys.exit(main())``); a warning is an error under the suite's
+    filter, which the command turns into its one-line message (the stderr checks then fail)."""
+    if process:
+        return run_process(*args, stdin=stdin, cwd=cwd)
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin, sys.stdout, sys.stderr
+    here = os.getcwd()
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+    sys.stdout, sys.stderr = out, err
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            status = cli.main(list(args))
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if isinstance(exc.code, str):
+                err.write(exc.code + "\n")
+    finally:
+        os.chdir(here)
+        sys.stdin, sys.stdout, sys.stderr = saved
+    return subprocess.CompletedProcess(["optcomp", *args], status, out.getvalue(), err.getvalue())
 
 
 def ok(*args, **kw) -> str:
@@ -67,7 +100,7 @@ def rows_csv(*args, **kw) -> list[dict]:
 
 
 def fails(*args, stdin=None, match: str = "") -> str:
-    r = run(*args, stdin=stdin)
+    r = run_process(*args, stdin=stdin)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == ""  # nothing half-written
     lines = r.stderr.splitlines()
@@ -97,8 +130,8 @@ def fails_in_process(args, match, capsys, monkeypatch, stdin: str | None = None)
 
 
 def test_version_and_bare_usage():
-    assert ok("--version").strip() == f"optcomp {optcomp.__version__}"
-    r = run()
+    assert ok("--version", process=True).strip() == f"optcomp {optcomp.__version__}"
+    r = run_process()
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("usage: optcomp")
     for command in COMMANDS:
@@ -573,7 +606,7 @@ def test_mechanisms_through_a_subprocess():
     """--mechanism end to end (the checks of its answers run in tests/test_toolkit_mechanisms.py):
     one Laplace (a = 1/2) and one staircase, the library's value."""
     rows = rows_json("epsilon", "--mechanism", "laplace:scale=2", "--mechanism", "staircase:eps=0.3,gamma=0.4",
-                     "--delta-g", "1e-6")
+                     "--delta-g", "1e-6", process=True)
     from optcomp.mechanisms import Laplace, Staircase
 
     assert rows[0]["eps_g"] == optcomp.epsilon_g([Laplace(2.0), Staircase(0.3, 0.4)], counts=[1, 1], delta_g=1e-6)

@@ -171,6 +171,45 @@ def test_a_module_in_the_closure_changes_the_hash(tmp_path):
     assert provenance.code_hash(function, package) == before  # the command line produces no table
 
 
+def test_the_cache_of_parsed_files_changes_no_hash(tmp_path, monkeypatch):
+    """The facts read from each file (normalized source, imports, string constants) are kept in
+    a cache keyed by the file's bytes: cold, warm, off and with a corrupt entry, the hash and the
+    modules are the same, and a changed byte is a new entry, not the old answer (on a small
+    package of the same shape; the committed sidecars are checked through the cache above)."""
+    package = tmp_path / "optcomp"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text('"""Doc."""\nfrom .a import run  # a comment\n')
+    (package / "a.py").write_text("from . import b\nfrom .sub import c\nLAZY = 'd'\n\ndef run():\n    return b.X\n")
+    (package / "b.py").write_text("X = 1\n")
+    (package / "d.py").write_text("import optcomp.b\nY = 2\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "c.py").write_text("from ..b import X\n")
+    (package / "cli.py").write_text("import optcomp.a\n")
+    (package / "unused.py").write_text("Z = 3\n")
+    function = "optcomp.a.run"
+    cache = tmp_path / "cache"
+
+    def fresh(value):  # a new process: nothing in memory, the cache as ``value`` sets it
+        monkeypatch.setenv("OPTCOMP_PROVENANCE_CACHE", value)
+        provenance._facts_cached.cache_clear()
+        return provenance.code_hash(function, package), provenance.code_modules(function, package)
+
+    off = fresh("")
+    assert off[1] == ["optcomp", "optcomp.a", "optcomp.b", "optcomp.d", "optcomp.sub", "optcomp.sub.c"]
+    assert not cache.exists()
+    assert fresh(str(cache)) == off  # cold: fills the cache
+    entries = sorted(cache.glob("*.json"))
+    assert len(entries) == len(off[1])
+    assert fresh(str(cache)) == off  # warm: read from it
+    entries[0].write_text("{not json")
+    entries[1].write_text('{"format": "other"}')
+    assert fresh(str(cache)) == off  # a corrupt entry is recomputed
+    (package / "b.py").write_text("X = 2\n")
+    changed = fresh(str(cache))
+    assert changed[0] != off[0] and changed == fresh("")
+    provenance._facts_cached.cache_clear()
+
+
 # ----------------------------------------------------------------------- the reference run
 
 

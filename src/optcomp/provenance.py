@@ -71,51 +71,94 @@ def _package_modules(package: Path) -> dict[str, Path]:
     return modules
 
 
-def _parsed(path: Path):
-    """The file's AST and normalized source, computed once per version of the file."""
+# Parsing the ~60 modules of a closure (ast, tokenize) costs ~2 s, once in every workflow job
+# (each a fresh interpreter).  What is read from a file -- its normalized source, the import
+# targets it names and its short string constants -- depends on its bytes and its package's
+# dotted name only, so it is kept in a cache keyed by the SHA-256 of exactly those (and of the
+# Python version and this format): a changed byte is a new key, never a stale answer.  The
+# cache lives outside the repository (OPTCOMP_PROVENANCE_CACHE, default
+# ~/.cache/optcomp/provenance; an empty value turns it off); an entry that cannot be read or
+# written is computed as if there were no cache.
+CACHE_FORMAT = "optcomp-provenance-facts-1"
+
+
+def _cache_dir() -> Path | None:
+    value = os.environ.get("OPTCOMP_PROVENANCE_CACHE")
+    if value is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "optcomp" / "provenance"
+    return Path(value) if value else None
+
+
+def _facts(path: Path, package: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """(normalized source, import targets, string constants under 200 characters) of the file,
+    once per version of it (in this process, and across processes through the cache)."""
     stat = path.stat()
-    return _parsed_cached(str(path), stat.st_mtime_ns, stat.st_size)
+    return _facts_cached(str(path), stat.st_mtime_ns, stat.st_size, package)
 
 
 @functools.lru_cache(maxsize=1024)
-def _parsed_cached(path: str, mtime_ns: int, size: int):
+def _facts_cached(path: str, mtime_ns: int, size: int, package: str):
     source = Path(path).read_bytes()
-    return ast.parse(source), normalized_source(source)
-
-
-def _direct(name: str, root: Path) -> frozenset[str]:
-    """:func:`_direct_cached`, once per version of the module's file."""
-    stat = _package_modules(root)[name].stat()
-    return _direct_cached(name, root, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=1024)
-def _direct_cached(name: str, root: Path, mtime_ns: int, size: int) -> frozenset[str]:
-    """The package modules ``name`` names: imports anywhere in the file (relative ones
-    resolved), and string constants that are a module's dotted path, absolute
-    (``"optcomp.lattice"``, ``"optcomp.experiments.budget.sweep"``: the longest module
-    prefix) or relative to the package (``"optimal"``, as the lazy registries write them)."""
-    modules = _package_modules(root)
-    path = modules[name]
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    named: set[str] = set()
-    for node in ast.walk(_parsed(path)[0]):
+    key = hashlib.sha256(b"\0".join([CACHE_FORMAT.encode(), f"{sys.version_info[:2]}".encode(), package.encode(),
+                                      source])).hexdigest()
+    folder = _cache_dir()
+    entry = folder / f"{key}.json" if folder is not None else None
+    if entry is not None:
+        try:
+            data = json.loads(entry.read_text(encoding="utf-8"))
+            if (isinstance(data, dict) and data.get("format") == CACHE_FORMAT and isinstance(data.get("normalized"), str)
+                    and all(isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])
+                            for k in ("imports", "strings"))):
+                return data["normalized"], frozenset(data["imports"]), frozenset(data["strings"])
+        except (OSError, ValueError):
+            pass
+    normalized = normalized_source(source)
+    imports: set[str] = set()
+    strings: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            named.update(a.name for a in node.names)
+            imports.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            named.add(target)
-            named.update(f"{target}.{a.name}" for a in node.names)
+            imports.add(target)
+            imports.update(f"{target}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
-            text = node.value
-            if f"optcomp.{text}" in modules:
-                named.add(f"optcomp.{text}")
-            elif text.startswith("optcomp.") and " " not in text:
-                named.add(text)
+            strings.add(node.value)
+    if entry is not None:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "normalized": normalized, "imports": sorted(imports),
+                                       "strings": sorted(strings)}), encoding="utf-8")
+            os.replace(tmp, entry)  # atomic: a job running beside this one reads all of it or nothing
+        except OSError:
+            pass
+    return normalized, frozenset(imports), frozenset(strings)
+
+
+def _package_of(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _direct(name: str, root: Path) -> frozenset[str]:
+    """The package modules ``name`` names: imports anywhere in the file (relative ones
+    resolved), and string constants that are a module's dotted path, absolute
+    (``"optcomp.lattice"``, ``"optcomp.experiments.budget.sweep"``: the longest module
+    prefix) or relative to the package (``"optimal"``, as the lazy registries write them)."""
+    modules = _package_modules(root)
+    path = modules[name]
+    _, imports, strings = _facts(path, _package_of(name, path))
+    named: set[str] = set(imports)
+    for text in strings:
+        if f"optcomp.{text}" in modules:
+            named.add(f"optcomp.{text}")
+        elif text.startswith("optcomp.") and " " not in text:
+            named.add(text)
     found = set()
     for dotted in named:
         parts = dotted.split(".")
@@ -193,7 +236,8 @@ def code_hash(function: str, package: str | os.PathLike | None = None) -> str:
     digest = hashlib.sha256()
     for name in code_modules(function, package):
         digest.update(f"{name}\n".encode("utf-8"))
-        digest.update(_parsed(modules[name])[1].encode("utf-8"))
+        path = modules[name]
+        digest.update(_facts(path, _package_of(name, path))[0].encode("utf-8"))
     return digest.hexdigest()
 
 
