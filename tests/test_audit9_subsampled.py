@@ -8,7 +8,11 @@ definitions in mpmath at 4000-6000 bits:
   [y - yerr, y + yerr] of each moved position must hold g([l - e, l + e]),
   g(l) = log(1 - s + s e^l).  At s = 1 - 2^-53 and l = -50 the 128-bit log1p(s expm1(l))
   loses ~2^-128 / (1 - s + s e^l) ~ 2^-75 of its value to the rounding of s expm1(l), charged
-  only (1 + |y|) 2^-122: the bracket misses the truth by ~1.5e-23 (strict xfail until fixed);
+  only (1 + |y|) 2^-122: the bracket missed the truth by ~1.5e-23 (now the sum of two positive
+  terms where s expm1(l) < -1/2);
+* ``loss._solve`` (black boxes' enumerated path): at delta_g = 8.3e-317 the root's offset y is
+  subnormal, its division's rounding absolute (2^-1075), which a relative charge missed: the
+  upper end of RandomizedResponse(1e-300) was one float below the root;
 * end to end: delta_bounds, delta_g(method="optimal") and epsilon_bounds of 1-2 copies of small
   subsampled finite laws at rates 1e-300 .. 1 - 2^-53, on and next to atoms, against the
   outcome-by-outcome enumeration of the k-fold product.
@@ -101,7 +105,6 @@ def test_delta_mp_far_thresholds(eps, s):
                 assert v - e <= t <= v + e, (eps, s, x, d, v, e, t)
 
 
-@pytest.mark.xfail(strict=True, reason="_points: log1p(s expm1(l)) near -1 charged (1 + |y|) 2^-122 only")
 def test_points_position_brackets_hold_the_moved_atom():
     s = 1 - 2**-53
     m = Subsampled(Laplace(0.02), s)
@@ -164,8 +167,6 @@ def test_subsampled_brackets_hold_the_enumeration(case, k):
                 assert _delta(dirs, b.lower) + TIE >= mpf(d), (d, b)
 
 
-@pytest.mark.xfail(strict=True, reason="loss._solve: y = (target - D)/W and v = -log1p(-y) in the subnormal range "
-                   "are charged relative errors only (4 UNIT v underflows to 0), not 2^-1074 absolute")
 def test_epsilon_upper_end_at_a_subnormal_delta():
     # randomized response (= the black box (1e-300, 0), and Subsampled(., 1.0)): delta(x) =
     # (e^eps - e^x)_+ / (1 + e^eps); at x one float below eps it is ulp(eps)/2 (1 + ~5e-301), of

@@ -796,7 +796,11 @@ class Subsampled(_Registered):
         y, yerr = [], []
         for l, e in zip(pts.loss, pts.perr):
             with mpmath.workprec(128):
-                v = mpmath.log1p(mpmath.mpf(s) * mpmath.expm1(mpmath.mpf(l)))
+                t = mpmath.mpf(s) * mpmath.expm1(mpmath.mpf(l))
+                # log1p(t) within a few ulps of v where |t| <= 1/2; else the sum of two positive
+                # terms (1 + t cancels near t = -1: s = 1 - 2^-53, l = -50 lost 2^-128/(1 + t))
+                v = mpmath.log1p(t) if abs(t) <= 0.5 else \
+                    mpmath.log((1 - mpmath.mpf(s)) + mpmath.mpf(s) * mpmath.exp(mpmath.mpf(l)))
                 f = float(v)
                 d = abs(mpmath.mpf(f) - v) + mpf_err(1, v, bits=6)
                 # the base's position error e moves y by at most e max g' over [l - e, l + e]:
