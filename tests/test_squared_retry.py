@@ -1,7 +1,7 @@
 """The refine loop's squared retry (:func:`optcomp._refine.refine`): a size limit or a stall met
 after a bracket, in a workload with a Power of many copies, is retried once at the first pass's
 step with every Power composed by repeated squaring in long double
-(:class:`optcomp._lattice.grouped.squared_powers`).
+(:func:`optcomp._lattice.grouped.squared_powers`).
 
 At delta_g 1e-12 a rarely sampled Gaussian's answer sits in a tail the one-FFT power's float64
 error bound (k times its transform's) cannot resolve: 100 steps of q = 1e-4, sigma 0.8 gave

@@ -22,7 +22,6 @@ Only the cost depends on these choices, never the bounds.  Both drivers return a
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import math
 import time
@@ -253,7 +252,7 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
 
     A size limit or a stall met after a bracket, in a workload with a Power of more than
     POWER_COPIES copies, is first retried once at the first pass's step with every Power
-    squared (:class:`~optcomp._lattice.grouped.squared_powers`, long double; its squarings
+    squared (:func:`~optcomp._lattice.grouped.squared_powers`, long double; its squarings
     within max_points / SQUARED_SHARE points): the one-FFT power's error bound, k times its transform's,
     can be what holds the bracket (a subsampled Gaussian, q = 1e-4, sigma 0.8, 100 steps at
     delta_g 1e-12: [0.244, 0.365] as a size limit, [0.3609, 0.3615] squared).  The first step,
@@ -312,9 +311,9 @@ def refine(work: Workload, h: float, log_slack: float, tol: float, theta_for, ev
         try:
             # the coarse pass after a size limit: no squaring beyond its own aim (its workload
             # estimate does not see the bias of coarse leaves)
-            cap = max_points / (SQUARED_SHARE if squared else COARSE_SHARE) if limit is not None or squared else math.inf
-            with squaring_cap(cap), \
-                    (squared_powers() if squared else contextlib.nullcontext()):
+            cap = max_points / SQUARED_SHARE if squared else (max_points / COARSE_SHARE if limit is not None
+                                                              else math.inf)
+            with squaring_cap(cap), squared_powers(squared):
                 lp = grouped_pass(work.vals, work.cnts, h, theta, log_slack, workers, work.plan(h), progress)
         except ApproxTooCostly as exc:  # the memory budget (or a leaf too large): the best bracket so far
             if exc.bounds is not None:

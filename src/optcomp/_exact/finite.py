@@ -60,7 +60,7 @@ import mpmath
 import numpy as np
 
 from .._inputs import Mechanisms
-from .._rounding import down, exact_dir, mpf_dir, up
+from .._rounding import down, exact_dir, fraction_mpf, mpf_dir, mpf_exact, up
 from .._types import ExactTooLarge
 from ..loss import delta_from_excess, residual_target
 
@@ -246,8 +246,8 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
             rel = max(rel, float(merr / m))
             if pos_exact is not None:  # (perr: the rounding of the PREC-bit position; 0 where it is exact)
                 p_mp = mpmath.mpf(pos_exact.numerator) / pos_exact.denominator
-                exact_mp = _mpf_fraction(p_mp) == pos_exact if p_mp else pos_exact == 0
-                rows.append((pos_exact, p_mp, mpmath.mpf(0) if exact_mp else mpmath.ldexp(abs(p_mp), 2 - PREC), m))
+                rows.append((pos_exact, p_mp, mpmath.mpf(0) if mpf_exact(p_mp) == pos_exact else
+                             mpmath.ldexp(abs(p_mp), 2 - PREC), m))
             else:
                 rows.append((None, pos, perr + mpmath.ldexp(abs(pos), 2 - PREC), m))
         if not rows:
@@ -463,13 +463,6 @@ def _int_ld(n: int):
     return np.ldexp(_LD(n >> s), s)
 
 
-def _mpf_fraction(p) -> Fraction:
-    """A finite mpmath number as the exact rational it is ((-1)^sign man 2^exp)."""
-    sign, man, exp, _ = p._mpf_
-    man = -int(man) if sign else int(man)
-    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
-
-
 def _mp_ld(x):
     """An mpmath number as the nearest long double (two doubles: relative error <= 2^-64);
     beyond the doubles' normal range (a log mass -2e308 of Geometric(1e308, 2); a position
@@ -671,8 +664,7 @@ class SmallLaw(LawSolver):
                     # rounding: an atom 1 + 5e-301 at x = 1 is 5e-301 away, where rounding
                     # relative to the terms left it within 1.4e-76), rounded once to PREC bits
                     # (1 ulp of it, charged 16); the positions' own errors summed, a few ulps each
-                    vf = sum((n * _mpf_fraction(p) for n, (p, _) in terms), Fraction(0)) - Fraction(x)
-                    v = mpmath.mpf(vf.numerator) / vf.denominator
+                    v = fraction_mpf(sum((n * mpf_exact(p) for n, (p, _) in terms), Fraction(0)) - Fraction(x))
                     ev = mpmath.fsum(n * e_ for n, (_, e_) in terms) * (1 + mpmath.ldexp(len(terms) + 1, 4 - PREC)) \
                         + mpmath.ldexp(abs(v), 4 - PREC)
                     dd[i] = _mp_ld(v + ev) * (1 + 4 * _U_LD) if upper else _mp_ld(v - ev) * (1 - 4 * _U_LD)

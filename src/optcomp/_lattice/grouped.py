@@ -9,6 +9,7 @@ and its log-MGF bound (:func:`optcomp._lattice.leaves.build`), never through eps
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import os
@@ -153,32 +154,29 @@ def _chunk(pending, workers: int) -> _Node:
 
 
 _SQUARING_CAP: contextvars.ContextVar[float] = contextvars.ContextVar("optcomp_squaring_cap", default=math.inf)
+_SQUARED: contextvars.ContextVar[bool] = contextvars.ContextVar("optcomp_squared_powers", default=False)
 
 
-class squaring_cap:
+@contextlib.contextmanager
+def _setting(var: contextvars.ContextVar, value):
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def squaring_cap(points: float):
     """``with squaring_cap(points):`` a repeated squaring whose predicted last product
     (:func:`_squared_width`) is wider than ``points`` is refused (ApproxTooCostly, no bracket)
     before it runs -- the drivers' coarse pass after a size limit, which aims at a few hundred
     thousand points from the workload's estimate (blind to the bias of coarse leaves, which at
     10^9 steps widens the node tenfold: ~60 products of 3.5M points, 15-30 s, for a bracket
     no better than the Chernoff end).  A choice of work, never of soundness."""
-
-    def __init__(self, points: float):
-        self.points = float(points)
-
-    def __enter__(self):
-        self._token = _SQUARING_CAP.set(self.points)
-        return self
-
-    def __exit__(self, *exc):
-        _SQUARING_CAP.reset(self._token)
-        return False
+    return _setting(_SQUARING_CAP, float(points))
 
 
-_SQUARED: contextvars.ContextVar[bool] = contextvars.ContextVar("optcomp_squared_powers", default=False)
-
-
-class squared_powers:
+def squared_powers(on: bool = True):
     """``with squared_powers():`` every Power of more than POWER_COPIES copies is composed by
     repeated squaring (:func:`_power`; long double from POWER_EXTENDED copies), not by one FFT
     (:mod:`optcomp._lattice.selfcompose`).  The one-FFT power's error bound is k times its
@@ -187,14 +185,7 @@ class squared_powers:
     subsampled Gaussian at delta_g 1e-12 needs the tilted tail resolved below the power's bound
     (:func:`optcomp._refine.refine` retries such a pass squared).  A choice of work, never of
     soundness."""
-
-    def __enter__(self):
-        self._token = _SQUARED.set(True)
-        return self
-
-    def __exit__(self, *exc):
-        _SQUARED.reset(self._token)
-        return False
+    return _setting(_SQUARED, bool(on))
 
 
 SQUARING_BYTES = 15  # bytes a point of the last squaring's product takes per byte of its dtype (3 rows, the

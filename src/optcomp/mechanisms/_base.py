@@ -74,10 +74,14 @@ def _mass_bracket(m, err):
 
 
 def _atom(pos: Fraction, mass, merr=None):
-    """An atom at an exactly known (rational) loss position."""
+    """An atom at an exactly known (rational) loss position; the mpmath position's error
+    charged 4 ulps, none where it is the rational itself (a float eps: 2 ulps of 1e308 on a
+    position made e^{-l} of a subsampled mass uncertain by e^{1e250})."""
     with mpmath.workprec(mpmath.mp.prec + 64):
         p = mpmath.mpf(pos.numerator) / pos.denominator
-    return (pos, +p, mpf_err(p, bits=2), mass, mpf_err(mass) if merr is None else merr)
+    p = +p
+    return (pos, p, mpmath.mpf(0) if mpf_exact(p) == pos else mpf_err(p, bits=2), mass,
+            mpf_err(mass) if merr is None else merr)
 
 
 def _mp(x: Fraction):

@@ -361,13 +361,6 @@ class Subsampled(_Registered):
             out = []
             fwd = direction == FORWARD
             for pos_exact, pos, perr, m, merr in atoms_b:
-                num = abs(pos_exact.numerator) if pos_exact is not None else 0
-                if pos_exact is not None and pos_exact.denominator & (pos_exact.denominator - 1) == 0 \
-                        and (num // (num & -num) if num else 0).bit_length() <= mpmath.mp.prec:
-                    # a dyadic rational of at most prec bits (a float eps): pos is it exactly, and
-                    # the error charged for it (2 ulps of |pos|: e^{1e250} on e^{-l} at l = 1e308,
-                    # an infinite relative mass error) is 0
-                    perr = mpmath.mpf(0)
                 # g(l) = log(1 - s + s e^l): where t = s expm1(l) is small, log1p(t) (relative to
                 # y within a few ulps: the sum below loses y under the unit of 1, q = 1e-284 gave
                 # it an error of 1e-57); else the sum of two positive terms, each within a few
