@@ -42,7 +42,7 @@ charged ``rounding_bound(n)`` relative plus an absolute underflow bound, ``slack
 (mass cut off by truncation, placed at +inf) is added to upper bounds and dropped from
 lower bounds, and results are moved a few ulps outward.
 
-Length (~720 lines): one data type and the single place for each formula of the composed
+Length (~740 lines): one data type and the single place for each formula of the composed
 loss (products, the delta event, root solving on segments) that every exact producer shares.
 """
 

@@ -77,7 +77,7 @@ Privacy Accounting of Subsampled Mechanisms under Composition*, 2024, show why t
 one step's worst-case datasets need not dominate a composition, and that Poisson sampling
 and sampling without replacement can differ by an order of magnitude in eps.)
 
-Length (~880 lines): the generic cells (preimages under the loss map, any base) and the
+Length (~910 lines): the generic cells (preimages under the loss map, any base) and the
 Gaussian's series cells with their proved error (the order-4 series unrolled, with a slice
 path for contiguous runs beside the gathered one) are one law and stay beside it.
 """
