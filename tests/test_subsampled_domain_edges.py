@@ -41,6 +41,10 @@ CASES = [
     (Subsampled(BlackBox(1e308, 0.0), 1e-300), 1, BlackBox(3.0, 0.0), 0.0, 1e-300),
     (Subsampled(BlackBox(1e308, 0.0), 1e-300), 1, None, 0.0, 1e-300),
     (Subsampled(Staircase(1000.0, 0.0), 0.5), 2, None, 0.0, 1e-300),
+    # the reference's own finding: three atoms of randomized response of eps 0 at loss 0 (its
+    # mirror map gave each the Q-mass of the last, and the add direction a P-mass of ~3)
+    (Subsampled(RandomizedResponse(0.0, 1000), 1.0), 1, BlackBox(0.5, 1e-6), 0.0, 1e-300),
+    (Subsampled(RandomizedResponse(0.0, 1000), 0.5), 2, BlackBox(0.5, 1e-6), 0.0, 1e-300),
 ]
 
 

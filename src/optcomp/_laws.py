@@ -48,13 +48,16 @@ import numpy as np
 from ._rounding import exact_dir
 from ._types import Bounds
 
-__all__ = ["FORWARD", "REVERSE", "DIRECTIONS", "TAIL", "MAX_ATOMS", "AtomLaw", "Points", "CellLaw", "Mechanism", "loss_end"]
+__all__ = ["FORWARD", "REVERSE", "DIRECTIONS", "TAIL", "MAX_ATOMS", "REACH", "AtomLaw", "Points", "CellLaw", "Mechanism", "loss_end"]
 
 FORWARD = "forward"  # (M(D), M(D')): D holds the record -- the remove direction under add/remove
 REVERSE = "reverse"  # (M(D'), M(D)): the add direction
 DIRECTIONS = (FORWARD, REVERSE)
 TAIL = 1e-300  # default P-mass an unbounded law may leave outside its cells (charged, never dropped)
 MAX_ATOMS = 2**22  # default cap on the atoms / cells of one law (a size limit beyond)
+#: losses beyond this are placed by no lattice (positions n h need |n| < 2^49): the engine leaves
+#: such leaves to its certified frames, and a subsampled law reaching it is given as atoms
+REACH = 2.0**40
 
 
 def _array(name: str, value) -> np.ndarray:

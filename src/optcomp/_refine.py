@@ -30,7 +30,8 @@ from ._types import ApproxTooCostly, Bounds, Bracket
 from ._lattice.grouped import POWER_COPIES, SLACK_REL, grouped_pass, squared_powers, squaring_cap
 from ._lattice.leaves import Power
 from ._lattice.passes import LatticePass
-from ._lattice.workload import REACH, Workload
+from ._lattice.workload import Workload
+from ._laws import REACH
 from .loss import excess_lower
 
 
@@ -455,7 +456,7 @@ def log_slope(work: Workload, theta: float) -> float:
 
 def within_reach(work: Workload, quantity: str) -> None:
     """A size limit (no bracket: the caller's frame) when a leaf's losses exceed
-    :data:`~optcomp._lattice.workload.REACH` (2^40): no lattice step places them."""
+    :data:`~optcomp._laws.REACH` (2^40): no lattice step places them."""
     reach = work.reach()
     if not reach <= REACH:
         raise ApproxTooCostly(f"losses up to {reach:g} lie beyond the lattice's reach ({REACH:g}): {quantity} is "

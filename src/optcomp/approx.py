@@ -47,15 +47,18 @@ e^{a* eps_0}; the residual target t = 1 - (1 - delta_g)/prod(1 - delta_i) is rou
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
 from scipy.special import log_expit
 
 from . import _memory, _progress, optimal
+from ._directions import EPS_FLOAT_GAP
 from ._inputs import Mechanisms, check_delta_g, check_eps_g, check_unit_open, mechanisms
-from ._rounding import UNIT, up
+from ._laws import REACH
+from ._refine import with_bracket
+from ._rounding import UNIT, down, exact_dir, up
 from ._types import ExactTooLarge
 from .lattice import MAX_POINTS, ApproxTooCostly, Bounds, lattice_bounds, lattice_delta_bounds
 from .loss import delta_from_excess, residual_target
@@ -411,8 +414,10 @@ def bracket_epsilon(m: Mechanisms, delta_g: float, *, eta=None, tol=None, max_po
     """:func:`epsilon_bounds` of a validated multiset ``m`` (``delta_g`` checked)."""
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
     return _with_exact(m, lambda cb: lattice_bounds(m, delta_g, tol, max_points=max_points, progress=cb),
-                       lambda: optimal.mechanism_epsilon_bounds(m, delta_g), lambda b: b.gap <= tol,
-                       progress, max_memory)
+                       lambda: optimal.mechanism_epsilon_bounds(m, delta_g),
+                       lambda b: b.gap <= tol or b.gap <= EPS_FLOAT_GAP * b.upper < math.inf,
+                       progress, max_memory, "eps_g",
+                       lambda: _split_epsilon(m, delta_g, tol=tol, max_points=max_points, max_memory=max_memory))
 
 
 def bracket_delta(m: Mechanisms, eps_g: float, *, eta=None, tol=None, max_points: int = MAX_POINTS,
@@ -421,17 +426,19 @@ def bracket_delta(m: Mechanisms, eps_g: float, *, eta=None, tol=None, max_points
     eta, _, tol, max_points = _check_options(eta, "fast", tol, max_points)
     return _with_exact(m, lambda cb: lattice_delta_bounds(m, eps_g, tol, max_points=max_points, progress=cb),
                        lambda: optimal.mechanism_delta_bounds(m, eps_g),
-                       lambda b: b.upper - b.lower <= tol * b.upper + 2.0**-1000, progress, max_memory)
+                       lambda b: b.upper - b.lower <= tol * b.upper + 2.0**-1000, progress, max_memory, "delta_g",
+                       lambda: _split_delta(m, eps_g, tol=tol, max_points=max_points, max_memory=max_memory))
 
 
-def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory) -> Bounds:
+def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory, quantity: str, split=None) -> Bounds:
     """For finite mechanisms (and black boxes beside them), the exact finite composition's
     bracket (:mod:`optcomp._exact.finite`, the ``optimal`` method's, within its own size
     limits) where it meets the tolerance; else the lattice's bracket, intersected with the
     exact one where that exists -- which also decides ties (delta_g equal to the optimum's
     value on a flat stretch, which no float approximation can).  Both brackets are certified,
     so is their intersection; a size limit stands only if the intersection still misses the
-    tolerance."""
+    tolerance -- and the bracket ``split()`` gives (:func:`_split_epsilon`: mechanisms beyond
+    any lattice and the rest, composed as two groups) does not narrow it enough."""
     finite = bool(m.others) and all(mech.kind == "atoms" for mech, _ in m.others)
     first = None
     if finite:
@@ -450,13 +457,98 @@ def _with_exact(m: Mechanisms, lattice, exact, met, progress, max_memory) -> Bou
     except ApproxTooCostly as exc:
         b, limit = exc.bounds, exc
     if (b is not None and met(b)) or first is None:
-        if limit is not None:
+        if limit is None:
+            return Bounds(b.lower, b.upper)  # (the facade's result: no diagnostics)
+        out = None if b is None else Bounds(b.lower, b.upper)
+    else:
+        lo, hi = first
+        if b is not None:
+            lo, hi = max(lo, b.lower), min(hi, b.upper)
+        out = Bounds(lo, hi)
+        if limit is None or met(out):
+            return out
+    narrowed = split() if split is not None else None
+    if narrowed is None:
+        if out is None or (b is not None and out == Bounds(b.lower, b.upper)):
             raise limit
-        return Bounds(b.lower, b.upper)  # (the facade's result: no diagnostics)
-    lo, hi = first
-    if b is not None:
-        lo, hi = max(lo, b.lower), min(hi, b.upper)
-    out = Bounds(lo, hi)
-    if limit is not None and not met(out):
-        raise ApproxTooCostly(str(limit), out) from None
-    return out
+        raise with_bracket(limit, out, quantity) from None
+    out = narrowed if out is None else Bounds(max(out.lower, narrowed.lower), min(out.upper, narrowed.upper))
+    if met(out):
+        return out
+    raise with_bracket(limit, out, quantity, " (two groups: the mechanisms beyond any lattice and the rest)") from None
+
+
+def _far_groups(m: Mechanisms):
+    """(far, rest): the finite mechanisms of ``m`` whose losses reach beyond any lattice
+    (:data:`~optcomp._laws.REACH`: a subsampled Gaussian of mu beyond ~1.5e6, a randomized
+    response of eps 1e100) and the rest (black boxes included) as two multisets; None unless
+    both hold something."""
+    def far(mech) -> bool:
+        return mech.kind == "atoms" and any(math.isfinite(v) and abs(v) > REACH
+                                            for d in mech.directions() for v in mech.loss_range(d))
+
+    groups = ([], [])
+    for mech, c in m.others:
+        groups[0 if far(mech) else 1].append((mech, c))
+    if not groups[0] or not (groups[1] or m.count.size):
+        return None
+    none = np.zeros(0)
+    return (replace(m, eps=none, delta=none, count=np.zeros(0, dtype=np.int64), others=tuple(groups[0]),
+                    arrival=None, others_arrival=None),
+            replace(m, others=tuple(groups[1]), arrival=None, others_arrival=None))
+
+
+def _sub_bounds(fn):
+    """A sub-multiset's certified bracket, also a size limit's (None when it has none)."""
+    try:
+        return fn()
+    except ApproxTooCostly as exc:
+        return exc.bounds
+
+
+def _split_epsilon(m: Mechanisms, delta_g: float, **kw) -> Bounds | None:
+    """eps_g of ``m`` bracketed from its two groups of :func:`_far_groups` (None without
+    them): each group is a marginal of the composition, so the optimum is at least either
+    group's at delta_g (lower end); and a group (eps_1, delta_1)-DP beside one (eps_2,
+    delta_2)-DP composes to (eps_1 + eps_2, delta_1 + delta_2) (basic composition, Dwork and
+    Roth 2014, Thm 3.16; each group is dominated by the randomized response of its pair), for
+    splits delta_1 + delta_2 <= delta_g (upper end).  Where the far group's eps_g is ~1e200,
+    the rest's few units vanish against it: the bracket is then a few ulps wide."""
+    groups = _far_groups(m)
+    if groups is None:
+        return None
+    far, rest = groups
+    sub = [_sub_bounds(lambda g=g: bracket_epsilon(g, delta_g, **kw)) for g in groups]
+    lower = max((b.lower for b in sub if b is not None), default=0.0)
+    upper = math.inf
+    for frac in (0.5, 2.0**-10, 1.0 - 2.0**-10):
+        d1 = down(delta_g * frac, 1)
+        d2 = down(delta_g - d1, 1)  # d1 + d2 <= delta_g
+        if not (d1 > 0.0 and d2 > 0.0):
+            continue
+        a = _sub_bounds(lambda: bracket_epsilon(far, d1, **kw))
+        b = _sub_bounds(lambda: bracket_epsilon(rest, d2, **kw))
+        if a is not None and b is not None:
+            upper = min(upper, up(a.upper + b.upper, 1))
+    return Bounds(lower, upper) if lower <= upper else None
+
+
+def _split_delta(m: Mechanisms, eps_g: float, **kw) -> Bounds | None:
+    """:func:`_split_epsilon` for delta_g(eps_g): at least either group's delta at eps_g, at
+    most 1 - (1 - delta_1(x_1))(1 - delta_2(x_2)) for x_1 + x_2 <= eps_g (delta_g nonincreasing;
+    the composition of two randomized responses (x_i, delta_i) at x_1 + x_2, KOV Thm 3.3)."""
+    groups = _far_groups(m)
+    if groups is None:
+        return None
+    far, rest = groups
+    sub = [_sub_bounds(lambda g=g: bracket_delta(g, eps_g, **kw)) for g in groups]
+    lower = max((b.lower for b in sub if b is not None), default=0.0)
+    upper = 1.0
+    for frac in (0.0, 2.0**-10, 0.5, 1.0):
+        x1 = down(eps_g * frac, 1) if frac else 0.0
+        x2 = max(down(eps_g - x1, 1), 0.0)  # x1 + x2 <= eps_g
+        a = _sub_bounds(lambda: bracket_delta(far, x1, **kw))
+        b = _sub_bounds(lambda: bracket_delta(rest, x2, **kw))
+        if a is not None and b is not None:
+            upper = min(upper, exact_dir(1 - (1 - Fraction(a.upper)) * (1 - Fraction(b.upper)), True))
+    return Bounds(lower, upper) if lower <= upper else None

@@ -53,7 +53,8 @@ from ._rounding import dot_dir, down, exact_dir, up
 from ._types import MAX_POINTS, ApproxTooCostly, Bounds, Bracket, BracketInfo, ExactTooLarge, combined
 from ._lattice.commensurable import commensurable_bounds, commensurable_excess_bounds
 from ._lattice.passes import LatticePass, lattice_pass
-from ._lattice.workload import REACH, Workload
+from ._lattice.workload import Workload
+from ._laws import REACH
 from .gdp import gaussians_alone
 from .gdp import delta_bounds as gdp_delta, epsilon_bounds as gdp_epsilon
 from .loss import delta_from_excess, residual_target, solve_segments

@@ -19,7 +19,7 @@ end with the tail's P-mass a delta event), so H(x) <= 1 - e^{x - T}; and the com
 at least T_lo with P-mass at least M for every choice of top atoms and floors of the leaves
 (:meth:`Workload.frame`), so H(x) >= M (1 - e^{x - T_lo}).  They decide exactly what a lattice
 cannot resolve: one ulp above or below the top atom, a target far below the top atoms' mass,
-and leaves whose losses lie beyond any lattice (:data:`REACH`, 2^40: losses near 1e308).
+and leaves whose losses lie beyond any lattice (:data:`~optcomp._laws.REACH`, 2^40: losses near 1e308).
 A finite law enters cut at its tail (:func:`atom_law`): its extreme atoms of negligible P-mass
 go to +inf (upper side) or onto its lowest kept atom, so that an atom of P-mass e^{-10^4}
 neither sets the top nor widens the lattice.
@@ -46,7 +46,7 @@ from scipy.special import expit, log_expit
 
 from .._cgf import _cumulant_slope, _log_mgf, chernoff_guess, tilt_for
 from .._rounding import LIBM_ULPS, UNIT, down, exact_dir, sum_up, up
-from .._laws import FORWARD, MAX_ATOMS, TAIL, AtomLaw, Mechanism, cell_guide, loss_end
+from .._laws import FORWARD, MAX_ATOMS, REACH, TAIL, AtomLaw, Mechanism, cell_guide, loss_end
 from .._memory import current as _memory_budget, register_cache, resident
 from .._types import ApproxTooCostly
 from . import leaves
@@ -334,7 +334,6 @@ def _top_atom(loss: np.ndarray, perr: np.ndarray, p_lo: np.ndarray) -> tuple[flo
     return exact_dir(exact, False), float(p_lo[keep][i])
 
 
-REACH = 2.0**40  # leaves with losses beyond this are left to the certified frames (no lattice)
 GUIDE_CELLS = 512  # cells of the coarse leaf a source's CGF estimate is computed from
 GUIDE_ATOMS = 4096  # a finite law with more atoms is binned to this many for the estimates
 CGF_BINS = 64  # bins (two atoms each) per source in the many-source estimates (Workload._sources_cgf)
@@ -764,7 +763,7 @@ class Workload:
 
     def reach(self) -> float:
         """The largest |loss| of a leaf (randomized-response groups and mechanisms): beyond
-        :data:`REACH` no lattice places the leaves (positions n h need |n| < 2^49)."""
+        :data:`~optcomp._laws.REACH` no lattice places the leaves (positions n h need |n| < 2^49)."""
         vals = float(np.max(self.vals)) if self.vals.size else 0.0
         return max([vals] + [s.width for s in self.sources])
 

@@ -15,7 +15,7 @@ from functools import cached_property
 import mpmath
 import numpy as np
 
-from .._laws import Points
+from .._laws import FORWARD, Points
 from .._pairs import mpf_err
 from .._rounding import mpf_exact
 from ._base import CellMechanism, _mp, _real
@@ -23,6 +23,51 @@ from ._base import CellMechanism, _mp, _real
 
 _TRUNCATE_A = 1000  # beyond this loss parameter a Laplace law's support starts at its tail
 _FAR_Z = 10**6  # beyond this many standard deviations the Gaussian profile's terms are bounded, not evaluated
+_SERIES_MU = 2.0**-20  # below this mu the Gaussian profile takes the series of _small_mu_delta
+_CRAMER = mpmath.mpf("1.0865")  # Cramér: |He_n(t)| e^{-t^2/4} <= 1.086435 sqrt(n!) for every real t
+
+
+def _small_mu_delta(mu, x, b):
+    """(value, error) of the Gaussian profile Phi(a) - e^x Phi(b) (a = b + mu) at mu < 2^-20,
+    or None where the series' remainder is not below the working precision.
+
+    The direct form loses every digit to cancellation at mu = 1e-135 (Phi(a) - Phi(b) ~ mu
+    phi), and its decisions then need ~1000 bits (3-10 s a search).  Instead
+    delta = I - expm1(x) Phi(b) with I = Phi(a) - Phi(b) = int_{m-w}^{m+w} phi, m = -x/mu,
+    w = mu/2, by Taylor's theorem at m: I = 2 phi(m) sum_{n<4} He_{2n}(m) w^{2n+1}/(2n+1)!
+    + R, |R| <= max |phi^{(8)}| 2 w^9/9! on [m - w, m + w], with |phi^{(8)}(t)| = |He_8(t)|
+    phi(t) <= C sqrt(8!) e^{-t^2/4}/sqrt(2 pi) (Cramér).  Errors charged: R; the terms'
+    rounding (the Hermite polynomials' by their absolute coefficients); m's rounding
+    (2^-prec |m|) through |dI/dm| = |phi(m + w) - phi(m - w)| <= 2 w (|m| + w) phi(|m| - w);
+    b's through expm1(x) phi(b); and mu's through d delta/d mu = phi(a) <= 1 (exact: e^x
+    phi(b) = phi(a))."""
+    w = mu / 2
+    m = -x / mu
+    m2 = m * m
+    he = (mpmath.mpf(1), m2 - 1, (m2 - 6) * m2 + 3, ((m2 - 15) * m2 + 45) * m2 - 15)
+    he_abs = (mpmath.mpf(1), m2 + 1, (m2 + 6) * m2 + 3, ((m2 + 15) * m2 + 45) * m2 + 15)
+    pm = mpmath.npdf(m)
+    w2 = w * w
+    terms, mags, wp = mpmath.mpf(0), mpmath.mpf(0), w
+    for n in range(4):
+        c = wp / mpmath.factorial(2 * n + 1)
+        terms += he[n] * c
+        mags += he_abs[n] * c
+        wp *= w2
+    main = 2 * pm * terms
+    t = max(abs(m) - w, mpmath.mpf(0))
+    rem = _CRAMER * mpmath.sqrt(mpmath.factorial(8)) * mpmath.exp(-t * t / 4) / mpmath.sqrt(2 * mpmath.pi) \
+        * 2 * wp / mpmath.factorial(9)
+    if not rem <= main * mpmath.ldexp(1, -mpmath.mp.prec):
+        return None
+    nb = mpmath.ncdf(b)
+    em = mpmath.expm1(x)
+    second = em * nb
+    v = main - second
+    err = rem + mpf_err(main, second, 2 * pm * mags, bits=10) \
+        + mpf_err(2 * w * (abs(m) + w) * mpmath.npdf(t) * (abs(m) + 1), bits=8) \
+        + mpf_err(abs(em) * mpmath.npdf(b) * (abs(b) + 1), bits=8) + mpf_err(mu * mpmath.npdf(b + mu), bits=10)
+    return max(v, mpmath.mpf(0)), err
 
 
 @dataclass(frozen=True)
@@ -77,11 +122,31 @@ class Laplace(CellMechanism):
 
     def _atoms(self, direction):
         """(The finite-law interface of :class:`~optcomp.mechanisms._base.AtomMechanism`, read
-        by the exact paths when ``kind`` is ``"atoms"``: a beyond the float range.)  No finite
-        atom; P-mass 1 at +inf within 2^-1000 (P[L <= max float] < e^{-2^968})."""
+        by the exact paths when ``kind`` is ``"atoms"``: a beyond the float range.)  The atom
+        +a (P-mass 1/2, exact) and the continuous part on [a - 1488, a] as one atom of
+        position a - 744 +- 744 and P-mass 1/2 within 2^-1000; the P-mass below a - 1488,
+        e^{-744}/2 < 2^-1000, at +inf (upper side only).  Every position lies beyond the
+        floats or straddles their edge (``_base._law_from`` counts the first at +inf on both
+        sides, the second on the upper side), and a subsampled Laplace maps them through g
+        as finite losses (an eps_g beyond the floats, not unattainable)."""
         if not self._beyond_floats:
             raise AttributeError("_atoms: a Laplace law within the float range has a continuous part")
-        return [], mpmath.mpf(1), mpmath.ldexp(1, -1000)
+        from ._base import _atom
+
+        a = self._a
+        half = mpmath.mpf(1) / 2
+        tiny = mpmath.ldexp(1, -1001)
+        mid = _mp(a - 744)
+        return ([_atom(a, half, mpmath.mpf(0)), (None, mid, 744 + mpf_err(mid, bits=2), half, 2 * tiny)],
+                tiny, tiny)
+
+    def _neg_q(self, direction):
+        """The Q-mass at loss -inf of a beyond the float range (read by a mixture: a subsampled
+        Laplace): Q-mass 1 within 2^-1000 at -a, which lies beyond every float (the mirror of
+        :meth:`_atoms`' P-mass at +inf; a position e^{-a} from log(1 - s) once subsampled)."""
+        if not self._beyond_floats:
+            raise AttributeError("_neg_q: a Laplace law within the float range has a continuous part")
+        return mpmath.mpf(1), mpmath.ldexp(1, -1000)
 
     def law(self, h, direction: str = "forward", *, tail=None, max_atoms=None):
         """The cell law on the lattice h Z (:class:`~optcomp.mechanisms._base.CellMechanism`);
@@ -116,25 +181,37 @@ class Laplace(CellMechanism):
     def _continuous(self, tail):
         """(lo_loss, hi_loss, cell masses, tails, point atoms) of the loss law under P."""
         a = self._a
+        lo_s, hi_s = self._support(FORWARD, tail)
 
         def masses(edges):
-            am = _mp(a)
+            # m = e^{x1} (1 - e^{-x2})/2 with x1 = (hi - a)/2 and x2 = (hi - lo)/2 formed exactly
+            # and rounded once (at a = 1e100 the differences of rounded edges cancel every
+            # digit): exp moves m by |x1| 2^-prec relative, 1 - e^{-x2} by 2^-prec
             out = []
             for e0, e1 in zip(edges[:-1], edges[1:]):
                 lo_, hi_ = max(e0, -a), min(e1, a)
                 if hi_ <= lo_:
                     out.append((mpmath.mpf(0), mpmath.mpf(0)))
                     continue
-                l0, l1 = _mp(lo_), _mp(hi_)
-                m = mpmath.exp((l1 - am) / 2) * -mpmath.expm1(-(l1 - l0) / 2) / 2
-                out.append((m, mpf_err(m, l0, l1, am)))
+                x1, x2 = _mp((hi_ - a) / 2), _mp((hi_ - lo_) / 2)
+                m = mpmath.exp(x1) * -mpmath.expm1(-x2) / 2
+                out.append((m, mpf_err(m * (abs(x1) + 4))))
             return out
 
+        zero = (mpmath.mpf(0), mpmath.mpf(0))
+        if self._truncated:
+            # the support [a - W, a] of :meth:`_support`: the atom -a joins the tail below,
+            # P[L < e0] = e^{(e0 - a)/2}/2 (e0 <= a - W); nothing lies above a
+            def tails(e0, e1):
+                x = _mp((Fraction(e0) - a) / 2)
+                below = mpmath.exp(x) / 2
+                return (below, mpf_err(below * (abs(x) + 4))), zero
+
+            return lo_s, hi_s, masses, tails, [(a, mpmath.mpf(1) / 2, mpmath.mpf(0))]
         # the cells cover the continuous part; the atoms at ±a are placed exactly
         with mpmath.workprec(128):
             am = _mp(a)
             atoms = [(a, mpmath.mpf(1) / 2, mpmath.mpf(0)), (-a, mpmath.exp(-am) / 2, mpf_err(mpmath.exp(-am), am))]
-        zero = (mpmath.mpf(0), mpmath.mpf(0))
         return -a, a, masses, lambda e0, e1: (zero, zero), atoms
 
     def _support(self, direction, tail):
@@ -143,7 +220,7 @@ class Laplace(CellMechanism):
         a = self._a
         if not self._truncated:
             return -a, a
-        w = 2 * math.ceil(math.log(1.0 / (2.0 * tail)))
+        w = 2 * math.ceil(-math.log(tail) - math.log(2.0) + 1e-9)  # (1/(2 tail) overflows at tail 2^-1074)
         return max(a - w, -a), a
 
     def loss_range(self, direction: str = "forward", *, tail=None) -> tuple[float, float]:
@@ -247,7 +324,9 @@ class Gaussian(CellMechanism):
     def _delta_mp(self, x, direction):
         mu = self._mu()
         a, b = mu / 2 - x / mu, -mu / 2 - x / mu
-        if a < -_FAR_Z:  # (mpmath's erfc refuses such arguments) delta <= Phi(a) <= phi(a)/|a|
+        if a < -_FAR_Z:  # (mpmath's erfc refuses such arguments) delta <= Phi(a) <= phi(a)/|a|,
+            # which decreases in |a|: taken at |a| <= 2^16 (phi at a ~ -1e621 took mpmath seconds)
+            a = max(a, mpmath.mpf(-2**16))
             return mpmath.mpf(0), mpmath.npdf(a) / abs(a)
         if b < -_FAR_Z:  # e^x Phi(b) = phi(a) Phi(b)/phi(b) (e^x phi(b) = phi(a))
             if a < _FAR_Z:
@@ -258,6 +337,10 @@ class Gaussian(CellMechanism):
             t2_hi = mpmath.npdf(a) / abs(b)
             t2_lo = t2_hi * (1 - 1 / b**2)
             return max(t1 - (t2_hi + t2_lo) / 2, mpmath.mpf(0)), (t2_hi - t2_lo) / 2 + e1 + mpf_err(t2_hi, bits=10)
+        if mu < _SERIES_MU:
+            series = _small_mu_delta(mu, x, b)
+            if series is not None:
+                return series
         t1 = mpmath.ncdf(a)
         t2 = mpmath.exp(x) * mpmath.ncdf(b)
         v = t1 - t2
@@ -275,12 +358,19 @@ class Gaussian(CellMechanism):
         hi_loss = mean + Fraction(t) * mu_f
 
         def edge_values(edges):
-            """Per edge: z = (e − mean)/mu, the density bound φ(z) and the tail Φ(−|z|)."""
-            mean_m, mu_m = _mp(mean), _mp(mu_f)
+            """Per edge: z = (e − mean)/mu (formed exactly, then rounded once: at mu = 1e100
+            the float sum e − mean would cancel every digit), the density bound φ(z) and the
+            tail Φ(−|z|)."""
             r2, c = mpmath.sqrt(2), 1 / mpmath.sqrt(2 * mpmath.pi)
             out = []
             for e in edges:
-                z = (_mp(e) - mean_m) / mu_m
+                z = _mp((Fraction(e) - mean) / mu_f)
+                if abs(z) > _FAR_Z:
+                    # (mpmath's erfc refuses z ~ 1e155) the tail Phi(-|z|) <= phi(z)/|z|, below
+                    # e^{-10^11}, is taken as 0: the density bound phi(2^16) >= phi(z) that every
+                    # error term multiplies by |z| and 2^-prec covers it many times over
+                    out.append((z, c * mpmath.exp(-mpmath.mpf(2)**31), mpmath.mpf(0)))
+                    continue
                 out.append((z, c * mpmath.exp(-z * z / 2), mpmath.erfc(abs(z) / r2) / 2))
             return out
 

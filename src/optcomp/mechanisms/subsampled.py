@@ -53,6 +53,14 @@ _gaussian_cells`), not from differences of log Phi.  The engine's coarse picture
 (:meth:`Subsampled.guide`) is the base's mapped through g: the subsampled loss crowds its mass
 within ~s of 0 in a range set by the far tail.
 
+**Far bases.**  A base whose losses reach beyond :data:`~optcomp._laws.REACH` (a Gaussian of
+mu beyond ~1.5e6, to beyond the floats' square root; a Laplace of eps beyond 2^40) has its mass
+in two narrow bulks far apart, which no lattice places: its subsampled law is given as
+finitely many atoms with position brackets (:func:`_far_atoms`: each bulk cut into
+``FAR_PIECES`` pieces, every piece an atom at [g(l0), g(l1)]) and composes as a finite law --
+exact to the float resolution of its positions away from them, and to the pieces' width
+(relative ~80/(FAR_PIECES mu)) where eps_g falls inside a bulk.
+
 s = 1 is the base mechanism itself (every method delegates to it).
 
 Sampling without replacement, replace-one neighbours
@@ -77,7 +85,7 @@ Privacy Accounting of Subsampled Mechanisms under Composition*, 2024, show why t
 one step's worst-case datasets need not dominate a composition, and that Poisson sampling
 and sampling without replacement can differ by an order of magnitude in eps.)
 
-Length (~910 lines): the generic cells (preimages under the loss map, any base) and the
+Length (~1000 lines): the generic cells (preimages under the loss map, any base) and the
 Gaussian's series cells with their proved error (the order-4 series unrolled, with a slice
 path for contiguous runs beside the gathered one) are one law and stay beside it.
 """
@@ -93,11 +101,11 @@ import mpmath
 import numpy as np
 
 from .._inputs import ParameterTypeError, _describe
-from .._laws import FORWARD, MAX_ATOMS, REVERSE, TAIL, Mechanism, Points
+from .._laws import FORWARD, MAX_ATOMS, REACH, REVERSE, TAIL, Mechanism, Points
 from .._pairs import mpf_err
 from .._rounding import LIBM_ULPS, UNIT, exact_dir
 from .._types import Bounds
-from ._base import AtomMechanism, CellMechanism, _Registered, _real
+from ._base import AtomMechanism, CellMechanism, _mp, _Registered, _real
 
 __all__ = ["Subsampled", "SCHEMES", "RELATIONS"]
 
@@ -166,7 +174,9 @@ class Subsampled(_Registered):
     # -- what kind of law: the base's ---------------------------------------------------------
     @property
     def kind(self) -> str:  # type: ignore[override]
-        return self._inner.kind
+        """The base's kind; ``"atoms"`` when the base has a continuous part whose losses lie
+        beyond any lattice (:func:`_far`: its law is then given as interval atoms)."""
+        return "atoms" if _far(self) else self._inner.kind
 
     @property
     def _whole(self) -> bool:
@@ -339,9 +349,17 @@ class Subsampled(_Registered):
             return mpmath.mpf(0), mpmath.mpf(0)
         if c <= 2 * c_err:  # x at or beyond -log(1 - s) within rounding: H <= c
             return mpmath.mpf(0), max(c, mpmath.mpf(0)) + c_err
-        lc = mpmath.log(c)
-        lg = max(mpmath.log(s) + x - lc, mpmath.mpf(0))  # g >= 1 for x >= 0
-        lg_err = mpf_err(mpmath.log(s), x, lc, lg, bits=6) + 2 * c_err / c  # |d log c| <= err/(c - err)
+        # log g = x - log1p(-u), u = (1 - s) expm1(x)/s (c = s (1 - u)): relative to x, where
+        # log s + x - log c cancels to nothing at x ~ 1e-134 (its error 2^-prec would swamp it)
+        u = (1 - s) * mpmath.expm1(x) / s
+        if u < 1:
+            lu = mpmath.log1p(-u)
+            lg = max(x - lu, mpmath.mpf(0))  # g >= 1 for x >= 0
+            lg_err = mpf_err(x, lu, lg, bits=6) + mpf_err(u, bits=6) / (1 - u)
+        else:
+            lc = mpmath.log(c)
+            lg = max(mpmath.log(s) + x - lc, mpmath.mpf(0))
+            lg_err = mpf_err(mpmath.log(s), x, lc, lg, bits=6) + 2 * c_err / c  # |d log c| <= err/(c - err)
         lo, hi = between(lg, lg_err, REVERSE)
         if hi == 0:
             return mpmath.mpf(0), mpmath.mpf(0)
@@ -349,9 +367,32 @@ class Subsampled(_Registered):
         return (lo + hi) / 2, (hi - lo) / 2 + mpf_err(hi, bits=2)
 
     # -- finite bases: the atoms -------------------------------------------------------------------
+    def _g_mp(self, pos, perr):
+        """(y, its error bound): g(pos) = log(1 - s + s e^pos) at the working precision, the
+        position's own error ``perr`` carried through g.
+
+        Where t = s expm1(l) is small, log1p(t) (relative to y within a few ulps: the sum
+        below loses y under the unit of 1, q = 1e-284 gave it an error of 1e-57); else the
+        sum of two positive terms, each within a few ulps (1 - s within 1 ulp, exact unless
+        q < 2^-75).  g' = s e^l / (1 - s + s e^l) <= 1, increasing: its value at l + perr
+        carries the position's error."""
+        s = mpmath.mpf(self.q)
+        one_s = 1 - s
+        t = s * mpmath.expm1(pos)
+        if abs(t) <= 0.5:
+            y = mpmath.log1p(t)
+            yerr = mpf_err(y, bits=6)
+        else:
+            y = mpmath.log(one_s + s * mpmath.exp(pos))
+            yerr = mpf_err(1, y, bits=4)
+        r = s * mpmath.exp(pos + perr)
+        return y, yerr + perr * min(mpmath.mpf(1), r / (one_s + r)) * (1 + mpf_err(1, bits=8))
+
     @lru_cache(maxsize=64)
     def _atoms_at(self, prec, direction):
         """(atoms, +inf mass, its error, -inf Q-mass, its error) of ``direction``."""
+        if _far(self):
+            return _far_atoms(self, prec, direction)
         base = self.mechanism
         with mpmath.workprec(prec):
             s = mpmath.mpf(self.q)
@@ -361,20 +402,7 @@ class Subsampled(_Registered):
             out = []
             fwd = direction == FORWARD
             for pos_exact, pos, perr, m, merr in atoms_b:
-                # g(l) = log(1 - s + s e^l): where t = s expm1(l) is small, log1p(t) (relative to
-                # y within a few ulps: the sum below loses y under the unit of 1, q = 1e-284 gave
-                # it an error of 1e-57); else the sum of two positive terms, each within a few
-                # ulps.  g' = s e^l / (1 - s + s e^l) <= 1, increasing: its value at l + perr
-                # carries the base position's error
-                t = s * mpmath.expm1(pos)
-                if abs(t) <= 0.5:
-                    y = mpmath.log1p(t)
-                    yerr = mpf_err(y, bits=6)
-                else:
-                    y = mpmath.log(one_s + s * mpmath.exp(pos))
-                    yerr = mpf_err(1, y, bits=4)
-                r = s * mpmath.exp(pos + perr)
-                yerr += perr * min(mpmath.mpf(1), r / (one_s + r)) * (1 + mpf_err(1, bits=8))
+                y, yerr = self._g_mp(pos, perr)
                 ex = mpmath.exp(-pos)  # the Q-mass of the atom is m e^{-l}
                 spread = mpmath.expm1(perr)  # |e^{-l'} - e^{-l}| <= e^{-l} expm1(perr)
                 if fwd:
@@ -448,12 +476,15 @@ class Subsampled(_Registered):
 
         expm1 within 2 LIBM_ULPS u relative, the division within u: r = t/s within
         rho = (2 LIBM_ULPS + 2) u |r| of R = expm1(y)/s; log1p within 2 LIBM_ULPS u |v| and
-        |log1p(r) - log1p(R)| <= rho / (1 + r - rho) (the slope 1/(1 + .) on the segment)."""
+        |log1p(r) - log1p(R)| <= rho / (1 + r - rho) (the slope 1/(1 + .) on the segment).
+        Below the normal range expm1 and the division err by up to LIBM_ULPS + 1 units of
+        2^-1074 absolute, the former amplified by 1/s: that floor, not a fixed 1e-300 (which
+        emptied every inner preimage of a base whose losses all lie within 1e-300 of 0)."""
         s = self.q
         y = np.asarray(y, float)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             r = np.expm1(y) / s
-            rho = (2 * LIBM_ULPS + 2) * UNIT * np.abs(r) + 1e-300
+            rho = (2 * LIBM_ULPS + 2) * UNIT * np.abs(r) + ((LIBM_ULPS + 2) * 2.0**-1074 / s * (1.0 + 4.0 * UNIT) + 5e-324)
             room = 1.0 + r - rho
             ok = room > 0.0
             v = np.where(ok, np.log1p(np.where(ok, r, 0.0)), -np.inf)
@@ -860,6 +891,91 @@ def _box(sub: Subsampled, tail: float):
 def _box_tail(sub: Subsampled, x: float, above: bool):
     """(P-mass, Q-mass) of the base below x (above: above x)."""
     return (sub._p_above(x), sub._q_above(x)) if above else (sub._p_below(x), sub._q_below(x))
+
+
+FAR_PIECES = 8  # pieces of each bulk of a far base (:func:`_far_atoms`)
+FAR_TAIL = 2.0**-1074  # the P-mass a far base leaves outside its bulks (at +inf, upper side only)
+
+
+@lru_cache(maxsize=256)
+def _far(sub: Subsampled) -> bool:
+    """A Poisson subsample of a symmetric base with a continuous part whose losses reach
+    beyond :data:`~optcomp._laws.REACH` (a Gaussian of mu beyond ~1.5e6, up to beyond the
+    floats; a Laplace of eps beyond 2^40): no lattice places its law, whose mass sits in two
+    narrow bulks far apart (P's near mu^2/2, Q's near -mu^2/2), so it is given as finitely
+    many atoms with position brackets (:func:`_far_atoms`) and composes as a finite law."""
+    base = sub.mechanism
+    if sub._whole or base.kind != "cells" or not base.symmetric:
+        return False
+    lo, hi = base._support(FORWARD, TAIL)
+    return max(abs(Fraction(lo)), abs(Fraction(hi))) > Fraction(REACH)
+
+
+@lru_cache(maxsize=64)
+def _far_atoms(sub: Subsampled, prec: int, direction: str):
+    """The subsampled law of a far base (:func:`_far`) as ``_atoms``-style atoms with position
+    brackets: (atoms, +inf mass, its error, 0, 0).
+
+    The base's law (P and, the law being symmetric, Q[L in I] = P[L in -I]) in mpmath from
+    its ``_continuous`` description truncated at FAR_TAIL: P's bulk [lo, hi] and Q's, its
+    mirror [-hi, -lo] (one interval where they meet), each cut into FAR_PIECES pieces of
+    equal width.  A piece [l0, l1] of base P-mass p and Q-mass q is an atom of the subsampled
+    law at the loss interval [g(l0), g(l1)] (g increasing; remove) or [-g(l1), -g(l0)] (add),
+    of P'-mass (1 - s) q + s p (remove) or q (add).  The base's point masses x (P-mass m,
+    Q-mass m e^{-x}) and their mirrors -x (Q-mass m, P-mass m e^{-x}) are atoms alike.  Every
+    mass outside the bulks -- at most the tails below lo and above hi, for P and by symmetry
+    for Q -- is counted at +inf on the upper side and dropped on the lower (a loss raised or a
+    P-mass dropped only raises or lowers H)."""
+    base = sub.mechanism
+    lo, hi, masses, tails, points = base._continuous(FAR_TAIL)
+    lo, hi = Fraction(lo), Fraction(hi)
+    regions = sorted([(lo, hi), (-hi, -lo)])
+    if regions[1][0] <= regions[0][1]:
+        regions = [(regions[0][0], max(regions[0][1], regions[1][1]))]
+    fwd = direction == FORWARD
+    with mpmath.workprec(prec):
+        s = mpmath.mpf(sub.q)
+        one_s = 1 - s  # within 1 ulp: charged with the mixture below
+        out = []
+
+        def atom(l0, l1, p, p_err, q, q_err):
+            y0, e0 = sub._g_mp(l0, mpmath.mpf(0))
+            y1, e1 = sub._g_mp(l1, mpmath.mpf(0))
+            a, b = y0 - e0, y1 + e1
+            pos = (a + b) / 2
+            perr = (b - a) / 2 + mpf_err(a, b, bits=2)
+            if fwd:
+                mass = one_s * q + s * p
+                err = one_s * q_err + s * p_err + mpf_err(mass, q, p, bits=4)
+            else:
+                pos, mass, err = -pos, q, q_err
+            out.append((None, pos, perr, mass, err))
+
+        for r0, r1 in regions:
+            edges = [r0 + (r1 - r0) * i / FAR_PIECES for i in range(FAR_PIECES + 1)]
+            pm = masses(edges)
+            qm = masses([-e for e in reversed(edges)])[::-1]
+            for e0, e1, (p, pe), (q, qe) in zip(edges[:-1], edges[1:], pm, qm):
+                atom(_mp(e0), _mp(e1), p, pe, q, qe)
+        listed = {Fraction(x): (m, err) for x, m, err in points}
+        for x in sorted(set(listed) | {-x for x in listed}):
+            xm = _mp(x)
+            if x in listed:
+                p, pe = listed[x]
+            else:  # the mirror of a listed atom: P-mass m e^{x}
+                m, me = listed[-x]
+                p = m * mpmath.exp(xm)
+                pe = me * mpmath.exp(xm) + p * mpf_err(1, xm, bits=4)  # (x rounded: |x| 2^-prec relative)
+            if -x in listed:
+                q, qe = listed[-x]
+            else:
+                m, me = listed[x]
+                q = m * mpmath.exp(-xm)
+                qe = me * mpmath.exp(-xm) + q * mpf_err(1, xm, bits=4)
+            atom(xm, xm, p, pe, q, qe)
+        (below, b_err), (above, a_err) = tails(lo, hi)
+        t = below + b_err + above + a_err
+        return out, t / 2, t / 2 + mpf_err(t, bits=2), mpmath.mpf(0), mpmath.mpf(0)
 
 
 def _pick_hi(masses):
