@@ -85,7 +85,7 @@ def _gaussian_eps_one_step(mu, s, delta):
             h = mpmath.ncdf(a) - mpmath.exp(xp + mpmath.log(mpmath.ncdf(b)))
             return s * h - delta
 
-        lo, hi = mu * mu / 2 - 60 * mu, mu * mu / 2 + 60 * mu
+        lo, hi = max(mu * mu / 2 - 60 * mu, mpmath.mpf(0)), mu * mu / 2 + 60 * mu + 60
         assert f(lo) > 0 > f(hi)
         for _ in range(400):
             mid = (lo + hi) / 2
@@ -187,3 +187,15 @@ def test_far_base_beside_lattice_mechanisms_epsilon_is_tight(beside, counts):
     assert Fraction(b.lower) <= top * (1 - Fraction(1, 10**90))
     assert Fraction(b.upper) >= top * (1 + Fraction(1, 10**90))
     assert b.upper - b.lower <= 2.0**-48 * b.upper
+
+
+def test_a_size_limit_keeps_one_step_as_its_lower_end():
+    """Two steps of Subsampled(Gaussian(10), 0.01) at delta_g = 1e-300 stop at a size limit
+    (the tail's range exceeds one tilt's float FFTs); one step is a marginal of the two, so its
+    eps_g (the closed form's root, ~0.327) bounds the optimum from below.  The size limit's
+    bracket was [0.023, 0.351]; its lower end now holds one step's."""
+    lo, hi = _gaussian_eps_one_step(0.1, 0.01, 1e-300)
+    b = _bounds(lambda: optcomp.epsilon_bounds([Subsampled(Gaussian(10.0), 0.01)], counts=[2], delta_g=1e-300))
+    assert Fraction(b.lower) <= hi * (1 + Fraction(1, 10**9))  # (<= the truth: one step's root is below it)
+    assert Fraction(b.lower) >= lo * (1 - Fraction(1, 10**9))
+    assert Fraction(b.upper) >= hi

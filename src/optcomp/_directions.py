@@ -284,8 +284,10 @@ def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, t
     right end and take c_j delta_j of delta_g first (the n copies share the rest), and each
     one's own least eps at delta_g joins the left end.  The narrowed bracket is the answer when it meets ``tol``; else
     ``exc`` is raised again, carrying it."""
-    if exc.bounds is None or exc.bounds.upper != math.inf:
+    if exc.bounds is None:
         raise exc
+    if exc.bounds.upper != math.inf:
+        return _marginal_epsilon(exc, m, others, delta_g, tol)
     vals, cnts = m.eps.tolist(), [int(c) for c in m.count.tolist()]
     # the black boxes' own share of delta_g (sum c_j delta_j, rounded up); the rest is split
     # over the mechanisms' n copies, rounded down
@@ -304,6 +306,21 @@ def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, t
     for e, dj in zip(vals, m.delta.tolist()):
         lower = max(lower, _black_box_epsilon_lower(e, dj, delta_g))
     return _basic(exc, Bounds(lower, up(math.fsum(uppers), len(uppers))), lambda b: b.gap <= tol)
+
+
+def _marginal_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, tol: float) -> Bracket:
+    """The size limit ``exc`` (a finite bracket) with its lower end raised to every single
+    mechanism's own least eps at delta_g (:func:`profile_epsilon`, and each black box's): one
+    copy is a marginal of the composition, so the optimum can only be larger.  Two steps of
+    Subsampled(Gaussian(10), 0.01) at delta_g 1e-300: [0.023, 0.351] -> [0.327, 0.351]."""
+    lower = max([_black_box_epsilon_lower(e, d, delta_g) for e, d in zip(m.eps.tolist(), m.delta.tolist())],
+                default=0.0)
+    for mech, _ in others:
+        one = profile_epsilon(mech, delta_g)
+        if one is not None:
+            lower = max(lower, one.lower)
+    return _basic(exc, Bounds(lower, math.inf), lambda b: b.gap <= tol or b.gap <= EPS_FLOAT_GAP * b.upper,
+                  "one mechanism's own profile as the lower end")
 
 
 def _black_box_epsilon_lower(eps: float, delta: float, delta_g: float) -> float:
@@ -328,8 +345,12 @@ def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: 
     """:func:`basic_epsilon` in the delta direction: [max_i delta_i(eps_g), sum_i c_i
     delta_i(eps_g / n)] from the mechanisms' certified profiles (n (eps_g / n rounded down)
     <= eps_g)."""
-    if exc.bounds is None or (m.eps > 0).any() or (m.delta > 0).any():
+    if exc.bounds is None:
         raise exc
+    if (m.eps > 0).any() or (m.delta > 0).any():  # the mechanisms' own profiles: a lower end
+        lower = max(mech.profile_bounds(eps_g).lower for mech, _ in others)
+        return _basic(exc, Bounds(lower, 1.0), lambda b: b.upper <= b.lower * (1.0 + tol) + DELTA_FLOOR,
+                      "one mechanism's own profile as the lower end")
     n = sum(int(c) for _, c in others)
     x = max(down(eps_g / n, 1), 0.0)
     lower = max(mech.profile_bounds(eps_g).lower for mech, _ in others)
@@ -337,9 +358,16 @@ def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: 
     return _basic(exc, Bounds(lower, upper), lambda b: b.upper <= b.lower * (1.0 + tol) + DELTA_FLOOR)
 
 
-def _basic(exc: ApproxTooCostly, frame: Bounds, met) -> Bracket:
+_BASIC = "basic composition of the mechanisms' profiles"
+
+
+def _basic(exc: ApproxTooCostly, frame: Bounds, met, note: str = _BASIC) -> Bracket:
     b = Bounds(max(exc.bounds.lower, frame.lower), min(exc.bounds.upper, frame.upper))
     if met(b):
-        return Bracket(*b, "basic composition")
-    raise ApproxTooCostly(str(exc).split("; best bounds")[0] + f"; best bounds {b.lower!r} <= ... <= "
-                          f"{b.upper!r} (basic composition of the mechanisms' profiles)", b) from None
+        return Bracket(*b, "basic composition" if note == _BASIC else "marginal")
+    if b == exc.bounds and note != _BASIC:  # (not narrowed: the size limit as it was)
+        raise exc
+    head, _, tail = str(exc).partition("; best bounds")
+    if note != _BASIC and "(" in tail:  # (the bracket's own account kept: its upper end's)
+        note = f"{note}; {tail[tail.index('(') + 1:].rstrip(')')}"
+    raise ApproxTooCostly(head + f"; best bounds {b.lower!r} <= ... <= {b.upper!r} ({note})", b) from None
