@@ -109,6 +109,10 @@ class FiniteLaw:
     #: a as an exact rational when known (a Pair's normalised masses; a law whose +inf mass
     #: bracket is one float), else None
     a_exact: Fraction | None = None
+    #: an upper bound of the positions of the dropped atoms (None: none dropped), so that
+    #: :meth:`top` bounds every atom of the law: H = 0 above it, slack included (a loosely
+    #: known atom of mass ~s at 2e12, dropped, had left eps_g at the kept atoms' top ~s)
+    dropped_top: object = None
 
     @property
     def size(self) -> int:
@@ -116,11 +120,13 @@ class FiniteLaw:
 
     def top(self, up: bool = True):
         """(exact or None, mpmath) of the largest atom's position: its mpmath position plus
-        its error (``up``), or minus it (a lower end)."""
+        its error (``up``: the dropped atoms' too), or minus it (a lower end: the kept ones')."""
+        if up and self.dropped_top is not None and self.dropped_top > self.pos[-1] + self.perr[-1]:
+            return None, self.dropped_top
         return self.exact[-1], self.pos[-1] + self.perr[-1] if up else self.pos[-1] - self.perr[-1]
 
 
-def _law(atoms, rel, a_lo=0.0, a_hi=0.0, dropped=0.0, a_exact=None) -> FiniteLaw:
+def _law(atoms, rel, a_lo=0.0, a_hi=0.0, dropped=0.0, a_exact=None, dropped_top=None) -> FiniteLaw:
     """A :class:`FiniteLaw` from (exact, pos, perr, mass) tuples (any order, zero masses left
     out, normalised to sum 1 at ``PREC`` bits; ``rel`` the masses' relative error before)."""
     atoms = sorted((a for a in atoms if a[3] > 0), key=lambda a: a[1])
@@ -145,7 +151,7 @@ def _law(atoms, rel, a_lo=0.0, a_hi=0.0, dropped=0.0, a_exact=None) -> FiniteLaw
     # (its own error and the total's), plus the division's rounding
     return FiniteLaw(tuple(a[0] for a in atoms), tuple(a[1] for a in atoms), tuple(a[2] for a in atoms), mass,
                      2.0 * rel + 2.0**-(PREC - 8), a_lo, a_hi, dropped,
-                     a_exact if a_exact is not None else (Fraction(a_lo) if a_lo == a_hi else None))
+                     a_exact if a_exact is not None else (Fraction(a_lo) if a_lo == a_hi else None), dropped_top)
 
 
 def exact_pair(mech, direction: str):
@@ -234,6 +240,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
         rel = 0.0
         rows = []
         dropped = mpmath.mpf(0)
+        drop_top = None
         for pos_exact, pos, perr, m, merr in atoms:
             if not m > 0:
                 continue
@@ -242,6 +249,9 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
                 # left out and charged as slack (its mass at +inf, at most m + merr a copy)
                 # rather than its relative error spread over every mass of the law
                 dropped += m + merr
+                top = (mpmath.mpf(pos_exact.numerator) / pos_exact.denominator if pos_exact is not None else pos) \
+                    + perr + mpmath.ldexp(abs(pos), 4 - PREC)
+                drop_top = top if drop_top is None else max(drop_top, top)
                 continue
             rel = max(rel, float(merr / m))
             if pos_exact is not None:  # (perr: the rounding of the PREC-bit position; 0 where it is exact)
@@ -265,7 +275,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
         # own error, the masses' and inf's, relative to it)
         total = mpmath.fsum(r[3] for r in rows)
         rel = max(rel, float(abs(total - (1 - inf)) + inf_err + dropped) / float(total))
-        return _law(rows, rel, a_lo, a_hi, dropped=up(float(dropped), 2))
+        return _law(rows, rel, a_lo, a_hi, dropped=up(float(dropped), 2), dropped_top=drop_top)
 
 
 @lru_cache(maxsize=1024)
@@ -436,7 +446,11 @@ def _negligible(law: FiniteLaw, count: int) -> tuple[FiniteLaw, float]:
         gone = mpmath.fsum(m for m, s in zip(law.mass, small) if s)
     drop = up(float(gone) * count * (1.0 + 1e-9), 1)
     atoms = [(e, p, d, m) for e, p, d, m, s in zip(law.exact, law.pos, law.perr, law.mass, small) if not s]
-    return _law(atoms, law.rel + float(gone), law.a_lo, law.a_hi, a_exact=law.a_exact), drop
+    with mpmath.workprec(PREC):
+        tops = [p + d for p, d, s in zip(law.pos, law.perr, small) if s]
+        if law.dropped_top is not None:
+            tops.append(law.dropped_top)
+    return _law(atoms, law.rel + float(gone), law.a_lo, law.a_hi, a_exact=law.a_exact, dropped_top=max(tops)), drop
 
 
 # --------------------------------------------------------------------------- small compositions

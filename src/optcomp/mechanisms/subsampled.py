@@ -945,8 +945,10 @@ def _far_atoms(sub: Subsampled, prec: int, direction: str):
             pos = (a + b) / 2
             perr = (b - a) / 2 + mpf_err(a, b, bits=2)
             if fwd:
+                # (each product's rounding relative to the product: at s = 1e-100 an error relative
+                # to p swamped the sampled mass s p, and the atom was dropped as uncertain)
                 mass = one_s * q + s * p
-                err = one_s * q_err + s * p_err + mpf_err(mass, q, p, bits=4)
+                err = one_s * q_err + s * p_err + mpf_err(mass, one_s * q, s * p, bits=4)
             else:
                 pos, mass, err = -pos, q, q_err
             out.append((None, pos, perr, mass, err))
