@@ -326,3 +326,20 @@ def test_a_finite_law_top_bounds_its_dropped_atoms():
         two = _law(kept + [(None, mpmath.mpf(3e12), mpmath.mpf(1), mpmath.ldexp(1, -1200))], 0.0)
         reduced, charge = _negligible(two, 1)
         assert reduced.size == 1 and charge > 0.0 and reduced.top()[1] >= 3e12
+
+
+@pytest.mark.parametrize("mechs, counts, dg, one", [
+    ([Subsampled(Gaussian(1.0, sensitivity=1.5e6), 1e-10)], [1], 1e-10, (1.5e6, 1e-10)),
+    ([Subsampled(Gaussian(1.0, sensitivity=1e9), 1e-3)], [2], 1e-3, None),
+    ([Subsampled(Gaussian(1e-7), 0.5), Gaussian(1.0)], [1, 1], 0.5, None),
+])
+def test_a_tie_at_delta_g_equal_to_q_is_answered(mechs, counts, dg, one):
+    """delta_g = q exactly, where one step's delta(0) = q (1 - e^{-10^11}): no precision
+    decides the profile against delta_g, and every step of the profile search climbed to 4096
+    bits (377, 93 and 347 s).  A float bracket two ulps wide straddling delta_g is now left
+    undecided at once.  The bracket stays ordered, and one step's upper end holds delta_g by
+    the closed form."""
+    b = _bounds(lambda: optcomp.epsilon_bounds(mechs, counts=counts, delta_g=dg))
+    assert 0.0 <= b.lower <= b.upper
+    if one is not None:
+        assert _h_one(*one, b.upper) <= mpmath.mpf(dg)

@@ -174,15 +174,22 @@ class _Registered(Mechanism):
         (its upper end is), 0 when even the last working precision cannot tell.  The
         precisions grow only until one of the two holds -- a decision away from ``delta``
         needs far fewer digits than :meth:`profile_bounds`' settled bracket (every
-        precision's bracket is valid: ``_delta_mp`` bounds its own error)."""
+        precision's bracket is valid: ``_delta_mp`` bounds its own error).  A float bracket
+        two ulps wide that still straddles ``delta`` at 256 bits or more is left undecided:
+        the profile then equals ``delta`` to within the floats, and a tie (a subsampled
+        Gaussian of mu 1.5e6 at delta_g = q: delta(0) = q (1 - e^{-10^11})) is decided by no
+        precision -- every step of a search climbed to 4096 bits, 377 s a call."""
         x = _eps_arg(eps)
         for prec in PRECISIONS:
             with mpmath.workprec(prec):
                 brackets = [bracket(*self._delta_mp(mpmath.mpf(x), d)) for d in self.directions()]
-            if max(b[0] for b in brackets) > delta:
+            lo, hi = max(b[0] for b in brackets), max(b[1] for b in brackets)
+            if lo > delta:
                 return 1
-            if max(b[1] for b in brackets) <= delta:
+            if hi <= delta:
                 return -1
+            if prec >= 256 and hi <= math.nextafter(math.nextafter(lo, 2.0), 2.0):
+                return 0
         return 0
 
     def _delta_mp(self, x, direction):  # pragma: no cover - abstract
