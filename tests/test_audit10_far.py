@@ -22,28 +22,16 @@ Every mpmath reference runs at 2200 bits (s down to 1e-300 must survive 1 - s).
 from __future__ import annotations
 
 import math
-import warnings
 from fractions import Fraction
 
 import mpmath
 import pytest
 
 import optcomp
-from optcomp import ApproxTooCostly
 from optcomp.mechanisms import BlackBox, Gaussian, Laplace, Subsampled
+from test_subsampled_far import _bounds  # (a call's bracket, a size limit's too; no warning)
 
 PREC = 2200
-
-
-def _bounds(fn):
-    """A call's certified bracket, also a size limit's; no other exception, no warning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:
-            return fn()
-        except ApproxTooCostly as exc:
-            assert exc.bounds is not None
-            return exc.bounds
 
 
 def _mp(x):

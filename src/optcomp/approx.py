@@ -506,6 +506,24 @@ def _sub_bounds(fn):
         return exc.bounds
 
 
+def _two_groups(m: Mechanisms, at, value: float, splits, combine, start: float) -> Bounds | None:
+    """The bracket of :func:`_split_epsilon` / :func:`_split_delta`: ``at(group, v)`` a group's
+    bracket at ``v``; the lower end either group's at ``value``, the upper end the least
+    ``combine`` of the two groups' upper ends over ``splits`` ((v_far, v_rest) pairs)."""
+    groups = _far_groups(m)
+    if groups is None:
+        return None
+    sub = [_sub_bounds(lambda g=g: at(g, value)) for g in groups]
+    lower = max((b.lower for b in sub if b is not None), default=0.0)
+    upper = start
+    for v_far, v_rest in splits:
+        a = _sub_bounds(lambda: at(groups[0], v_far))
+        b = _sub_bounds(lambda: at(groups[1], v_rest))
+        if a is not None and b is not None:
+            upper = min(upper, combine(a.upper, b.upper))
+    return Bounds(lower, upper) if lower <= upper else None
+
+
 def _split_epsilon(m: Mechanisms, delta_g: float, **kw) -> Bounds | None:
     """eps_g of ``m`` bracketed from its two groups of :func:`_far_groups` (None without
     them): each group is a marginal of the composition, so the optimum is at least either
@@ -514,41 +532,23 @@ def _split_epsilon(m: Mechanisms, delta_g: float, **kw) -> Bounds | None:
     Roth 2014, Thm 3.16; each group is dominated by the randomized response of its pair), for
     splits delta_1 + delta_2 <= delta_g (upper end).  Where the far group's eps_g is ~1e200,
     the rest's few units vanish against it: the bracket is then a few ulps wide."""
-    groups = _far_groups(m)
-    if groups is None:
-        return None
-    far, rest = groups
-    sub = [_sub_bounds(lambda g=g: bracket_epsilon(g, delta_g, **kw)) for g in groups]
-    lower = max((b.lower for b in sub if b is not None), default=0.0)
-    upper = math.inf
+    splits = []
     for frac in (0.5, 2.0**-10, 1.0 - 2.0**-10):
         d1 = down(delta_g * frac, 1)
         d2 = down(delta_g - d1, 1)  # d1 + d2 <= delta_g
-        if not (d1 > 0.0 and d2 > 0.0):
-            continue
-        a = _sub_bounds(lambda: bracket_epsilon(far, d1, **kw))
-        b = _sub_bounds(lambda: bracket_epsilon(rest, d2, **kw))
-        if a is not None and b is not None:
-            upper = min(upper, up(a.upper + b.upper, 1))
-    return Bounds(lower, upper) if lower <= upper else None
+        if d1 > 0.0 and d2 > 0.0:
+            splits.append((d1, d2))
+    return _two_groups(m, lambda g, d: bracket_epsilon(g, d, **kw), delta_g, splits, lambda a, b: up(a + b, 1),
+                       math.inf)
 
 
 def _split_delta(m: Mechanisms, eps_g: float, **kw) -> Bounds | None:
     """:func:`_split_epsilon` for delta_g(eps_g): at least either group's delta at eps_g, at
     most 1 - (1 - delta_1(x_1))(1 - delta_2(x_2)) for x_1 + x_2 <= eps_g (delta_g nonincreasing;
     the composition of two randomized responses (x_i, delta_i) at x_1 + x_2, KOV Thm 3.3)."""
-    groups = _far_groups(m)
-    if groups is None:
-        return None
-    far, rest = groups
-    sub = [_sub_bounds(lambda g=g: bracket_delta(g, eps_g, **kw)) for g in groups]
-    lower = max((b.lower for b in sub if b is not None), default=0.0)
-    upper = 1.0
+    splits = []
     for frac in (0.0, 2.0**-10, 0.5, 1.0):
         x1 = down(eps_g * frac, 1) if frac else 0.0
-        x2 = max(down(eps_g - x1, 1), 0.0)  # x1 + x2 <= eps_g
-        a = _sub_bounds(lambda: bracket_delta(far, x1, **kw))
-        b = _sub_bounds(lambda: bracket_delta(rest, x2, **kw))
-        if a is not None and b is not None:
-            upper = min(upper, exact_dir(1 - (1 - Fraction(a.upper)) * (1 - Fraction(b.upper)), True))
-    return Bounds(lower, upper) if lower <= upper else None
+        splits.append((x1, max(down(eps_g - x1, 1), 0.0)))  # x1 + x2 <= eps_g
+    return _two_groups(m, lambda g, x: bracket_delta(g, x, **kw), eps_g, splits,
+                       lambda a, b: exact_dir(1 - (1 - Fraction(a)) * (1 - Fraction(b)), True), 1.0)
