@@ -283,7 +283,8 @@ def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, t
     Roth 2014, Thm 3.16).  Black boxes (eps_j, delta_j) beside them add c_j eps_j to the
     right end and take c_j delta_j of delta_g first (the n copies share the rest), and each
     one's own least eps at delta_g joins the left end.  The narrowed bracket is the answer when it meets ``tol``; else
-    ``exc`` is raised again, carrying it."""
+    ``exc`` is raised again, carrying it.  A size limit with a finite upper end keeps only the
+    left end (:func:`_marginal_epsilon`)."""
     if exc.bounds is None:
         raise exc
     if exc.bounds.upper != math.inf:
@@ -296,16 +297,33 @@ def basic_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, t
     d = max(down(down(delta_g - boxes, 1) / n, 1), 0.0)
     if not d > 0.0:
         raise exc
-    lower, uppers = 0.0, [up(e * c, 1) for e, c in zip(vals, cnts)]
+    lower, told = _own_lower(m, others, delta_g)
+    if not told:
+        raise exc
+    uppers = [up(e * c, 1) for e, c in zip(vals, cnts)]
     for mech, c in others:
-        one, share = profile_epsilon(mech, delta_g), profile_epsilon(mech, d)
-        if one is None or share is None:
+        share = profile_epsilon(mech, d)
+        if share is None:
             raise exc
-        lower = max(lower, one.lower)
         uppers.append(up(share.upper * int(c), 1))
-    for e, dj in zip(vals, m.delta.tolist()):
-        lower = max(lower, _black_box_epsilon_lower(e, dj, delta_g))
     return _basic(exc, Bounds(lower, up(math.fsum(uppers), len(uppers))), lambda b: b.gap <= tol)
+
+
+def _own_lower(m: Mechanisms, others, delta_g: float) -> tuple[float, bool]:
+    """The largest single mechanism's own least eps at delta_g, from below (its certified
+    profile, :func:`profile_epsilon`; each black box's, :func:`_black_box_epsilon_lower`): one
+    copy is a marginal of the composition, so the optimum can only be larger.  And whether
+    every profile could tell (False where one is undecided: delta_g at a mass at +inf)."""
+    lower = max([_black_box_epsilon_lower(e, d, delta_g) for e, d in zip(m.eps.tolist(), m.delta.tolist())],
+                default=0.0)
+    told = True
+    for mech, _ in others:
+        one = profile_epsilon(mech, delta_g)
+        if one is None:
+            told = False
+        else:
+            lower = max(lower, one.lower)
+    return lower, told
 
 
 def _marginal_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: float, tol: float) -> Bracket:
@@ -313,12 +331,7 @@ def _marginal_epsilon(exc: ApproxTooCostly, m: Mechanisms, others, delta_g: floa
     mechanism's own least eps at delta_g (:func:`profile_epsilon`, and each black box's): one
     copy is a marginal of the composition, so the optimum can only be larger.  Two steps of
     Subsampled(Gaussian(10), 0.01) at delta_g 1e-300: [0.023, 0.351] -> [0.327, 0.351]."""
-    lower = max([_black_box_epsilon_lower(e, d, delta_g) for e, d in zip(m.eps.tolist(), m.delta.tolist())],
-                default=0.0)
-    for mech, _ in others:
-        one = profile_epsilon(mech, delta_g)
-        if one is not None:
-            lower = max(lower, one.lower)
+    lower, _ = _own_lower(m, others, delta_g)
     return _basic(exc, Bounds(lower, math.inf), lambda b: b.gap <= tol or b.gap <= EPS_FLOAT_GAP * b.upper,
                   "one mechanism's own profile as the lower end")
 
@@ -347,15 +360,17 @@ def basic_delta(exc: ApproxTooCostly, m: Mechanisms, others, eps_g: float, tol: 
     <= eps_g)."""
     if exc.bounds is None:
         raise exc
-    if (m.eps > 0).any() or (m.delta > 0).any():  # the mechanisms' own profiles: a lower end
-        lower = max(mech.profile_bounds(eps_g).lower for mech, _ in others)
-        return _basic(exc, Bounds(lower, 1.0), lambda b: b.upper <= b.lower * (1.0 + tol) + DELTA_FLOOR,
-                      "one mechanism's own profile as the lower end")
+    lower = max(mech.profile_bounds(eps_g).lower for mech, _ in others)
+
+    def met(b):
+        return b.upper <= b.lower * (1.0 + tol) + DELTA_FLOOR
+
+    if (m.eps > 0).any() or (m.delta > 0).any():  # black boxes beside: the mechanisms' own profiles, a lower end
+        return _basic(exc, Bounds(lower, 1.0), met, "one mechanism's own profile as the lower end")
     n = sum(int(c) for _, c in others)
     x = max(down(eps_g / n, 1), 0.0)
-    lower = max(mech.profile_bounds(eps_g).lower for mech, _ in others)
     upper = min(1.0, up(math.fsum(up(mech.profile_bounds(x).upper * int(c), 1) for mech, c in others), n))
-    return _basic(exc, Bounds(lower, upper), lambda b: b.upper <= b.lower * (1.0 + tol) + DELTA_FLOOR)
+    return _basic(exc, Bounds(lower, upper), met)
 
 
 _BASIC = "basic composition of the mechanisms' profiles"

@@ -363,7 +363,7 @@ def _mechanism_epsilon(m: Mechanisms, others, delta_g: float, tol: float, **kw) 
                                      negligible=tol * NEGLIGIBLE_TOL, kw=kw))
     try:
         return worst_direction(out)
-    except ApproxTooCostly as exc:  # a size limit: basic composition of the profiles, or one mechanism alone below, if narrower
+    except ApproxTooCostly as exc:  # a size limit: basic composition, or one mechanism alone below, if narrower
         return basic_epsilon(exc, m, others, delta_g, tol)
 
 
@@ -410,7 +410,7 @@ def _mechanism_delta(m: Mechanisms, others, eps_g: float, tol: float, **kw) -> B
         out.append(delta_direction(work, m_up, m_lo, eps_g, tol, floor=floor, estimate=est, kw=kw))
     try:
         b = worst_direction(out)
-    except ApproxTooCostly as exc:  # a size limit: basic composition of the profiles, or one mechanism alone below, if narrower
+    except ApproxTooCostly as exc:  # a size limit: basic composition, or one mechanism alone below, if narrower
         b = basic_delta(exc, m, others, eps_g, tol)
     if b.upper == 0.0 and any(eps_g < w.top_bound() for w, _, _ in works):
         # a loss above eps_g may hold (an unbounded law): H(eps_g) > 0 may lie below the

@@ -249,8 +249,7 @@ def finite_law(mech, direction: str) -> FiniteLaw | None:
                 # left out and charged as slack (its mass at +inf, at most m + merr a copy)
                 # rather than its relative error spread over every mass of the law
                 dropped += m + merr
-                top = (mpmath.mpf(pos_exact.numerator) / pos_exact.denominator if pos_exact is not None else pos) \
-                    + perr + mpmath.ldexp(abs(pos), 4 - PREC)
+                top = (fraction_mpf(pos_exact) if pos_exact is not None else pos) + perr + mpmath.ldexp(abs(pos), 4 - PREC)
                 drop_top = top if drop_top is None else max(drop_top, top)
                 continue
             rel = max(rel, float(merr / m))

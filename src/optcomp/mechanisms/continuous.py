@@ -18,7 +18,7 @@ import numpy as np
 from .._laws import FORWARD, Points
 from .._pairs import mpf_err
 from .._rounding import mpf_exact
-from ._base import CellMechanism, _mp, _real
+from ._base import CellMechanism, _atom, _mp, _real
 
 
 _TRUNCATE_A = 1000  # beyond this loss parameter a Laplace law's support starts at its tail
@@ -131,8 +131,6 @@ class Laplace(CellMechanism):
         as finite losses (an eps_g beyond the floats, not unattainable)."""
         if not self._beyond_floats:
             raise AttributeError("_atoms: a Laplace law within the float range has a continuous part")
-        from ._base import _atom
-
         a = self._a
         half = mpmath.mpf(1) / 2
         tiny = mpmath.ldexp(1, -1001)

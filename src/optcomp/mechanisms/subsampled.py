@@ -939,8 +939,10 @@ def _far_atoms(sub: Subsampled, prec: int, direction: str):
         out = []
 
         def atom(l0, l1, p, p_err, q, q_err):
-            y0, e0 = sub._g_mp(l0, mpmath.mpf(0))
-            y1, e1 = sub._g_mp(l1, mpmath.mpf(0))
+            # (l0, l1: rational edges rounded once to prec bits, within 2^-prec of themselves
+            # relative: that error carried through g as the positions')
+            y0, e0 = sub._g_mp(l0, mpf_err(l0, bits=1))
+            y1, e1 = sub._g_mp(l1, mpf_err(l1, bits=1))
             a, b = y0 - e0, y1 + e1
             pos = (a + b) / 2
             perr = (b - a) / 2 + mpf_err(a, b, bits=2)
