@@ -1033,6 +1033,25 @@ def test_a_profile_with_a_loosely_known_tiny_vertex_is_exact(x):
     check_domain(mechs[0], 1, mechs[1], x, 1e-300, None)
 
 
+@pytest.mark.parametrize("eps, sens, bb, x", [(1e-6, 2, 3.0, 3.0), (1e-9, 3, 10.0, 10.0), (1e-6, 2, 3.0, 3.000001)])
+def test_an_atom_a_hair_above_a_large_eps_g_is_exact(eps, sens, bb, x):
+    """Geometric(1e-6, sensitivity=2) beside BlackBox(3) at eps_g = 3 (the slow domain test's
+    draw): the atom 3 + 2e-6 lies 2e-6 above x, and its long double distance (error ~2^-64 x 4)
+    was known to 1.3e-12 relative -- method='optimal' refused (ExactTooLarge, bracket 1.5e-12
+    wide).  Truth from the definition (the class docstring's PLD): only the atom Δ eps + bb
+    and those with j = 1, 2, ... lie above x: loss (Δ - 2j) eps + bb, P-mass (1/(1 + r) at j = 0,
+    (1 - r) r^j/(1 + r) for 0 < j < Δ) times e^bb/(1 + e^bb), r = e^-eps."""
+    mechs = [Geometric(eps, sens), BlackBox(bb, 0.0)]
+    with mp.workdps(60):
+        e, r, b = mp.mpf(eps), mp.exp(-mp.mpf(eps)), mp.mpf(bb)
+        atoms = [((sens - 2 * j) * e + b, (1 / (1 + r) if j == 0 else (1 - r) * r**j / (1 + r)) * mp.exp(b) / (1 + mp.exp(b)))
+                 for j in range(sens)]
+        truth = mp.fsum(p * -mp.expm1(mp.mpf(x) - l) for l, p in atoms if l > mp.mpf(x))
+        v = call("optimal", lambda: optcomp.delta_g(mechs, counts=[1, 1], eps_g=x, method="optimal"))
+        assert truth <= v <= truth * (1 + mp.mpf("1e-12")) + mp.mpf("1e-300"), (v, truth)
+    check_domain(mechs[0], 1, mechs[1], x, 1e-300, None)
+
+
 def test_mpf_dir_is_the_exact_directed_rounding():
     """mpf_dir's shortcut (mpmath's directed rounding to 53 bits, normal floats only) against
     the rational next to it on each side, across the normal/subnormal/overflow edges (a law
