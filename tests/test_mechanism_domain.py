@@ -1473,6 +1473,19 @@ def test_the_raised_edges_sampled(k, eps, eps2, d):
     _check_raised_edges(k, eps, eps2, d)
 
 
+@pytest.mark.parametrize("x", [1.0001475002814686, 1.0001475012816161])
+def test_an_exact_black_box_beside_many_tiny_ones_within_1e_12(x):
+    """BlackBox(1e-8) x 23,028,690 beside BlackBox(1) (the slow sweep's draw): method='optimal'
+    gave 4.2e-11 relative above the truth at eps_g ~1 + 1.5e-4.  Its meet in the middle widened
+    every distance by u (|x| + max |la|) ~ 4.4e-16 and by u at the exact ±1 of the black box,
+    against distances ~5e-5.  Truth: the sum from the definition (:func:`_bb_pair_h`)."""
+    k, eps, eps2 = 23028690, 1e-8, 1.0
+    mechs, counts = [BlackBox(eps), BlackBox(eps2)], [k, 1]
+    truth = _bb_pair_h(_bb_pair_atoms(k, eps, x - eps2), eps2, x)
+    v = call("delta_g", lambda: optcomp.delta_g(mechs, counts=counts, eps_g=x, method="optimal"))
+    assert truth <= v <= truth * (1 + 1e-12), (v, truth)
+
+
 def test_multinomial_rows_wholly_below_eps_g_add_nothing():
     """[BlackBox(1e-300)] x 10^6 beside RandomizedResponse(1.0, 3) at eps_g = 1.0: in the rows of
     randomized response's outcomes with loss 0 and -1, x / beta ~ 5e299 overflowed the atom index

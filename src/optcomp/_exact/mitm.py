@@ -81,16 +81,16 @@ class _MeetInTheMiddle:
         groups = list(half_a) + list(half_b)
         # the float positions' errors (each half's own); :meth:`terms` adds its arithmetic's
         self.pos_err = _position_error(half_a) + _position_error(half_b)
-        self.la_max = float(np.max(np.abs(la)))
         self.max_loss = _to_float(shift + sum((Fraction(g[0]) * g[1] for g in groups), Fraction(0)), True)
 
     def terms(self, x: float) -> tuple[float, float]:
         """(h, b): h >= H(x) before the relative charge, b = -dH/dx (both before charging)."""
         xs = _to_float(Fraction(x) - self.shift, False) if self.shift else x  # down: H decreases in x
         y = xs - self.la
-        # a distance lb - (xs - la) is off by the positions' errors, the rounding of y (<= u |y|
-        # <= u (|xs| + max |la|)) and of the difference (<= u v: the factor below)
-        pe = self.pos_err + 2.0 * UNIT * (abs(xs) + self.la_max)
+        # a distance lb - (xs - la) is off by the positions' errors, the rounding of y (one
+        # subtraction of floats: <= u |y|, per pair -- not u (|xs| + max |la|), which at xs ~ 1
+        # beside an exact la = 1 charged 1e-11 of H) and of the difference (<= u v: the factor below)
+        pe = self.pos_err + UNIT * np.abs(y) * (1.0 + 4.0 * UNIT)
         nb = self.lb.size
         j = np.searchsorted(self.lb, y - pe, side="right")  # ambiguous atoms count as above
         jj = np.minimum(j, nb - 1)
@@ -101,7 +101,7 @@ class _MeetInTheMiddle:
             # what the widening can add on these pairs: pa W (1 - e^{-3 pos_err}); settle them
             # exactly only where that is not negligible next to H (e.g. x at the top atom)
             h_est = float(np.sum(np.where(inside, self.pa * (self.D[jj] + self.W[jj] * -np.expm1(-v)), 0.0)))
-            extra = 3.0 * pe * float(np.sum(self.pa[ambiguous] * self.W[jj[ambiguous]]))
+            extra = 3.0 * float(np.sum(pe[ambiguous] * self.pa[ambiguous] * self.W[jj[ambiguous]]))
             if extra <= 2.0**-42 * h_est:  # a 2e-13 relative excess at most
                 ambiguous = ambiguous[:0]
         if 0 < ambiguous.size <= min(_MITM_EXACT_PAIRS, self.exact_budget):
