@@ -36,7 +36,7 @@ weight 1 at j = 0 and j = N/2, 2 elsewhere, total weight N):
    SPLIT_REL of its row's largest (in every row): z_j = fl(DFT(x_big)_j + FFT(x_rest)_j),
    the first by direct sums on all of J (componentwise within delta |x_big|_1), the second
    within D_r := eps sqrt(N) |x_rest|_2 in V-norm (tiny: the rest is spread thin), the
-   addition within sqrt(2) u of a modulus <= |x|_1 + D_r + delta |x|_1.  So d_j <= dr_j + c
+   addition within u of a modulus <= |x|_1 + D_r + delta |x|_1 (charged 2u).  So d_j <= dr_j + c
    with sum_V dr_j^2 <= D_r^2 and c componentwise; m_j := |z_j| + D_r + c; step 3 becomes
    k D_r (sum_J m_j^(2k-2))^(1/2) + k c sum_J m_j^(k-1).  (J is the plain FFT's: off J,
    |A_j| <= |X_j| + D <= e^{c/k} still.)  10^4 steps of Subsampled(Gaussian(0.8), 1e-4):
@@ -119,7 +119,7 @@ The pass falls back to repeated squaring (:func:`optcomp._lattice.grouped._power
 window would exceed ``MAX_FFT_POINTS`` or the bound is not small against the rows
 (``POWER_FFT_REL``).
 
-Length (~660 lines): the construction, its window and tilt choice and the error bound of the
+Length (~750 lines): the construction, its window and tilt choice and the error bound of the
 one FFT must agree term by term, so they stay in one module."""
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ HI_BITS = 20  # frequencies with m_j^(k-1) within 2^-HI_BITS of the largest are 
 DIRECT_REL = 2.0**-27  # ... where the FFT's bound exceeds this fraction of the rows' largest possible entry
 SPLIT_REL = 2.0**-20  # the split transform's window holds every entry >= this fraction of its row's largest
 SPLIT_LOOSE = 2.0**-40  # ... tried where the FFT's bound exceeds this fraction of the rows' largest possible entry
+SPLIT_POINTS = 2**20  # ... and its direct sums (frequencies x window width) stay within this many pairs (~0.3 s)
 NODE_TILT_STEP = 1  # a node's window tilts 2^(NODE_TILT_STEP / 4) apart (a lone Power's: 2^(1/2)); 2 (step 4) left
 # its windows ~25% wider (100 groups of 100 subsampled Gaussian steps: 1.9M points of nodes against 1.5M)
 MU = math.sqrt(2.0) * 2.0 * UNIT / (1.0 - 2.0 * UNIT) * (1.0 + 4.0 * UNIT)  # complex product, Higham Lemma 3.5
@@ -254,11 +255,11 @@ def _direct_dft(rows: np.ndarray, J: np.ndarray, N: int, offset: int = 0, block:
     of 2 pi r / N, cos and sin within L = LIBM_ULPS ulps (<= 2 L u absolute): each within
     16.2 u, the complex twiddle within 23 u (from a table over r when there are more pairs
     than N: the same values).  Sums: every real product rounded once, summed in blocks of
-    BLOCK (in any order: within (BLOCK - 1) u of the absolute terms), the block sums by a
-    pairwise tree (:func:`_pairwise_sum`, d = ceil(log2(W / BLOCK)) levels): each component
-    within (BLOCK + d) u of its absolute terms, the complex value within
-    sqrt(2) (BLOCK + d) u |x|_1 (1 + 16.2 u).  So delta = (23 + 1.415 (BLOCK + d)) u,
-    charged as (24 + 1.5 (BLOCK + d)) u."""
+    b = ``block`` (in any order: within (b - 1) u of the absolute terms), the block sums by a
+    pairwise tree (:func:`_pairwise_sum`, d = ceil(log2(W / b)) levels): each component
+    within (b + d) u of its absolute terms, the complex value within
+    sqrt(2) (b + d) u |x|_1 (1 + 16.2 u).  So delta = (23 + 1.415 (b + d)) u,
+    charged as (24 + 1.5 (b + d)) u."""
     B, W = rows.shape
     nb = -(-W // block)
     xb = np.zeros((B, nb * block))
@@ -333,14 +334,15 @@ def _split_transform(rows: np.ndarray, Js: list, ws: list, k: int, N: int, D: np
                      amp: float, workers: int) -> list:
     """The split transform of each row (module docstring, step 1'), where it bounds the
     amplified error better than the plain FFT: per row, None or (z on J, e1), e1 the bound
-    on sum_J |z_j^k - A_j^k| (amplification, power rounding, the cut frequencies).
+    on ||P - A^k||_1 (V-weighted over every frequency: the amplification and the power's
+    rounding on J, the cut frequencies off J).
 
     The window [a, c) holds every entry >= SPLIT_REL of its row's largest, in every row (a
     subsampled step at a small rate: one or a few lattice points hold ~1 - q of the mass).
     Its DFT is taken by direct sums (:func:`_direct_dft`, componentwise within delta |x_big|_1)
     on J, the rest's by the FFT (2-norm error <= D_r = eps sqrt(N) |x_rest|_2, tiny when the
-    rest is spread thin), the two added (one rounding a component: sqrt(2) u of a modulus at
-    most |x|_1 + D_r + delta |x|_1).  So d_j <= dr_j + c with sum_V dr_j^2 <= D_r^2 and c
+    rest is spread thin), the two added (one rounding a component: u of a modulus at most
+    |x|_1 + D_r + delta |x|_1, charged 2u).  So d_j <= dr_j + c with sum_V dr_j^2 <= D_r^2 and c
     componentwise, m_j = |z_j| + D_r + c bounds |z_j| and |A_j|, and step 3 becomes
     k D_r (sum_J m_j^(2k-2))^(1/2) + k c sum_J m_j^(k-1).  Against the plain FFT's
     k D (sum m^(2k-2))^(1/2): 10^5 steps of Subsampled(Gaussian(0.8), 1e-4) at delta_g 1e-8,
@@ -355,7 +357,7 @@ def _split_transform(rows: np.ndarray, Js: list, ws: list, k: int, N: int, D: np
     if cols.size == 0:
         return none
     a, c_ = int(cols[0]), int(cols[-1]) + 1
-    if Jall.size * (c_ - a) > DIRECT_POINTS:
+    if Jall.size * (c_ - a) > SPLIT_POINTS:
         return none
     big = rows[:, a:c_]
     XB, dB = _direct_dft(big, Jall, N, offset=a, block=2)
@@ -398,7 +400,9 @@ def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
     echoes of a law on a sublattice) are recomputed by direct sums (:func:`_direct_dft`,
     d_j <= delta |x|_1, when |J_hi| W <= DIRECT_POINTS); on the rest,
     J_lo, d_j <= D: step 3's amplification is charged as
-    k delta |x|_1 sum_{J_hi} m_j^(k-1) + k D (sum_{J_lo} m_j^(2k-2))^(1/2)."""
+    k delta |x|_1 sum_{J_hi} m_j^(k-1) + k D (sum_{J_lo} m_j^(2k-2))^(1/2).  Before that,
+    where the FFT's bound exceeds SPLIT_LOOSE of it, a row takes the split transform instead
+    (:func:`_split_transform`, step 1') when its bound is the smaller."""
     B, W = rows.shape
     x = np.zeros((B, N))
     x[:, :W] = rows
