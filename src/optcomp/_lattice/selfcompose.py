@@ -460,38 +460,28 @@ def _kfold_circular(rows: np.ndarray, k: int, N: int, workers: int = -1):
         J, w = Js[b], ws[b]
         if splits[b] is not None:  # the split transform's base and bound (:func:`_split_transform`)
             z, e1 = splits[b]
-            P[b] = 0.0
-            if J.size:
-                P[b, J] = _power(z, k)
-            P[b, 0] = P[b, 0].real
-            if N % 2 == 0:
-                P[b, -1] = P[b, -1].real
-            pj = P[b, J]
-            pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
-            pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
-            E[b] = ((eps + 2.001 * UNIT * (1.0 + eps)) * pv / math.sqrt(N) + e1 / N) * (1.0 + 1e-9)
-            continue
-        hi = his[b] if direct else np.zeros(J.size, dtype=bool)
-        z, zmag = X[b, J], mag[b, J]
-        if direct and np.any(hi):
-            zh = XJ[b, np.searchsorted(Jhi, J[hi])]
-            z[hi] = zh
-            zmag[hi] = np.sqrt(zh.real * zh.real + zh.imag * zh.imag) * (1.0 + 4.0 * UNIT) + 1e-300
-        lo = ~hi
+        else:
+            hi = his[b] if direct else np.zeros(J.size, dtype=bool)
+            z, zmag = X[b, J], mag[b, J]
+            if direct and np.any(hi):
+                zh = XJ[b, np.searchsorted(Jhi, J[hi])]
+                z[hi] = zh
+                zmag[hi] = np.sqrt(zh.real * zh.real + zh.imag * zh.imag) * (1.0 + 4.0 * UNIT) + 1e-300
+            lo = ~hi
+            every = not (direct and np.any(hi))  # (z, zmag the FFT's on all of J: the sums above)
+            pw = amp * (pow_sum(b) if every else _pow_sum_up(zmag, float(k), w)) \
+                + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
+            e1 = k * D[b] * math.sqrt(amp_sum(b) if every else _pow_sum_up(mag[b, J[lo]] + D[b], 2.0 * k - 2.0,
+                                                                              w[lo])) * (1.0 + 2.0 * UNIT)
+            if direct and np.any(hi):  # sum_{J_hi} k d_j m_j^(k-1), d_j <= delta |x|_1
+                e1 += k * dj[b] * _pow_sum_up(zmag[hi] + dj[b], k - 1.0, w[hi]) * (1.0 + 2.0 * UNIT)
+            e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
         P[b] = 0.0
         if J.size:
             P[b, J] = _power(z, k)
         P[b, 0] = P[b, 0].real  # exact already (a real number squared); irfft reads real parts there
         if N % 2 == 0:
             P[b, -1] = P[b, -1].real
-        every = not (direct and np.any(hi))  # (z, zmag the FFT's on all of J: the sums above)
-        pw = amp * (pow_sum(b) if every else _pow_sum_up(zmag, float(k), w)) \
-            + 2.0 * (k - 1) * ALPHA0 * _pow_sum_up(np.maximum(zmag, 1.0) * (1.0 + MU), float(k), w)
-        e1 = k * D[b] * math.sqrt(amp_sum(b) if every else _pow_sum_up(mag[b, J[lo]] + D[b], 2.0 * k - 2.0, w[lo])) \
-            * (1.0 + 2.0 * UNIT)
-        if direct and np.any(hi):  # sum_{J_hi} k d_j m_j^(k-1), d_j <= delta |x|_1
-            e1 += k * dj[b] * _pow_sum_up(zmag[hi] + dj[b], k - 1.0, w[hi]) * (1.0 + 2.0 * UNIT)
-        e1 = e1 + pw + N * math.exp(cut_log + 1e-3) + 1e-300
         pj = P[b, J]
         pv2 = float(np.sum(w * (pj.real * pj.real + pj.imag * pj.imag))) * (1.0 + (J.size + 4) * UNIT) + 1e-300
         pv = math.sqrt(pv2) * (1.0 + 2.0 * UNIT)
