@@ -14,6 +14,8 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import optcomp
 from optcomp._lattice import grouped, leaves, selfcompose
@@ -229,3 +231,47 @@ def test_two_groups_meet_one_group_and_the_squared_bracket(q, k):
     finally:
         grouped.POWER_FFT = saved
     assert max(two.lower, sq.lower) <= min(two.upper, sq.upper), (two, sq)
+
+
+_NODE_DOMAIN = dict(log_sigma=st.floats(-0.5, 1.0), log_q=st.floats(-6.0, -0.3), log_k=st.floats(1.25, 5.0),
+                    log_delta=st.floats(-300.0, -2.0), log_h=st.floats(-16.0, -8.0))
+
+
+def _node_keeps_its_mass(log_sigma, log_q, log_k, log_delta, log_h):
+    """:func:`test_a_node_keeps_its_whole_p0_mass` over the domain on log scales: sigma 0.3 .. 10,
+    q 1e-6 .. 0.5, 18 .. 10^5 copies (a node: more than POWER_COPIES), the tilt aimed at delta_g
+    1e-300 .. 1e-2, steps 2^-16 .. 2^-8.  A node's upper row (entries plus their error bound,
+    untilted) and its slack at +inf carry the whole P0 mass (a probability distribution)."""
+    sigma, q, k = 10.0**log_sigma, 10.0**log_q, max(grouped.POWER_COPIES + 1, int(10.0**log_k))
+    h = 2.0 ** math.floor(log_h)
+    work = _work((Subsampled(Gaussian(sigma), q), k), (Subsampled(Gaussian(sigma * (1 + 1e-7)), q), k))
+    theta = work.tilt_for(work.chernoff_guess(10.0**log_delta))
+    log_slack = log_delta * math.log(10.0) - 20.0
+    S = grouped._mgf_grid(theta)
+    for item in work.plan(h):
+        pn = selfcompose.power_node(item.made(log_slack), h, theta, log_slack, S, 1)
+        if pn is None:  # (repeated squaring instead)
+            continue
+        rows, off, E2, lz, _, _, slack = pn
+        idx = np.arange(rows.shape[1]) + off
+        # log of each untilted mass, within ~1e-12 relative (arguments below ~10^3 in size); an
+        # entry whose charged mass exceeds e^700 / size alone carries more than the whole law
+        with np.errstate(divide="ignore"):
+            logs = float(lz[0]) - theta * h * idx + np.log(rows[0] + float(E2[0]) / math.sqrt(rows.shape[1]))
+        total = math.fsum(np.exp(np.minimum(logs, 700.0 - math.log(logs.size))).tolist())  # (summed exactly)
+        assert total + slack >= 1 - 1e-9, (sigma, q, k, h, total, slack)
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, database=None)
+@given(**_NODE_DOMAIN)
+def test_every_node_keeps_its_whole_p0_mass(log_sigma, log_q, log_k, log_delta, log_h):
+    _node_keeps_its_mass(log_sigma, log_q, log_k, log_delta, log_h)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, database=None)
+@given(**_NODE_DOMAIN)
+def test_every_node_keeps_its_whole_p0_mass_thoroughly(log_sigma, log_q, log_k, log_delta, log_h):
+    """As :func:`test_every_node_keeps_its_whole_p0_mass`, 60 random examples (the dropped mass
+    of the node window's old rule shows in about one draw in 15)."""
+    _node_keeps_its_mass(log_sigma, log_q, log_k, log_delta, log_h)

@@ -41,7 +41,7 @@ The laws' positions and masses come from the mechanisms at ``PREC`` = 256 bits (
 relative errors, times the counts, are charged to every composed mass): with float masses
 k copies would carry k ulps, 1e-10 relative at k = 10^6.
 
-Length (~750 lines): one copy's law (every finite family, subsampled ones included), the
+Length (~780 lines): one copy's law (every finite family, subsampled ones included), the
 compositions per global direction with their exact delta events, and the small compositions
 listed term by term share the 256-bit laws and their error charges; :class:`LawSolver`, the
 root bracket and CGF estimates the three exact producers share, lives beside them.
